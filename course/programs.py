@@ -1,0 +1,239 @@
+"""The course's example programs: the files under kernels/ that pages embed and tests build and run.
+
+Each program declares how it is built and run in `course:` comment lines near its top:
+
+    // course: gpu                  needs a CUDA GPU to run (it is still compiled everywhere)
+    // course: nvcc-flags -lcublas  extra compiler flags
+    // course: run --n 1000         one checked run per line (no run line: one run with no arguments)
+    // course: bench --bench        a benchmark run; its BENCH lines go to the GPU record
+    // course: compile-only         a source with no main (for example one that CuPy loads)
+    // course: header               an include file; built through the programs that include it
+
+Python programs use `# course: ...`. A run passes when the program exits 0, prints at least one
+`CHECK PASS name n=<count>` line with a positive count, and prints no `CHECK FAIL` line. Exit code 2
+means "waived": the GPU lacks a feature the program needs, which the harness reports as a skip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "kernels"
+BUILD = ROOT / "build"
+
+EXIT_WAIVED = 2
+SOURCE_SUFFIXES = {".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp", ".c": "c", ".h": "c", ".hpp": "cpp", ".py": "python"}
+HEADER_SUFFIXES = {".cuh", ".h", ".hpp"}
+
+_DIRECTIVE = re.compile(r"^\s*(?://|#)\s*course:\s*(?P<key>[a-z-]+)\s*(?P<value>.*?)\s*$")
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"(?P<path>[^"]+)"', re.MULTILINE)
+_CHECK = re.compile(r"^CHECK (?P<status>PASS|FAIL) (?P<name>\S+) n=(?P<n>\d+)(?P<rest>.*)$", re.MULTILINE)
+_BENCH = re.compile(r"^BENCH (?P<json>\{.*\})\s*$", re.MULTILINE)
+
+# Compiler warnings are errors for every course program: a reader copies these files.
+NVCC_FLAGS = ["-std=c++17", "-O3", "-lineinfo", "-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra,-Werror"]
+GCC_FLAGS = ["-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One execution of a program: its arguments, and whether it is a benchmark."""
+
+    program: "Program"
+    args: tuple[str, ...]
+    bench: bool = False
+
+    @property
+    def id(self) -> str:
+        label = "bench" if self.bench else "run"
+        return f"{self.program.rel}[{label}: {' '.join(self.args)}]" if self.args else f"{self.program.rel}[{label}]"
+
+    def content_hash(self) -> str:
+        """What this run depends on: the harness, the program and its headers, its arguments."""
+        h = hashlib.sha256()
+        h.update(Path(__file__).read_bytes())
+        for path in self.program.sources():
+            h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+        h.update(json.dumps([self.bench, list(self.args), self.program.flags]).encode())
+        return h.hexdigest()[:16]
+
+
+@dataclass
+class Program:
+    path: Path
+    lang: str
+    gpu: bool = False
+    compile_only: bool = False
+    header: bool = False
+    flags: list[str] = field(default_factory=list)
+    run_args: list[tuple[str, ...]] = field(default_factory=list)
+    bench_args: list[tuple[str, ...]] = field(default_factory=list)
+
+    @property
+    def rel(self) -> str:
+        return self.path.relative_to(ROOT).as_posix()
+
+    @property
+    def runnable(self) -> bool:
+        return not (self.compile_only or self.header)
+
+    @property
+    def executable(self) -> Path:
+        return BUILD / self.path.relative_to(KERNELS).with_suffix("")
+
+    def runs(self) -> list[Run]:
+        if not self.runnable:
+            return []
+        checked = [Run(self, a) for a in (self.run_args or [()])]
+        return checked + [Run(self, a, bench=True) for a in self.bench_args]
+
+    def sources(self) -> list[Path]:
+        """The file and every local header it includes, transitively, in a stable order."""
+        seen: list[Path] = []
+        stack = [self.path]
+        while stack:
+            path = stack.pop()
+            if path in seen or not path.exists():
+                continue
+            seen.append(path)
+            if path.suffix != ".py":
+                for m in _INCLUDE.finditer(path.read_text()):
+                    stack.append((path.parent / m["path"]).resolve())
+        return seen
+
+    def build_command(self, arch: str) -> list[str]:
+        out = str(self.executable) + (".o" if self.compile_only else "")
+        if self.lang == "cuda":
+            cmd = ["nvcc", *NVCC_FLAGS, f"-arch={arch}", *self.flags]
+            return cmd + (["-c"] if self.compile_only else []) + ["-o", out, str(self.path)]
+        compiler = "g++" if self.lang == "cpp" else "gcc"
+        std = ["-std=c++17"] if self.lang == "cpp" else ["-std=c11"]
+        return [compiler, *std, *GCC_FLAGS, *self.flags] + (["-c"] if self.compile_only else []) + ["-o", out, str(self.path)]
+
+    def run_command(self, args: tuple[str, ...]) -> list[str]:
+        if self.lang == "python":
+            return [sys.executable, str(self.path), *args]
+        return [str(self.executable), *args]
+
+
+def parse(path: Path) -> Program:
+    lang = SOURCE_SUFFIXES[path.suffix]
+    prog = Program(path=path.resolve(), lang=lang, header=path.suffix in HEADER_SUFFIXES)
+    for line in path.read_text().splitlines()[:60]:
+        m = _DIRECTIVE.match(line)
+        if not m:
+            continue
+        key, value = m["key"], m["value"]
+        if key == "gpu":
+            prog.gpu = True
+        elif key == "nvcc-flags" or key == "cc-flags":
+            prog.flags += shlex.split(value)
+        elif key == "run":
+            prog.run_args.append(tuple(shlex.split(value)))
+        elif key == "bench":
+            prog.bench_args.append(tuple(shlex.split(value)))
+        elif key == "compile-only":
+            prog.compile_only = True
+        elif key == "header":
+            prog.header = True
+        else:
+            raise ValueError(f"{path}: unknown directive 'course: {key}'")
+    return prog
+
+
+def all_programs() -> list[Program]:
+    files = sorted(p for p in KERNELS.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES)
+    return [parse(p) for p in files if "__pycache__" not in p.parts]
+
+
+def program_for(rel_path: str) -> Program | None:
+    path = ROOT / rel_path
+    if path.is_file() and path.suffix in SOURCE_SUFFIXES and KERNELS in path.resolve().parents:
+        return parse(path)
+    return None
+
+
+def has_gpu() -> bool:
+    """True when a CUDA GPU is usable. COURSE_NO_GPU=1 pretends there is none (to test CI's view)."""
+    if os.environ.get("COURSE_NO_GPU") == "1":
+        return False
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
+
+def default_arch() -> str:
+    # On a GPU box build for that GPU; elsewhere compile for Hopper, the course's reference GPU.
+    return "native" if has_gpu() else "sm_90"
+
+
+@dataclass
+class Outcome:
+    """What a run printed, judged by the harness's rules."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    checks: list[dict]
+    benchmarks: list[dict]
+    problems: list[str]
+
+    @property
+    def waived(self) -> bool:
+        return self.returncode == EXIT_WAIVED
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems and not self.waived
+
+
+def judge(returncode: int, stdout: str, stderr: str, require_check: bool = True) -> Outcome:
+    checks = [
+        {"status": m["status"], "name": m["name"], "n": int(m["n"]), "detail": m["rest"].strip()}
+        for m in _CHECK.finditer(stdout)
+    ]
+    benchmarks = []
+    problems = []
+    for m in _BENCH.finditer(stdout):
+        try:
+            benchmarks.append(json.loads(m["json"]))
+        except json.JSONDecodeError as e:
+            problems.append(f"malformed BENCH line ({e}): {m.group(0)}")
+    if returncode not in (0, EXIT_WAIVED):
+        problems.append(f"exit code {returncode}")
+    failed = [c["name"] for c in checks if c["status"] == "FAIL"]
+    if failed:
+        problems.append(f"failed checks: {', '.join(failed)}")
+    empty = [c["name"] for c in checks if c["status"] == "PASS" and c["n"] == 0]
+    if empty:
+        problems.append(f"checks that compared nothing (n=0): {', '.join(empty)}")
+    if returncode == 0 and require_check and not [c for c in checks if c["status"] == "PASS" and c["n"] > 0]:
+        problems.append("exited 0 without printing a passing CHECK line: success was claimed, not checked")
+    for b in benchmarks:
+        if not (isinstance(b.get("time_ms"), (int, float)) and b["time_ms"] > 0):
+            problems.append(f"benchmark with no positive time: {b}")
+    return Outcome(returncode, stdout, stderr, checks, benchmarks, problems)
+
+
+def build(program: Program, arch: str | None = None) -> subprocess.CompletedProcess:
+    program.executable.parent.mkdir(parents=True, exist_ok=True)
+    cmd = program.build_command(arch or default_arch())
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def execute(run: Run, timeout: int = 600) -> Outcome:
+    proc = subprocess.run(
+        run.program.run_command(run.args), cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+    return judge(proc.returncode, proc.stdout, proc.stderr)

@@ -1,0 +1,226 @@
+"""pytest plugin: the `gpu` marker, the GPU record, and stricter page-block runs.
+
+- Items marked `gpu` (tests, program runs, and page blocks preceded by <!--pytest.mark.gpu-->) are
+  skipped with the reason "no CUDA GPU" where none is present, and run for real where one is.
+- Every GPU item gets a content hash (course.record). `--gpu-record` writes each GPU item's outcome,
+  duration, checks and benchmarks into records/gpu-record.json together with the GPU and versions;
+  `--gpu-stale-only` runs only the GPU items whose current hash has no passing entry.
+- pytest-codeblocks runs the page blocks; this plugin replaces its runner with one that runs from
+  the repository root, shows the block's output when it fails, and applies the CHECK-line rules of
+  course.programs to blocks that run course programs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from . import programs, record
+
+GPU_ITEMS = pytest.StashKey[list]()   # config: [(nodeid, hash, source)] of every GPU item collected
+ITEM_HASH = pytest.StashKey[str]()     # item: its content hash
+ITEM_OUTCOME = pytest.StashKey[dict]() # item: output facts for the record (checks, benchmarks)
+RESULTS = pytest.StashKey[dict]()      # config: hash -> entry, written at the end of a --gpu-record run
+
+_HAS_GPU: bool | None = None
+
+
+def has_gpu() -> bool:
+    global _HAS_GPU
+    if _HAS_GPU is None:
+        _HAS_GPU = programs.has_gpu()
+    return _HAS_GPU
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("course")
+    group.addoption("--gpu-record", action="store_true",
+                    help="write every GPU item's result into records/gpu-record.json (needs a GPU)")
+    group.addoption("--gpu-stale-only", action="store_true",
+                    help="run only the GPU items with no passing record for their current content")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped with the reason 'no CUDA GPU' where none is present")
+    config.addinivalue_line("markers", "bench: a benchmark run whose figures go to the GPU record")
+    if config.getoption("--gpu-record") and not has_gpu():
+        raise pytest.UsageError("--gpu-record needs a CUDA GPU, and none was found (nvidia-smi -L)")
+    config.stash[RESULTS] = {}
+    _install_block_runner()
+
+
+# ----------------------------------------------------------------------------- hashing items
+
+
+def _item_hash(item) -> str:
+    block = getattr(item, "obj", None)
+    if block is not None and hasattr(block, "syntax") and hasattr(block, "code"):
+        return record.block_hash(block.syntax, block.code, block.marks)
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and isinstance(callspec.params.get("run"), programs.Run):
+        return callspec.params["run"].content_hash()
+    # Any other test marked gpu: its own source and its module's source.
+    h = hashlib.sha256(inspect.getsource(item.module).encode())
+    h.update(item.nodeid.encode())
+    return h.hexdigest()[:16]
+
+
+def _item_source(item) -> str:
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and isinstance(callspec.params.get("run"), programs.Run):
+        return callspec.params["run"].program.rel
+    return item.nodeid.split("::")[0]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    gpu_items = []
+    for item in items:
+        if item.get_closest_marker("gpu") is None:
+            continue
+        h = _item_hash(item)
+        item.stash[ITEM_HASH] = h
+        gpu_items.append((item.nodeid, h, _item_source(item)))
+    config.stash[GPU_ITEMS] = gpu_items
+
+    if config.getoption("--gpu-stale-only"):
+        rec = record.load()
+        keep = [i for i in items if ITEM_HASH in i.stash and not record.is_verified(rec, i.stash[ITEM_HASH])]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+
+    if not has_gpu():
+        skip = pytest.mark.skip(reason="no CUDA GPU")
+        for item in items:
+            if item.get_closest_marker("gpu") is not None:
+                item.add_marker(skip)
+
+
+# ----------------------------------------------------------------------------- recording
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if ITEM_HASH not in item.stash or not item.config.getoption("--gpu-record"):
+        return
+    if report.when == "setup" and report.skipped:
+        status = "skipped"
+    elif report.when == "call":
+        status = "passed" if report.passed else ("skipped" if report.skipped else "failed")
+    else:
+        if report.failed:  # an error in setup or teardown fails the item too
+            status = "failed"
+        else:
+            return
+    facts = item.stash.get(ITEM_OUTCOME, {})
+    duration = round(report.duration, 4)
+    problems = []
+    if status == "passed" and duration < 0.001:
+        problems.append("took no measurable time")
+    if status == "passed" and not facts.get("printed", True):
+        problems.append("printed nothing")
+    if problems:
+        status = "flagged"
+    results = item.config.stash[RESULTS]
+    results[item.stash[ITEM_HASH]] = {
+        "id": item.nodeid,
+        "source": _item_source(item),
+        "outcome": status,
+        "problems": problems,
+        "duration_s": duration,
+        "checks": facts.get("checks", []),
+        "benchmarks": facts.get("benchmarks", []),
+    }
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if not config.getoption("--gpu-record") or not config.stash[RESULTS]:
+        return
+    rec = record.load()
+    command = " ".join(["python -m pytest", *sys.argv[1:]])
+    env = record.environment(command)
+    run_id = f"{env['started']} {env['gpu']}"
+    rec["runs"][run_id] = env
+    # A new entry replaces the older ones of the same item (same id), whatever their hash.
+    fresh = config.stash[RESULTS]
+    fresh_ids = {e["id"] for e in fresh.values()}
+    rec["items"] = {h: e for h, e in rec["items"].items() if e["id"] not in fresh_ids}
+    for h, e in fresh.items():
+        rec["items"][h] = {**e, "run": run_id}
+    record.save(rec)
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr:
+        tr.write_line(f"GPU record: {len(fresh)} items written to {record.RECORD_PATH.relative_to(record.ROOT)}")
+
+
+# ----------------------------------------------------------------------------- page blocks
+
+
+class BlockFailed(Exception):
+    pass
+
+
+# A block "runs a course program" when a command starts with build/... or ./build/..., or runs
+# python on a file under kernels/. Such a block must print a passing CHECK line.
+_RUNS_COURSE_PROGRAM = re.compile(r"(?:^|&&|\|\||;|\||\bthen\b|!)\s*(?:\w+=\S+\s+)*(?:\./)?build/\S+|python3?\s+kernels/\S+\.py", re.MULTILINE)
+
+
+def _run_block(self):
+    """Replacement for pytest_codeblocks' TestBlock.runtest (same semantics, better failures)."""
+    block = self.obj
+    if block.importorskip is not None:
+        pytest.importorskip(block.importorskip)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    started = time.perf_counter()
+    if block.syntax == "python":
+        cmd = [sys.executable, "-c", block.code]
+        proc = subprocess.run(cmd, cwd=programs.ROOT, capture_output=True, text=True, env=env, timeout=900)
+    else:
+        shell = "/bin/bash" if block.syntax == "bash" else "/bin/sh"
+        proc = subprocess.run([shell, "-e", "-o", "pipefail", "-c", block.code] if block.syntax == "bash" else [shell, "-e", "-c", block.code],
+                              cwd=programs.ROOT, capture_output=True, text=True, env=env, timeout=900)
+    elapsed = time.perf_counter() - started
+    where = f"{self.path.relative_to(programs.ROOT)}:{block.lineno} ({block.syntax} block)"
+    if proc.returncode != 0:
+        raise BlockFailed(f"{where} exited with {proc.returncode}\n--- code\n{block.code}--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}")
+    runs_program = bool(_RUNS_COURSE_PROGRAM.search(block.code))
+    verdict = programs.judge(0, proc.stdout, proc.stderr, require_check=runs_program)
+    if verdict.problems:
+        raise BlockFailed(f"{where}: " + "; ".join(verdict.problems) + f"\n--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}")
+    if block.expected_output is not None:
+        want, got = block.expected_output, proc.stdout
+        if block.expected_output_ignore_whitespace:
+            want, got = re.sub(r"\s+", "", want), re.sub(r"\s+", "", got)
+        if want != got:
+            raise BlockFailed(f"{where}: expected output\n{block.expected_output}but got\n{proc.stdout}")
+    self.stash[ITEM_OUTCOME] = {
+        "checks": verdict.checks,
+        "benchmarks": verdict.benchmarks,
+        "printed": bool(proc.stdout.strip() or proc.stderr.strip()),
+        "elapsed": elapsed,
+    }
+
+
+def _block_failure(self, excinfo):
+    if isinstance(excinfo.value, BlockFailed):
+        return str(excinfo.value)
+    return f"{excinfo.typename}: {excinfo.value}"
+
+
+def _install_block_runner():
+    try:
+        from pytest_codeblocks.plugin import TestBlock
+    except ImportError:  # pytest-codeblocks not installed: no page blocks are collected anyway
+        return
+    TestBlock.runtest = _run_block
+    TestBlock.repr_failure = _block_failure

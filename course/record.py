@@ -1,0 +1,190 @@
+"""The GPU verification record: which GPU examples passed, on what, and what they measured.
+
+CI has no GPU. It trusts a GPU item only if records/gpu-record.json holds a passing entry for the
+item's current content hash: a hash of exactly what the item runs (a page block's text and the
+course files it uses; a program, every local header it includes, its arguments and the harness).
+Change one character of any of those and the hash changes, so the old entry no longer applies.
+
+Entries are keyed by content hash; each names the run (GPU, driver and library versions, date) it
+came from. The pytest plugin writes entries during a GPU run; the mkdocs hooks read them to draw
+verification badges and results tables.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import programs
+
+ROOT = programs.ROOT
+RECORD_PATH = ROOT / "records" / "gpu-record.json"
+SCHEMA = 1
+REFRESH_STALE = "python -m pytest --gpu-record --gpu-stale-only"
+REFRESH_ALL = "python -m pytest --gpu-record"
+
+# A path to a course file inside a code block: kernels/..., snippets/..., or a build/ output whose
+# source is under kernels/.
+_COURSE_PATH = re.compile(r"(?<![\w/.-])((?:kernels|snippets|build)/[\w./-]+)")
+_SNIPPET = re.compile(r"""--8<--\s+["']([^"':]+)(?::[\w-]+)?["']""")
+
+
+@dataclass(frozen=True)
+class GpuItem:
+    """A thing that must pass on a GPU: a page block or a program run."""
+
+    id: str
+    hash: str
+    source: str  # the page or program file it comes from
+
+
+def _files_used_by(code: str) -> list[Path]:
+    """Course files a block's code names, with the headers they include."""
+    found: list[Path] = []
+    for token in _COURSE_PATH.findall(code):
+        token = token.rstrip(".")
+        candidates = [ROOT / token]
+        if token.startswith("build/"):  # build/setup/x -> kernels/setup/x.cu (or .cpp, .c, .py)
+            stem = ROOT / "kernels" / token[len("build/"):]
+            candidates = [stem.with_name(stem.name + s) for s in programs.SOURCE_SUFFIXES]
+        for path in candidates:
+            if path.is_file():
+                prog = programs.program_for(path.relative_to(ROOT).as_posix())
+                for p in prog.sources() if prog else [path]:
+                    if p not in found:
+                        found.append(p)
+    return found
+
+
+def block_hash(syntax: str, code: str, marks: list[str]) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps([syntax, code, sorted(marks)]).encode())
+    for path in _files_used_by(code):
+        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def is_gpu_mark(mark: str) -> bool:
+    return mark.replace(" ", "").startswith("pytest.mark.gpu")
+
+
+def page_blocks(page: Path):
+    """The blocks pytest-codeblocks collects from a page (same parser, so the same blocks)."""
+    from pytest_codeblocks.main import extract_from_file
+
+    return [b for b in extract_from_file(page) if b.syntax in ("python", "sh", "bash")]
+
+
+def embedded_files(markdown: str) -> list[str]:
+    """Files a page embeds with pymdownx.snippets (--8<-- "path" or "path:section")."""
+    out: list[str] = []
+    for rel in _SNIPPET.findall(markdown):
+        if rel not in out:
+            out.append(rel)
+    return out
+
+
+def page_gpu_items(page: Path) -> list[GpuItem]:
+    """Every GPU item that belongs to a page: its GPU blocks and the runs of the programs it embeds."""
+    rel = page.resolve().relative_to(ROOT).as_posix()
+    items = [
+        GpuItem(f"{rel}::line {b.lineno}", block_hash(b.syntax, b.code, b.marks), rel)
+        for b in page_blocks(page)
+        if any(is_gpu_mark(m) for m in b.marks)
+    ]
+    for path in embedded_files(page.read_text()):
+        prog = programs.program_for(path)
+        if prog and prog.gpu:
+            items += [GpuItem(r.id, r.content_hash(), prog.rel) for r in prog.runs()]
+    return items
+
+
+# ----------------------------------------------------------------------------- the record file
+
+
+def load(path: Path = RECORD_PATH) -> dict:
+    if not path.exists():
+        return {"schema": SCHEMA, "runs": {}, "items": {}}
+    data = json.loads(path.read_text())
+    if data.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: unknown record schema {data.get('schema')!r}")
+    return data
+
+
+def save(record: dict, path: Path = RECORD_PATH) -> None:
+    # Drop runs no entry refers to any more, so the file only says what is still true.
+    used = {e["run"] for e in record["items"].values()}
+    record["runs"] = {k: v for k, v in record["runs"].items() if k in used}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def entry(record: dict, item_hash: str) -> dict | None:
+    return record["items"].get(item_hash)
+
+
+def is_verified(record: dict, item_hash: str) -> bool:
+    e = entry(record, item_hash)
+    return bool(e) and e["outcome"] == "passed"
+
+
+def run_info(record: dict, e: dict) -> dict:
+    return record["runs"].get(e["run"], {})
+
+
+def describe_run(run: dict) -> str:
+    """'NVIDIA H100 80GB HBM3 · CUDA 13.0 · driver 580.x · PyTorch 2.11.0 · 2026-11-21'."""
+    parts = [run.get("gpu", "unknown GPU"), f"CUDA {run.get('cuda_runtime', '?')}"]
+    if run.get("driver"):
+        parts.append(f"driver {run['driver']}")
+    for key, label in (("torch", "PyTorch"), ("cupy", "CuPy"), ("triton", "Triton")):
+        if run.get(key):
+            parts.append(f"{label} {run[key]}")
+    parts.append(run.get("date", "?"))
+    return " · ".join(parts)
+
+
+def _version(module: str) -> str | None:
+    try:
+        mod = __import__(module)
+    except Exception:  # not installed, or broken: the record simply omits it
+        return None
+    return getattr(mod, "__version__", None)
+
+
+def environment(command: str) -> dict:
+    """The facts a run is recorded with: the GPU, driver, CUDA and library versions, the date."""
+    gpu = driver = None
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=30,
+        ).stdout.strip().splitlines()
+        if out:
+            gpu, driver = [s.strip() for s in out[0].split(",", 1)]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    nvcc = None
+    try:
+        m = re.search(r"release ([\d.]+), V([\d.]+)", subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout)
+        nvcc = m.group(2) if m else None
+    except OSError:
+        pass
+    now = _dt.datetime.now(_dt.timezone.utc)
+    return {
+        "gpu": gpu,
+        "driver": driver,
+        "cuda_runtime": ".".join(nvcc.split(".")[:2]) if nvcc else None,
+        "nvcc": nvcc,
+        "torch": _version("torch"),
+        "cupy": _version("cupy"),
+        "triton": _version("triton"),
+        "date": now.date().isoformat(),
+        "started": now.isoformat(timespec="seconds"),
+        "command": command,
+    }

@@ -1,0 +1,225 @@
+// course.cuh: the one helper header every course program includes.
+//
+// Taught in docs/conventions.md. Everything here is inline or a template, so any number of
+// translation units can include it. It gives:
+//   CUDA_CHECK(call)       abort with file, line and the failing expression if a CUDA call fails
+//   CUDA_CHECK_LAUNCH()    check a kernel launch (configuration errors and, in debug, faults)
+//   ceil_div(a, b)         blocks needed to cover a elements with b threads each
+//   fill_uniform / poison  reproducible random inputs; NaN-poisoned outputs
+//   check_close            relative+absolute comparison that prints the first mismatch and a
+//                          machine-readable CHECK line the test harness reads
+//   time_kernel_ms         CUDA-event timing: warm-up, L2 flush, median of many repeats
+//   print_bench            a machine-readable BENCH line (JSON) for the GPU record
+//   require_compute_capability  exit with the "waived" code when the GPU lacks a feature
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace course {
+
+// Exit codes the harness understands: 0 pass, 1 failure, 2 "waived" (the GPU lacks a feature
+// this program needs, so it was skipped, not failed).
+constexpr int kExitFail = 1;
+constexpr int kExitWaived = 2;
+
+[[noreturn]] inline void cuda_fail(cudaError_t err, const char* expr, const char* file, int line) {
+  std::fprintf(stderr, "CUDA error %s (%s) at %s:%d\n  in: %s\n", cudaGetErrorName(err),
+               cudaGetErrorString(err), file, line, expr);
+  // "no CUDA-capable device" deserves a plain-language hint: it is the first error a reader without
+  // a working driver sees.
+  if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) {
+    std::fprintf(stderr, "  hint: is an NVIDIA GPU present and is its driver loaded? Try `nvidia-smi`.\n");
+  }
+  std::exit(kExitFail);
+}
+
+}  // namespace course
+
+// --8<-- [start:check]
+// A macro rather than a function so the message names the exact call, file and line.
+#define CUDA_CHECK(call)                                                  \
+  do {                                                                    \
+    cudaError_t course_err_ = (call);                                     \
+    if (course_err_ != cudaSuccess) {                                     \
+      course::cuda_fail(course_err_, #call, __FILE__, __LINE__);          \
+    }                                                                     \
+  } while (0)
+
+// Launch errors (bad configuration) are reported by cudaGetLastError; errors while the kernel
+// runs surface at the next synchronising call, which CUDA_CHECK also catches. Define
+// COURSE_SYNC_LAUNCHES to synchronise after every launch while debugging.
+#ifdef COURSE_SYNC_LAUNCHES
+#define CUDA_CHECK_LAUNCH()                     \
+  do {                                          \
+    CUDA_CHECK(cudaGetLastError());             \
+    CUDA_CHECK(cudaDeviceSynchronize());        \
+  } while (0)
+#else
+#define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
+#endif
+// --8<-- [end:check]
+
+namespace course {
+
+template <typename T>
+__host__ __device__ constexpr T ceil_div(T a, T b) {
+  return (a + b - 1) / b;
+}
+
+// Reproducible inputs: a fixed seed by default so a failure can be replayed; the harness passes
+// --seed to draw fresh inputs.
+inline void fill_uniform(std::vector<float>& v, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (auto& x : v) x = dist(rng);
+}
+
+// Fill device memory with NaN bytes so that any element a kernel forgets to write fails the check.
+inline void poison(void* device_ptr, size_t bytes) {
+  CUDA_CHECK(cudaMemset(device_ptr, 0xFF, bytes));  // 0xFFFFFFFF is a NaN as float
+}
+
+// --8<-- [start:compare]
+// Compare got against want with |got - want| <= atol + rtol * |want|. NaN never passes.
+// Prints one line the harness parses:
+//   CHECK PASS <name> n=<elements> max_abs_err=<e> rtol=<r> atol=<a>
+//   CHECK FAIL <name> n=<elements> first_bad=<index> got=<g> want=<w>
+template <typename T, typename R>
+bool check_close(const char* name, const T* got, const R* want, size_t n, double rtol, double atol) {
+  double max_abs_err = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double g = static_cast<double>(got[i]);
+    const double w = static_cast<double>(want[i]);
+    const double err = std::fabs(g - w);
+    if (!(err <= atol + rtol * std::fabs(w))) {  // written so that NaN fails
+      std::printf("CHECK FAIL %s n=%zu first_bad=%zu got=%.9g want=%.9g\n", name, n, i, g, w);
+      return false;
+    }
+    max_abs_err = std::max(max_abs_err, err);
+  }
+  if (n == 0) {
+    std::printf("CHECK FAIL %s n=0 (nothing was compared)\n", name);
+    return false;
+  }
+  std::printf("CHECK PASS %s n=%zu max_abs_err=%.3g rtol=%.1g atol=%.1g\n", name, n, max_abs_err, rtol,
+              atol);
+  return true;
+}
+// --8<-- [end:compare]
+
+// For checks that are not element-wise comparisons (for example "the device reports sane limits"):
+// n says how many facts were checked, so a check that checked nothing cannot pass.
+inline bool check_true(const char* name, bool ok, size_t n, const char* detail = "") {
+  if (ok && n > 0) {
+    std::printf("CHECK PASS %s n=%zu %s\n", name, n, detail);
+    return true;
+  }
+  std::printf("CHECK FAIL %s n=%zu %s\n", name, n, detail);
+  return false;
+}
+
+// --8<-- [start:timing]
+// Times `launch` (a callable that enqueues work on the default stream) with CUDA events.
+// Warm-up runs first (module load, caches, clocks), then each timed repeat is preceded by a write
+// of a buffer larger than L2 so that repeats do not read a warm cache. Returns the median in ms.
+template <typename F>
+float time_kernel_ms(F&& launch, int warmup = 3, int repeats = 20, bool flush_l2 = true) {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  int l2_bytes = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+  void* scratch = nullptr;
+  const size_t scratch_bytes = flush_l2 ? static_cast<size_t>(l2_bytes) * 2 : 0;
+  if (scratch_bytes) CUDA_CHECK(cudaMalloc(&scratch, scratch_bytes));
+
+  for (int i = 0; i < warmup; ++i) launch();
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> times(repeats);
+  for (int i = 0; i < repeats; ++i) {
+    if (scratch_bytes) CUDA_CHECK(cudaMemsetAsync(scratch, i & 0xFF, scratch_bytes));
+    CUDA_CHECK(cudaEventRecord(start));
+    launch();
+    CUDA_CHECK(cudaEventRecord(stop));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaEventElapsedTime(&times[i], start, stop));
+  }
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  if (scratch) CUDA_CHECK(cudaFree(scratch));
+  std::nth_element(times.begin(), times.begin() + repeats / 2, times.end());
+  return times[repeats / 2];
+}
+// --8<-- [end:timing]
+
+// One benchmark result as a line the harness copies into the GPU record:
+//   BENCH {"case": ..., "impl": ..., "time_ms": ..., "bytes": ..., "flops": ..., "peer": ...}
+// `bytes` is the fewest bytes the operation must move (each input read once, each output written
+// once); `flops` the arithmetic it must do. Readers divide by time_ms for GB/s or TFLOP/s. `peer`
+// marks the library or framework result the course's kernels are compared against.
+inline void print_bench(const char* case_name, const char* impl, double time_ms, double bytes,
+                        double flops, bool peer = false) {
+  std::printf(
+      "BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
+      "\"peer\": %s}\n",
+      case_name, impl, time_ms, bytes, flops, peer ? "true" : "false");
+  std::fflush(stdout);
+}
+
+// Exit with the "waived" code if the GPU is older than the program needs. The harness reports a
+// waived program as skipped, never as passed.
+inline void require_compute_capability(int major, int minor, const char* why) {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  int have_major = 0, have_minor = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&have_major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&have_minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (have_major * 10 + have_minor < major * 10 + minor) {
+    std::printf("WAIVED needs compute capability %d.%d or newer (%s); this GPU is %d.%d\n", major, minor,
+                why, have_major, have_minor);
+    std::exit(kExitWaived);
+  }
+}
+
+// Tiny argument parser: --name value pairs and --flag switches, enough for the course's programs.
+struct Args {
+  int argc;
+  char** argv;
+  bool has(const char* flag) const {
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], flag) == 0) return true;
+    return false;
+  }
+  long long get_int(const char* name, long long fallback) const {
+    for (int i = 1; i + 1 < argc; ++i) {
+      if (std::strcmp(argv[i], name) == 0) {
+        char* end = nullptr;
+        const long long v = std::strtoll(argv[i + 1], &end, 10);
+        if (end == argv[i + 1] || *end != '\0') {
+          std::fprintf(stderr, "error: %s expects an integer, got '%s'\n", name, argv[i + 1]);
+          std::exit(kExitFail);
+        }
+        return v;
+      }
+    }
+    return fallback;
+  }
+};
+
+}  // namespace course

@@ -1,0 +1,78 @@
+"""Guards: no example can fall through the cracks silently."""
+
+import re
+from pathlib import Path
+
+import pytest
+from pytest_codeblocks.main import extract_from_file
+
+from course import programs, record
+
+ROOT = programs.ROOT
+PAGES = sorted(p for p in (ROOT / "docs").rglob("*.md") if "vendor" not in p.parts)
+COLLECTED = {"python", "sh", "bash"}  # what pytest-codeblocks runs: the info string exactly
+# Info strings whose first word says "this is code a reader runs".
+EXECUTABLE_LOOKING = {"python", "python3", "py", "pycon", "ipython", "sh", "bash", "zsh", "shell", "console",
+                      "shell-session", "shellsession", "sh-session", "powershell", "ps1", "cmd", "bat"}
+_SKIP_REASON = re.compile(r"""pytest\.mark\.skip\(reason=(["'])(.+?)\1\)""")
+
+
+def _first_word(syntax: str) -> str:
+    return re.split(r"[\s{]", syntax.strip().lstrip(".").lower() + " ", maxsplit=1)[0]
+
+
+def _skip_reason(marks):
+    for m in marks:
+        found = _SKIP_REASON.search(m)
+        if found and found.group(2).strip():
+            return found.group(2).strip()
+    return None
+
+
+def _rel(page):
+    return page.relative_to(ROOT).as_posix()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_rel)
+def test_every_executable_looking_block_is_run_or_says_why_not(page):
+    problems = []
+    for block in extract_from_file(page):
+        syntax = (block.syntax or "").strip()
+        if _first_word(syntax) not in EXECUTABLE_LOOKING:
+            continue
+        has_skip = any(m.replace(" ", "").startswith("pytest.mark.skip") for m in block.marks)
+        if has_skip and not _skip_reason(block.marks):
+            problems.append(f"line {block.lineno}: skipped without a reason the reader can see")
+        if syntax not in COLLECTED and not has_skip:
+            problems.append(
+                f"line {block.lineno}: fence ```{syntax} is not collected by pytest-codeblocks (only exactly "
+                f"'python', 'sh' or 'bash' are); use one of those, or mark it "
+                f'<!--pytest.mark.skip(reason="...")--> with the reason')
+    assert not problems, f"{_rel(page)}:\n" + "\n".join(problems)
+
+
+def _embedded_everywhere():
+    embedded = set()
+    for md in list((ROOT / "docs").rglob("*.md")) + list((ROOT / "snippets").rglob("*.md")):
+        embedded.update(record.embedded_files(md.read_text()))
+    return embedded
+
+
+@pytest.mark.parametrize("program", programs.all_programs(), ids=lambda p: p.rel)
+def test_every_kernel_file_is_embedded_by_a_page(program):
+    assert program.rel in _embedded_everywhere(), f"{program.rel} is not embedded (--8<--) by any page"
+
+
+@pytest.mark.parametrize("program", [p for p in programs.all_programs() if not p.runnable], ids=lambda p: p.rel)
+def test_every_header_or_module_is_used(program):
+    """Runnable programs are built and run by test_programs; headers and modules must be used by one."""
+    users = [p for p in programs.all_programs() if p.runnable and program.path in p.sources()]
+    mentioned = any(program.rel in f.read_text() for f in (ROOT / "tests").glob("*.py")) or any(
+        program.rel in b.code for page in PAGES for b in extract_from_file(page))
+    assert users or mentioned, f"{program.rel} is neither included by a program nor used by a test or a page block"
+
+
+def test_every_page_is_in_the_nav():
+    nav_text = (ROOT / "mkdocs.yml").read_text()
+    missing = [_rel(p)[len("docs/"):] for p in PAGES if _rel(p)[len("docs/"):] not in nav_text]
+    assert not missing, f"pages not in mkdocs.yml's nav: {missing}"

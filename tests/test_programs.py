@@ -1,0 +1,51 @@
+"""Build every program under kernels/ with warnings as errors; on a GPU, run each and check it."""
+
+import py_compile
+
+import pytest
+
+from course import programs
+
+PROGRAMS = programs.all_programs()
+BUILDABLE = [p for p in PROGRAMS if not p.header]
+
+
+def _run_params():
+    params = []
+    for prog in PROGRAMS:
+        for run in prog.runs():
+            marks = ([pytest.mark.gpu] if prog.gpu else []) + ([pytest.mark.bench] if run.bench else [])
+            params.append(pytest.param(run, marks=marks, id=run.id))
+    return params
+
+
+@pytest.mark.parametrize("program", BUILDABLE, ids=lambda p: p.rel)
+def test_builds_without_warnings(program):
+    if program.lang == "python":
+        py_compile.compile(str(program.path), doraise=True, cfile=str(programs.BUILD / "pycache" / (program.rel + "c")))
+        return
+    proc = programs.build(program)
+    assert proc.returncode == 0, f"{' '.join(program.build_command(programs.default_arch()))}\n{proc.stdout}{proc.stderr}"
+
+
+@pytest.mark.parametrize("run", _run_params())
+def test_runs_and_checks(run, request):
+    prog = run.program
+    if prog.lang != "python":
+        proc = programs.build(prog)
+        assert proc.returncode == 0, proc.stderr
+    outcome = programs.execute(run)
+    request.node.stash[_outcome_key()] = {
+        "checks": outcome.checks,
+        "benchmarks": outcome.benchmarks,
+        "printed": bool(outcome.stdout.strip()),
+    }
+    if outcome.waived:
+        pytest.skip(f"waived: {outcome.stdout.strip().splitlines()[-1] if outcome.stdout.strip() else 'no reason printed'}")
+    assert outcome.passed, "; ".join(outcome.problems) + f"\n--- stdout\n{outcome.stdout}--- stderr\n{outcome.stderr}"
+
+
+def _outcome_key():
+    from course.pytest_plugin import ITEM_OUTCOME
+
+    return ITEM_OUTCOME

@@ -1,0 +1,71 @@
+"""The record cannot go stale silently: any change to what an item runs changes its hash."""
+
+import shutil
+
+import pytest
+
+from course import programs, record
+from test_gpu_record import stale_items
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    """A copy of kernels/ in a temporary root, so tests can edit files freely."""
+    shutil.copytree(programs.KERNELS, tmp_path / "kernels")
+    for mod in (programs, record):
+        monkeypatch.setattr(mod, "ROOT", tmp_path)
+    monkeypatch.setattr(programs, "KERNELS", tmp_path / "kernels")
+    monkeypatch.setattr(programs, "BUILD", tmp_path / "build")
+    return tmp_path
+
+
+def _gpu_program(root):
+    prog = next(p for p in programs.all_programs() if p.gpu and p.runs())
+    return prog, prog.runs()[0]
+
+
+def test_one_character_in_a_program_changes_its_hash(sandbox):
+    prog, run = _gpu_program(sandbox)
+    before = run.content_hash()
+    text = prog.path.read_text()
+    prog.path.write_text(text.replace("\n", "\n ", 1))
+    assert programs.parse(prog.path).runs()[0].content_hash() != before
+
+
+def test_a_change_in_an_included_header_changes_the_hash(sandbox):
+    prog, run = _gpu_program(sandbox)
+    before = run.content_hash()
+    header = sandbox / "kernels" / "common" / "course.cuh"
+    assert header in prog.sources()
+    header.write_text(header.read_text() + "\n// edited\n")
+    assert run.content_hash() != before
+
+
+def test_a_block_hash_covers_its_text_and_the_programs_it_builds(sandbox):
+    prog, _ = _gpu_program(sandbox)
+    code = f"nvcc -o build/x {prog.rel}\n./build/x\n"
+    before = record.block_hash("bash", code, ["pytest.mark.gpu"])
+    assert record.block_hash("bash", code + " ", ["pytest.mark.gpu"]) != before
+    prog.path.write_text(prog.path.read_text() + "\n")
+    assert record.block_hash("bash", code, ["pytest.mark.gpu"]) != before
+
+
+def test_stale_items_names_new_failed_and_flagged_items():
+    rec = {"schema": 1, "runs": {}, "items": {
+        "aaa": {"id": "ok", "outcome": "passed", "run": "r"},
+        "bbb": {"id": "bad", "outcome": "failed", "run": "r"},
+        "ccc": {"id": "quiet", "outcome": "flagged", "problems": ["printed nothing"], "run": "r"},
+    }}
+    items = [("ok", "aaa", "s"), ("bad", "bbb", "s"), ("quiet", "ccc", "s"), ("new", "ddd", "s")]
+    stale = dict(stale_items(items, rec))
+    assert set(stale) == {"bad", "quiet", "new"}
+    assert "printed nothing" in stale["quiet"]
+
+
+def test_judge_rejects_claims_without_checks():
+    assert programs.judge(0, "all good!\n", "").problems
+    assert programs.judge(0, "CHECK PASS x n=0\n", "").problems
+    assert programs.judge(0, "CHECK PASS x n=3\nCHECK FAIL y n=3 first_bad=0\n", "").problems
+    assert programs.judge(0, 'CHECK PASS x n=3\nBENCH {"case": "c", "impl": "i", "time_ms": 0}\n', "").problems
+    assert not programs.judge(0, "CHECK PASS x n=3 max_abs_err=0\n", "").problems
+    assert programs.judge(2, "WAIVED needs sm_90\n", "").waived

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu-run}
 mkdir -p "$out"
 if ls .whl/*.whl >/dev/null 2>&1; then  # wheels carried to a machine without network access
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/course-site .whl/*.whl || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/course-site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/course-site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONUNBUFFERED=1

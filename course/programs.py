@@ -6,6 +6,8 @@ Each program declares how it is built and run in `course:` comment lines near it
     // course: nvcc-flags -lcublas  extra compiler flags
     // course: run --n 1000         one checked run per line (no run line: one run with no arguments)
     // course: bench --bench        a benchmark run; its BENCH lines go to the GPU record
+    // course: libs cublas cufft    CUDA libraries it links (see LIBRARIES): headers and libraries are
+                                    taken from the toolkit, or else from NVIDIA's pip wheels
     // course: compile-only         a source with no main (for example one that CuPy loads)
     // course: header               an include file; built through the programs that include it
 
@@ -21,6 +23,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -44,6 +47,75 @@ NVCC_FLAGS = ["-std=c++17", "-O3", "-lineinfo", "-Werror", "all-warnings", "-Xco
 GCC_FLAGS = ["-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
 
+# The CUDA libraries a program may name in `course: libs`: a header that proves the library is
+# there, and the library file to link. The toolkit ships most of them; cuDNN and NCCL come as pip
+# wheels (nvidia-cudnn-cu13, nvidia-nccl-cu13), which also carry the others' headers for machines
+# with only the compiler (CI).
+LIBRARIES = {
+    "cublas": ("cublas_v2.h", "cublas"),
+    "cublasLt": ("cublasLt.h", "cublasLt"),
+    "cufft": ("cufft.h", "cufft"),
+    "curand": ("curand.h", "curand"),
+    "cudnn": ("cudnn.h", "cudnn"),
+    "nccl": ("nccl.h", "nccl"),
+}
+
+
+class MissingLibrary(Exception):
+    """A program needs a CUDA library whose headers are on neither the toolkit nor a pip wheel."""
+
+
+def _toolkit_root() -> Path | None:
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        return None
+    # /usr/local/bin/nvcc may be a wrapper script: ask nvcc where it lives.
+    out = subprocess.run(["nvcc", "--dryrun", "-c", "-x", "cu", "/dev/null", "-o", "/dev/null"], capture_output=True, text=True)
+    m = re.search(r"TOP=(\S+)", out.stderr + out.stdout)
+    return Path(m.group(1)).resolve() if m else Path(nvcc).resolve().parent.parent
+
+
+def _wheel_dirs() -> list[Path]:
+    """include/ folders of NVIDIA's pip wheels (nvidia/cu13/include, nvidia/cudnn/include, ...)."""
+    found = []
+    for entry in sys.path:
+        base = Path(entry) / "nvidia"
+        if base.is_dir():
+            found += sorted(p for p in base.glob("*/include") if p.is_dir())
+    return found
+
+
+def library_flags(libs: list[str]) -> list[str]:
+    """Compiler and linker flags for the named libraries, or MissingLibrary naming what to install."""
+    flags: list[str] = []
+    toolkit = _toolkit_root()
+    toolkit_includes = [toolkit / "include", toolkit / "targets" / "x86_64-linux" / "include"] if toolkit else []
+    for lib in libs:
+        if lib not in LIBRARIES:
+            raise ValueError(f"unknown library {lib!r} in 'course: libs' (known: {', '.join(LIBRARIES)})")
+        header, libname = LIBRARIES[lib]
+        if any((d / header).is_file() for d in toolkit_includes):
+            flags.append(f"-l{libname}")
+            continue
+        include = next((d for d in _wheel_dirs() if (d / header).is_file()), None)
+        if include is None:
+            raise MissingLibrary(f"{header} is in neither the CUDA toolkit nor an installed NVIDIA wheel; "
+                                 f"install the course's 'libs' extra: pip install -e '.[libs]'")
+        libdir = include.parent / "lib"
+        versioned = sorted(libdir.glob(f"lib{libname}.so*"))
+        if not versioned:
+            raise MissingLibrary(f"{header} found in {include}, but no lib{libname}.so* beside it")
+        # Wheels ship only versioned names (libcublas.so.13): give the linker an unversioned link.
+        farm = BUILD / "libs"
+        farm.mkdir(parents=True, exist_ok=True)
+        link = farm / f"lib{libname}.so"
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(versioned[0])
+        flags += [f"-I{include}", f"-L{farm}", f"-l{libname}", f"-Xlinker=-rpath,{libdir}"]
+    return flags
+
+
 @dataclass(frozen=True)
 class Run:
     """One execution of a program: its arguments, and whether it is a benchmark."""
@@ -63,7 +135,7 @@ class Run:
         h.update(Path(__file__).read_bytes())
         for path in self.program.sources():
             h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-        h.update(json.dumps([self.bench, list(self.args), self.program.flags]).encode())
+        h.update(json.dumps([self.bench, list(self.args), self.program.flags, self.program.libs]).encode())
         return h.hexdigest()[:16]
 
 
@@ -75,6 +147,7 @@ class Program:
     compile_only: bool = False
     header: bool = False
     flags: list[str] = field(default_factory=list)
+    libs: list[str] = field(default_factory=list)
     run_args: list[tuple[str, ...]] = field(default_factory=list)
     bench_args: list[tuple[str, ...]] = field(default_factory=list)
 
@@ -112,12 +185,13 @@ class Program:
 
     def build_command(self, arch: str) -> list[str]:
         out = str(self.executable) + (".o" if self.compile_only else "")
+        libs = library_flags(self.libs) if self.libs else []
         if self.lang == "cuda":
-            cmd = ["nvcc", *NVCC_FLAGS, f"-arch={arch}", *self.flags]
+            cmd = ["nvcc", *NVCC_FLAGS, f"-arch={arch}", *self.flags, *libs]
             return cmd + (["-c"] if self.compile_only else []) + ["-o", out, str(self.path)]
         compiler = "g++" if self.lang == "cpp" else "gcc"
         std = ["-std=c++17"] if self.lang == "cpp" else ["-std=c11"]
-        return [compiler, *std, *GCC_FLAGS, *self.flags] + (["-c"] if self.compile_only else []) + ["-o", out, str(self.path)]
+        return [compiler, *std, *GCC_FLAGS, *self.flags, *libs] + (["-c"] if self.compile_only else []) + ["-o", out, str(self.path)]
 
     def run_command(self, args: tuple[str, ...]) -> list[str]:
         if self.lang == "python":
@@ -141,6 +215,8 @@ def parse(path: Path) -> Program:
             prog.run_args.append(tuple(shlex.split(value)))
         elif key == "bench":
             prog.bench_args.append(tuple(shlex.split(value)))
+        elif key == "libs":
+            prog.libs += value.split()
         elif key == "compile-only":
             prog.compile_only = True
         elif key == "header":

@@ -5,6 +5,10 @@
   or, in a warning colour, that some have not been verified on a GPU for their current code.
 - `<!-- course:results kernels/path/file.cu -->` becomes a table of that program's benchmark
   figures from the GPU record, with the GPU and versions they were measured with.
+- `<!-- course:plot kernels/path/file.cu x=size y=gbps [series=impl] [logx] [logy] -->` becomes an
+  inline SVG chart of the same figures (y: gbps, tflops, time_ms, pct_peer or any numeric field).
+- `<!-- course:output kernels/path/file.py [args="--flag"] -->` shows what that program printed in
+  its recorded GPU run (the end of it), with the GPU and versions.
 - `<!--pytest.mark.skip(reason="...")-->` before a block becomes a visible "Not run by the tests"
   note with the reason; `<!--pytest.mark.gpu-->` a small "runs on a GPU" note.
 """
@@ -24,6 +28,8 @@ _RESULTS = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:results\s+(?P<path>\S+)
 _SKIP = re.compile(r"""^(?P<indent>[ \t]*)<!--\s*pytest\.mark\.skip\(reason=(?P<q>["'])(?P<reason>.+?)(?P=q)\)\s*-->\s*$""", re.MULTILINE)
 _GPU = re.compile(r"^(?P<indent>[ \t]*)<!--\s*pytest\.mark\.gpu\s*-->\s*$", re.MULTILINE)
 _TITLE = re.compile(r"^# .+$", re.MULTILINE)
+_PLOT = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:plot\s+(?P<path>\S+)(?P<opts>[^>]*?)\s*-->\s*$", re.MULTILINE)
+_OUTPUT = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:output\s+(?P<path>\S+)(?:\s+args=\"(?P<args>[^\"]*)\")?\s*-->\s*$", re.MULTILINE)
 
 _record: dict = {}
 
@@ -60,22 +66,49 @@ def _fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}" if x < 1000 else f"{x:,.0f}"
 
 
-def results_table(rel_path: str, rec: dict) -> str:
+def _missing(rel_path: str, what: str) -> str:
+    return (f'!!! warning "No GPU {what} for the current version of `{rel_path}`"\n'
+            f"    The GPU record has no passing run of this program's current code. "
+            f"Refresh it on a GPU with `{record.REFRESH_STALE}` (see Contributing).\n")
+
+
+def _bench_rows(rel_path: str, rec: dict, directive: str):
+    """(rows, run descriptions, bench runs) of a program's passing benchmark runs, or None if any
+    benchmark run of its current code has no passing entry."""
     prog = programs.program_for(rel_path)
     if prog is None:
-        raise ValueError(f"course:results names {rel_path!r}, which is not a program under kernels/")
+        raise ValueError(f"course:{directive} names {rel_path!r}, which is not a program under kernels/")
     benches = [r for r in prog.runs() if r.bench]
     if not benches:
-        raise ValueError(f"course:results: {rel_path} declares no 'course: bench' run")
+        raise ValueError(f"course:{directive}: {rel_path} declares no 'course: bench' run")
     rows, runs = [], []
     for run in benches:
         e = record.entry(rec, run.content_hash())
         if not e or e["outcome"] != "passed":
-            return (f'!!! warning "No GPU figures for the current version of `{rel_path}`"\n'
-                    f"    The GPU record has no passing benchmark run for this program's current code. "
-                    f"Refresh it on a GPU with `{record.REFRESH_STALE}` (see Contributing).\n")
+            return None
         runs.append(record.describe_run(record.run_info(rec, e)))
         rows += e["benchmarks"]
+    return rows, list(dict.fromkeys(runs)), benches
+
+
+def _derived(b: dict, key: str, peers: dict) -> float | None:
+    t = b.get("time_ms")
+    if key == "gbps":
+        return b["bytes"] / (t * 1e-3) / 1e9 if b.get("bytes") and t else None
+    if key == "tflops":
+        return b["flops"] / (t * 1e-3) / 1e12 if b.get("flops") and t else None
+    if key == "pct_peer":
+        peer = peers.get(b["case"])
+        return 100 * peer["time_ms"] / t if peer and t else None
+    v = b.get(key)
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def results_table(rel_path: str, rec: dict) -> str:
+    found = _bench_rows(rel_path, rec, "results")
+    if found is None:
+        return _missing(rel_path, "figures")
+    rows, runs, benches = found
     peers = {b["case"]: b for b in rows if b.get("peer")}
     has_flops = any(b.get("flops") for b in rows)
     head = "| Case | Implementation | Time (ms) | Bytes moved (MB) | GB/s |" + (" TFLOP/s |" if has_flops else "") + " % of peer |"
@@ -89,11 +122,114 @@ def results_table(rel_path: str, rec: dict) -> str:
         if has_flops:
             cells.append(_fmt(b["flops"] / (t * 1e-3) / 1e12) if b.get("flops") else "")
         lines.append("| " + " | ".join(cells + [pct]) + " |")
-    where = " ; ".join(dict.fromkeys(runs))
+    where = " ; ".join(runs)
     caption = (f"\n*Measured on {where}. Median of 20 timed repeats after warm-up, L2 flushed between repeats. "
                f"Generated from `records/gpu-record.json` (run `{rel_path}` with `{' '.join(benches[0].args)}`); "
                f"% of peer is the peer's time over this row's time.*\n")
     return "\n".join(lines) + "\n" + caption
+
+
+_LABELS = {"gbps": "GB/s", "tflops": "TFLOP/s", "time_ms": "time (ms)", "pct_peer": "% of peer"}
+_COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#1f78b4",
+            "#b2df8a", "#fb9a99", "#666666", "#cab2d6"]
+
+
+def _ticks(lo: float, hi: float, log: bool) -> list[float]:
+    import math
+
+    if log:
+        return [10.0 ** k for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
+    step = 10 ** math.floor(math.log10((hi - lo) or 1.0))
+    for m in (1, 2, 5, 10):
+        if (hi - lo) / (step * m) <= 6:
+            step *= m
+            break
+    start = math.floor(lo / step) * step
+    return [start + i * step for i in range(int((hi - start) / step) + 2)]
+
+
+def plot_svg(rel_path: str, opts: str, rec: dict) -> str:
+    """An inline SVG line chart of a program's recorded benchmark rows: one line per series."""
+    import math
+
+    options = dict(re.findall(r"(\w+)=(\S+)", opts))
+    flags = set(re.findall(r"(?<![=\w])(logx|logy)(?![=\w])", opts))
+    xkey, ykey, skey = options.get("x"), options.get("y", "gbps"), options.get("series", "impl")
+    if not xkey:
+        raise ValueError(f"course:plot {rel_path}: needs x=<numeric BENCH field>")
+    found = _bench_rows(rel_path, rec, "plot")
+    if found is None:
+        return _missing(rel_path, "figures to plot")
+    rows, runs, _ = found
+    peers = {b["case"]: b for b in rows if b.get("peer")}
+    series: dict[str, list[tuple[float, float]]] = {}
+    for b in rows:
+        x, y = _derived(b, xkey, peers), _derived(b, ykey, peers)
+        if x is not None and y is not None:
+            series.setdefault(str(b.get(skey, "")), []).append((x, y))
+    if not series:
+        raise ValueError(f"course:plot {rel_path}: no BENCH row has both {xkey} and {ykey}")
+    logx, logy = "logx" in flags, "logy" in flags
+    xs = [p[0] for pts in series.values() for p in pts]
+    ys = [p[1] for pts in series.values() for p in pts]
+    xlo, xhi = min(xs), max(xs)
+    ylo, yhi = (min(ys), max(ys)) if logy else (0.0, max(ys) * 1.05)
+    if xlo == xhi:
+        xlo, xhi = xlo * 0.9, xhi * 1.1 or 1.0
+    W, H, L, R, T, B = 720, 380, 70, 190, 20, 50
+    fx = (lambda v: math.log10(v)) if logx else (lambda v: v)
+    fy = (lambda v: math.log10(v)) if logy else (lambda v: v)
+    def X(v): return L + (fx(v) - fx(xlo)) / ((fx(xhi) - fx(xlo)) or 1) * (W - L - R)
+    def Y(v): return H - B - (fy(v) - fy(ylo)) / ((fy(yhi) - fy(ylo)) or 1) * (H - T - B)
+    ylabel, xlabel = _LABELS.get(ykey, ykey), _LABELS.get(xkey, xkey)
+    title = f"{ylabel} against {xlabel} for {rel_path}"
+    out = [f'<figure class="course-plot"><svg viewBox="0 0 {W} {H}" role="img" aria-labelledby="t-{abs(hash(title))}" '
+           f'xmlns="http://www.w3.org/2000/svg" font-size="12" font-family="sans-serif">',
+           f'<title id="t-{abs(hash(title))}">{html.escape(title)}</title>',
+           f'<line x1="{L}" y1="{H-B}" x2="{W-R}" y2="{H-B}" stroke="currentColor"/>',
+           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H-B}" stroke="currentColor"/>']
+    for t in _ticks(xlo, xhi, logx):
+        if xlo <= t <= xhi:
+            out.append(f'<line x1="{X(t):.1f}" y1="{H-B}" x2="{X(t):.1f}" y2="{H-B+5}" stroke="currentColor"/>'
+                       f'<text x="{X(t):.1f}" y="{H-B+18}" text-anchor="middle" fill="currentColor">{_fmt(t)}</text>')
+    for t in _ticks(ylo if logy else 0.0, yhi, logy):
+        if ylo <= t <= yhi:
+            out.append(f'<line x1="{L-5}" y1="{Y(t):.1f}" x2="{W-R}" y2="{Y(t):.1f}" stroke="currentColor" stroke-opacity="0.15"/>'
+                       f'<text x="{L-8}" y="{Y(t)+4:.1f}" text-anchor="end" fill="currentColor">{_fmt(t)}</text>')
+    out.append(f'<text x="{(L+W-R)/2}" y="{H-10}" text-anchor="middle" fill="currentColor">{html.escape(xlabel)}</text>')
+    out.append(f'<text transform="translate(16,{(T+H-B)/2}) rotate(-90)" text-anchor="middle" fill="currentColor">{html.escape(ylabel)}</text>')
+    for i, (name, pts) in enumerate(series.items()):
+        colour = _COLOURS[i % len(_COLOURS)]
+        pts.sort()
+        path = " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in pts)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        out += [f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="3" fill="{colour}"><title>{html.escape(name)}: '
+                f'{_fmt(y)} {html.escape(ylabel)} at {html.escape(xlabel)} {_fmt(x)}</title></circle>' for x, y in pts]
+        ly = T + 14 + 18 * i
+        out.append(f'<line x1="{W-R+12}" y1="{ly-4}" x2="{W-R+30}" y2="{ly-4}" stroke="{colour}" stroke-width="2"/>'
+                   f'<text x="{W-R+36}" y="{ly}" fill="currentColor">{html.escape(name[:24])}</text>')
+    out.append("</svg>")
+    out.append(f"<figcaption>{html.escape(title)}. Measured on {html.escape(' ; '.join(runs))}; generated from "
+               f"<code>records/gpu-record.json</code>.</figcaption></figure>")
+    return "\n".join(out) + "\n"
+
+
+def recorded_output(rel_path: str, args: str | None, rec: dict) -> str:
+    prog = programs.program_for(rel_path)
+    if prog is None:
+        raise ValueError(f"course:output names {rel_path!r}, which is not a program under kernels/")
+    wanted = tuple(args.split()) if args is not None else None
+    runs = [r for r in prog.runs() if (r.args == wanted if wanted is not None else not r.bench)]
+    if not runs:
+        raise ValueError(f"course:output {rel_path}: no run with arguments {args!r}")
+    e = record.entry(rec, runs[0].content_hash())
+    if not e or e["outcome"] != "passed" or not e.get("stdout"):
+        return _missing(rel_path, "output")
+    where = record.describe_run(record.run_info(rec, e))
+    command = " ".join([rel_path, *runs[0].args])
+    fence = "````" if "```" in e["stdout"] else "```"
+    return (f"{fence}text\n{e['stdout'].rstrip()}\n{fence}\n\n*Output of `{command}` recorded on {where} "
+            f"(from `records/gpu-record.json`).*\n")
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
@@ -105,6 +241,8 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         at = m.end() if m else 0
         markdown = markdown[:at] + "\n\n" + badge + "\n\n" + markdown[at:]
     markdown = _RESULTS.sub(lambda m: _indent(results_table(m["path"], _record), m["indent"]), markdown)
+    markdown = _PLOT.sub(lambda m: _indent(plot_svg(m["path"], m["opts"], _record), m["indent"]), markdown)
+    markdown = _OUTPUT.sub(lambda m: _indent(recorded_output(m["path"], m["args"], _record), m["indent"]), markdown)
     markdown = _SKIP.sub(lambda m: f'{m["indent"]}<p class="course-run-note course-not-run">Not run by the tests: '
                                    f'{html.escape(m["reason"])}</p>\n', markdown)
     markdown = _GPU.sub(lambda m: f'{m["indent"]}<p class="course-run-note course-needs-gpu">Runs on a GPU; '

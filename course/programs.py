@@ -10,6 +10,8 @@ Each program declares how it is built and run in `course:` comment lines near it
                                     taken from the toolkit, or else from NVIDIA's pip wheels
     // course: compile-only         a source with no main (for example one that CuPy loads)
     // course: header               an include file; built through the programs that include it
+    // course: built-by <file>      built and run by that test or page instead of the generic harness
+                                    (a PyTorch extension source, say); the file must name this one
 
 Python programs use `# course: ...`. A run passes when the program exits 0, prints at least one
 `CHECK PASS name n=<count>` line with a positive count, and prints no `CHECK FAIL` line. Exit code 2
@@ -39,6 +41,9 @@ HEADER_SUFFIXES = {".cuh", ".h", ".hpp"}
 
 _DIRECTIVE = re.compile(r"^\s*(?://|#)\s*course:\s*(?P<key>[a-z-]+)\s*(?P<value>.*?)\s*$")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"(?P<path>[^"]+)"', re.MULTILINE)
+_IMPORT = re.compile(r"^\s*(?:from|import)\s+(?P<module>\w+)", re.MULTILINE)
+# A course path inside text: kernels/..., snippets/..., or a build/ output whose source is under kernels/.
+_COURSE_PATH = re.compile(r"(?:(?<=\./)|(?<![\w./-]))((?:kernels|snippets|build)/[\w./-]*[\w/])")
 _CHECK = re.compile(r"^CHECK (?P<status>PASS|FAIL) (?P<name>\S+) n=(?P<n>\d+)(?P<rest>.*)$", re.MULTILINE)
 _BENCH = re.compile(r"^BENCH (?P<json>\{.*\})\s*$", re.MULTILINE)
 
@@ -148,6 +153,7 @@ class Program:
     header: bool = False
     flags: list[str] = field(default_factory=list)
     libs: list[str] = field(default_factory=list)
+    built_by: str | None = None
     run_args: list[tuple[str, ...]] = field(default_factory=list)
     bench_args: list[tuple[str, ...]] = field(default_factory=list)
 
@@ -157,7 +163,12 @@ class Program:
 
     @property
     def runnable(self) -> bool:
-        return not (self.compile_only or self.header)
+        return not (self.compile_only or self.header or self.built_by)
+
+    @property
+    def generic_build(self) -> bool:
+        """Whether the generic harness compiles this file (headers and built-by files: no)."""
+        return not (self.header or self.built_by)
 
     @property
     def executable(self) -> Path:
@@ -170,16 +181,23 @@ class Program:
         return checked + [Run(self, a, bench=True) for a in self.bench_args]
 
     def sources(self) -> list[Path]:
-        """The file and every local header it includes, transitively, in a stable order."""
+        """What the program is made of, transitively, in a stable order: the file, the local headers
+        it includes, and for Python programs the course files they name (a .cu file CuPy loads) and
+        the sibling modules they import."""
         seen: list[Path] = []
         stack = [self.path]
         while stack:
             path = stack.pop()
-            if path in seen or not path.exists():
+            if path in seen or not path.is_file():
                 continue
             seen.append(path)
-            if path.suffix != ".py":
-                for m in _INCLUDE.finditer(path.read_text()):
+            text = path.read_text(errors="replace")
+            if path.suffix == ".py":
+                stack += reversed(paths_named_in(text))
+                for m in _IMPORT.finditer(text):
+                    stack.append(path.parent / (m["module"] + ".py"))
+            else:
+                for m in _INCLUDE.finditer(text):
                     stack.append((path.parent / m["path"]).resolve())
         return seen
 
@@ -219,11 +237,32 @@ def parse(path: Path) -> Program:
             prog.libs += value.split()
         elif key == "compile-only":
             prog.compile_only = True
+        elif key == "built-by":
+            prog.built_by = value
         elif key == "header":
             prog.header = True
         else:
             raise ValueError(f"{path}: unknown directive 'course: {key}'")
     return prog
+
+
+def paths_named_in(text: str) -> list[Path]:
+    """Course files that a block or a script names: kernels/x.cu, a folder under kernels/ (every file
+    in it), or build/ch/x (the program kernels/ch/x.* that builds it)."""
+    found: list[Path] = []
+    for token in _COURSE_PATH.findall(text):
+        path = ROOT / token
+        if token.startswith("build/"):
+            stem = KERNELS / token[len("build/"):]
+            candidates = [stem.with_name(stem.name + s) for s in SOURCE_SUFFIXES]
+        elif path.is_dir():
+            candidates = sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        else:
+            candidates = [path]
+        for c in candidates:
+            if c.is_file() and c not in found:
+                found.append(c)
+    return found
 
 
 def all_programs() -> list[Program]:

@@ -30,6 +30,7 @@ ITEM_OUTCOME = pytest.StashKey[dict]() # item: output facts for the record (chec
 RESULTS = pytest.StashKey[dict]()      # config: hash -> entry, written at the end of a --gpu-record run
 
 _HAS_GPU: bool | None = None
+STDOUT_KEPT = 8000  # characters of a GPU item's output kept in the record
 
 
 def has_gpu() -> bool:
@@ -66,9 +67,13 @@ def _item_hash(item) -> str:
     callspec = getattr(item, "callspec", None)
     if callspec is not None and isinstance(callspec.params.get("run"), programs.Run):
         return callspec.params["run"].content_hash()
-    # Any other test marked gpu: its own source and its module's source.
-    h = hashlib.sha256(inspect.getsource(item.module).encode())
+    # Any other test marked gpu: its module's source, its id, and the course files the module names
+    # (spell paths out in full, "kernels/ch/file.cu", so that they count).
+    source = inspect.getsource(item.module)
+    h = hashlib.sha256(source.encode())
     h.update(item.nodeid.encode())
+    for path in record.files_used_by(source):
+        h.update(str(path.relative_to(programs.ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
@@ -139,6 +144,8 @@ def pytest_runtest_makereport(item, call):
         "duration_s": duration,
         "checks": facts.get("checks", []),
         "benchmarks": facts.get("benchmarks", []),
+        # The end of what it printed: pages can show a program's real output (course:output).
+        "stdout": facts.get("stdout", "")[-STDOUT_KEPT:],
     }
 
 
@@ -207,6 +214,7 @@ def _run_block(self):
         "checks": verdict.checks,
         "benchmarks": verdict.benchmarks,
         "printed": bool(proc.stdout.strip() or proc.stderr.strip()),
+        "stdout": proc.stdout,
         "elapsed": elapsed,
     }
 

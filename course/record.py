@@ -28,9 +28,6 @@ SCHEMA = 1
 REFRESH_STALE = "python -m pytest --gpu-record --gpu-stale-only"
 REFRESH_ALL = "python -m pytest --gpu-record"
 
-# A path to a course file inside a code block: kernels/..., snippets/..., or a build/ output whose
-# source is under kernels/.
-_COURSE_PATH = re.compile(r"(?<![\w/.-])((?:kernels|snippets|build)/[\w./-]+)")
 _SNIPPET = re.compile(r"""--8<--\s+["']([^"':]+)(?::[\w-]+)?["']""")
 
 
@@ -43,28 +40,21 @@ class GpuItem:
     source: str  # the page or program file it comes from
 
 
-def _files_used_by(code: str) -> list[Path]:
-    """Course files a block's code names, with the headers they include."""
+def files_used_by(code: str) -> list[Path]:
+    """Course files a block's code names, with everything they are made of."""
     found: list[Path] = []
-    for token in _COURSE_PATH.findall(code):
-        token = token.rstrip(".")
-        candidates = [ROOT / token]
-        if token.startswith("build/"):  # build/setup/x -> kernels/setup/x.cu (or .cpp, .c, .py)
-            stem = ROOT / "kernels" / token[len("build/"):]
-            candidates = [stem.with_name(stem.name + s) for s in programs.SOURCE_SUFFIXES]
-        for path in candidates:
-            if path.is_file():
-                prog = programs.program_for(path.relative_to(ROOT).as_posix())
-                for p in prog.sources() if prog else [path]:
-                    if p not in found:
-                        found.append(p)
+    for path in programs.paths_named_in(code):
+        prog = programs.program_for(path.relative_to(ROOT).as_posix())
+        for p in prog.sources() if prog else [path]:
+            if p not in found:
+                found.append(p)
     return found
 
 
 def block_hash(syntax: str, code: str, marks: list[str]) -> str:
     h = hashlib.sha256()
     h.update(json.dumps([syntax, code, sorted(marks)]).encode())
-    for path in _files_used_by(code):
+    for path in files_used_by(code):
         h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 

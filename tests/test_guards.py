@@ -63,7 +63,17 @@ def test_every_kernel_file_is_embedded_by_a_page(program):
     assert program.rel in _embedded_everywhere(), f"{program.rel} is not embedded (--8<--) by any page"
 
 
-@pytest.mark.parametrize("program", [p for p in programs.all_programs() if not p.runnable], ids=lambda p: p.rel)
+@pytest.mark.parametrize("program", [p for p in programs.all_programs() if p.built_by], ids=lambda p: p.rel)
+def test_every_built_by_file_is_built_where_it_says(program):
+    where = ROOT / program.built_by
+    assert where.is_file(), f"{program.rel}: 'course: built-by {program.built_by}' names no such file"
+    text = where.read_text()
+    folder = program.path.parent.relative_to(ROOT).as_posix()
+    assert program.rel in text or folder in text, f"{program.built_by} does not name {program.rel} or {folder}/"
+
+
+@pytest.mark.parametrize("program", [p for p in programs.all_programs() if not p.runnable and not p.built_by],
+                         ids=lambda p: p.rel)
 def test_every_header_or_module_is_used(program):
     """Runnable programs are built and run by test_programs; headers and modules must be used by one."""
     users = [p for p in programs.all_programs() if p.runnable and program.path in p.sources()]

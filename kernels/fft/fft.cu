@@ -1,0 +1,407 @@
+// fft.cu: batched 1D complex-to-complex FFTs (complex64, forward, unnormalised), made fast step by
+// step and compared with cuFFT in the same run.
+//
+// Taught in docs/fast-matmul-fft/fft.md. X[k] = sum_n x[n] exp(-2 pi i n k / N), for `batch`
+// contiguous transforms of power-of-two length N (2 to 4096).
+//   v0  cuFFT (the peer)
+//   v1  iterative radix-2 in global memory: a bit-reversal pass, then one launch per stage
+//   v2  Stockham radix-2 in shared memory: one block per transform(s), one launch, no bit reversal
+//   v3  Stockham radix-4 (a radix-2 stage when log2 N is odd): half the stages and barriers
+//   v4  Stockham radix-8/4/2 with 16-byte loads: a third of the stages, two points per load
+// Build: nvcc -O3 -arch=native -lcufft -o build/fft/fft kernels/fft/fft.cu
+// Run:   ./build/fft/fft --n 1024 --batch 7    (checks every version against a float64 DFT)
+//        ./build/fft/fft --bench               (also times N = 64 to 4096, N * batch = 2^24)
+//
+// course: gpu
+// course: libs cufft
+// course: run --n 1024 --batch 7
+// course: run --n 2 --batch 5
+// course: run --n 32 --batch 33
+// course: run --n 4096 --batch 3
+// course: run --n 128 --batch 1
+// course: bench --bench
+#include <cufft.h>
+
+#include "../common/course.cuh"
+
+#define CUFFT_CHECK(call)                                                                            \
+  do {                                                                                               \
+    cufftResult r_ = (call);                                                                         \
+    if (r_ != CUFFT_SUCCESS) {                                                                       \
+      std::fprintf(stderr, "cuFFT error %d at %s:%d in %s\n", static_cast<int>(r_), __FILE__, __LINE__, \
+                   #call);                                                                           \
+      std::exit(course::kExitFail);                                                                  \
+    }                                                                                                \
+  } while (0)
+
+// ---------------------------------------------------------------------------------------------
+// CPU reference: the DFT by its definition, in float64 (O(N^2) per transform).
+// --8<-- [start:reference]
+static void dft_reference(int N, int batch, const float2* x, double* out /* 2*N*batch */) {
+  std::vector<double> c(N), s(N);  // exp(-2 pi i m / N) for m = n*k mod N: exact index arithmetic
+  for (int m = 0; m < N; ++m) c[m] = std::cos(2.0 * M_PI * m / N), s[m] = -std::sin(2.0 * M_PI * m / N);
+  for (int b = 0; b < batch; ++b) {
+    const float2* xb = x + static_cast<size_t>(b) * N;
+    for (int k = 0; k < N; ++k) {
+      double re = 0, im = 0;
+      for (int n = 0; n < N; ++n) {
+        const int m = static_cast<int>((static_cast<long long>(n) * k) % N);
+        re += xb[n].x * c[m] - xb[n].y * s[m];
+        im += xb[n].x * s[m] + xb[n].y * c[m];
+      }
+      out[2 * (static_cast<size_t>(b) * N + k)] = re;
+      out[2 * (static_cast<size_t>(b) * N + k) + 1] = im;
+    }
+  }
+}
+// --8<-- [end:reference]
+
+// Complex helpers. The twiddle table tw[m] = exp(-2 pi i m / N) is computed once on the host in
+// float64 and read through the cache: more accurate than fast sincos, and cheap.
+__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
+  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+__device__ __forceinline__ float2 cadd(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+__device__ __forceinline__ float2 csub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
+__device__ __forceinline__ float2 mul_minus_i(float2 a) { return make_float2(a.y, -a.x); }  // a * (-i)
+
+// ---------------------------------------------------------------------------------------------
+// v1: iterative radix-2 (Cooley-Tukey, decimation in time) in global memory.
+// --8<-- [start:v1]
+__global__ void bit_reverse_copy(const float2* in, float2* out, int N, int log2n, size_t total) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int n = static_cast<int>(i % N);
+  const size_t base = i - n;
+  const int r = static_cast<int>(__brev(static_cast<unsigned>(n)) >> (32 - log2n));
+  out[base + r] = in[i];  // element n of each transform goes to position bitreverse(n)
+}
+
+// One stage: butterflies of span `half`. Thread t handles one butterfly of one transform.
+__global__ void radix2_stage(float2* x, const float2* tw, int N, int half, size_t butterflies) {
+  const size_t t = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= butterflies) return;
+  const size_t transform = t / (N / 2);
+  const int b = static_cast<int>(t % (N / 2));
+  const int pos = b % half, group = b / half;
+  const size_t i = transform * N + group * 2 * half + pos, j = i + half;
+  const float2 w = tw[pos * (N / (2 * half))];  // exp(-2 pi i pos / (2 half))
+  const float2 u = x[i], v = cmul(x[j], w);
+  x[i] = cadd(u, v);
+  x[j] = csub(u, v);
+}
+// --8<-- [end:v1]
+
+// ---------------------------------------------------------------------------------------------
+// v2 to v4: Stockham auto-sort FFT in shared memory. Every stage reads R points spaced N/R apart,
+// twiddles them, does a size-R DFT in registers, and writes them spaced Ns apart at a position that
+// already puts the output in natural order: no bit-reversal pass.
+// --8<-- [start:butterflies]
+template <int R>
+__device__ __forceinline__ void dft_small(float2* v);
+
+template <>
+__device__ __forceinline__ void dft_small<2>(float2* v) {
+  const float2 a = v[0], b = v[1];
+  v[0] = cadd(a, b);
+  v[1] = csub(a, b);
+}
+template <>
+__device__ __forceinline__ void dft_small<4>(float2* v) {
+  const float2 t0 = cadd(v[0], v[2]), t1 = csub(v[0], v[2]);
+  const float2 t2 = cadd(v[1], v[3]), t3 = mul_minus_i(csub(v[1], v[3]));
+  v[0] = cadd(t0, t2);
+  v[2] = csub(t0, t2);
+  v[1] = cadd(t1, t3);
+  v[3] = csub(t1, t3);
+}
+template <>
+__device__ __forceinline__ void dft_small<8>(float2* v) {  // two size-4 DFTs and one radix-2 step
+  float2 e[4] = {v[0], v[2], v[4], v[6]}, o[4] = {v[1], v[3], v[5], v[7]};
+  dft_small<4>(e);
+  dft_small<4>(o);
+  const float h = 0.70710678118654752f;  // exp(-2 pi i k / 8) for k = 1, 2, 3
+  o[1] = make_float2(h * (o[1].x + o[1].y), h * (o[1].y - o[1].x));
+  o[2] = mul_minus_i(o[2]);
+  o[3] = make_float2(h * (o[3].y - o[3].x), -h * (o[3].x + o[3].y));
+  for (int k = 0; k < 4; ++k) {
+    v[k] = cadd(e[k], o[k]);
+    v[k + 4] = csub(e[k], o[k]);
+  }
+}
+// --8<-- [end:butterflies]
+
+// --8<-- [start:stockham_stage]
+// One radix-R Stockham stage on one transform held in shared memory `s` (in place: read everything,
+// barrier, write). P threads share the transform; thread p does butterflies j = p, p + P, ...
+// Every thread of the block calls it (the barriers must be reached by all); threads of a block's
+// unused transform slots pass active = false and only take part in the barriers.
+template <int R>
+__device__ __forceinline__ void stockham_stage(float2* s, const float2* __restrict__ tw, int N, int Ns, int p,
+                                               int P, bool active) {
+  // Butterflies per thread: at most 8 / R with the launch shapes below. The loops are unrolled with
+  // a guard so that v[][] lives in registers (a runtime index would put it in local memory).
+  constexpr int kMaxPer = 8 / R;
+  float2 v[kMaxPer][R];
+  const int count = N / R;
+#pragma unroll
+  for (int n = 0; n < kMaxPer; ++n) {
+    const int j = p + n * P;
+    if (active && j < count) {
+      const int k = j % Ns;  // position inside the current sub-transform of size Ns
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const float2 x = s[j + r * count];
+        v[n][r] = r == 0 ? x : cmul(x, tw[(r * k * (N / (Ns * R))) % N]);  // exp(-2 pi i r k / (Ns R))
+      }
+      dft_small<R>(v[n]);
+    }
+  }
+  __syncthreads();  // every thread has read its inputs before anyone overwrites them
+#pragma unroll
+  for (int n = 0; n < kMaxPer; ++n) {
+    const int j = p + n * P;
+    if (active && j < count) {
+      const int out = (j / Ns) * Ns * R + j % Ns;
+#pragma unroll
+      for (int r = 0; r < R; ++r) s[out + r * Ns] = v[n][r];
+    }
+  }
+  __syncthreads();
+}
+// --8<-- [end:stockham_stage]
+
+// --8<-- [start:stockham_kernel]
+// A block holds T transforms of length N in shared memory; each has P = blockDim.x / T threads.
+// RMAX is the largest radix used; smaller radices finish when log2 N is not a multiple.
+template <int RMAX, bool VEC4>
+__global__ void stockham_kernel(const float2* __restrict__ in, float2* __restrict__ out,
+                                const float2* __restrict__ tw, int N, int T, int batch) {
+  extern __shared__ float2 smem[];
+  const int P = blockDim.x / T, which = threadIdx.x / P, p = threadIdx.x % P;
+  const size_t first = static_cast<size_t>(blockIdx.x) * T;  // first transform of this block
+  const int here = batch - static_cast<int>(first) < T ? batch - static_cast<int>(first) : T;
+  const size_t base = first * N;
+  const int points = here * N;
+  // Load the block's transforms: consecutive threads read consecutive addresses (coalesced).
+  if (VEC4) {  // two complex values per 16-byte load (N is even)
+    const float4* in4 = reinterpret_cast<const float4*>(in + base);
+    float4* s4 = reinterpret_cast<float4*>(smem);
+    for (int i = threadIdx.x; i < points / 2; i += blockDim.x) s4[i] = in4[i];
+  } else {
+    for (int i = threadIdx.x; i < points; i += blockDim.x) smem[i] = in[base + i];
+  }
+  __syncthreads();
+  float2* s = smem + which * N;
+  const bool active = which < here;
+  int Ns = 1;
+  // All threads run the same stages (the barriers inside need every thread of the block).
+  while (Ns < N) {
+    const int left = N / Ns;
+    if (RMAX >= 8 && left % 8 == 0) {
+      stockham_stage<8>(s, tw, N, Ns, p, P, active);
+      Ns *= 8;
+    } else if (RMAX >= 4 && left % 4 == 0) {
+      stockham_stage<4>(s, tw, N, Ns, p, P, active);
+      Ns *= 4;
+    } else {
+      stockham_stage<2>(s, tw, N, Ns, p, P, active);
+      Ns *= 2;
+    }
+  }
+  if (VEC4) {
+    float4* out4 = reinterpret_cast<float4*>(out + base);
+    const float4* s4 = reinterpret_cast<const float4*>(smem);
+    for (int i = threadIdx.x; i < points / 2; i += blockDim.x) out4[i] = s4[i];
+  } else {
+    for (int i = threadIdx.x; i < points; i += blockDim.x) out[base + i] = smem[i];
+  }
+}
+// --8<-- [end:stockham_kernel]
+
+// ---------------------------------------------------------------------------------------------
+struct Plan {
+  int N, log2n, batch;
+  const float2* tw;  // device twiddle table, N entries
+};
+
+static void launch_v1(const Plan& p, const float2* in, float2* out) {
+  const size_t total = static_cast<size_t>(p.N) * p.batch, butterflies = total / 2;
+  constexpr int kThreads = 256;
+  bit_reverse_copy<<<static_cast<unsigned>(course::ceil_div<size_t>(total, kThreads)), kThreads>>>(
+      in, out, p.N, p.log2n, total);
+  CUDA_CHECK_LAUNCH();
+  for (int half = 1; half < p.N; half *= 2) {
+    radix2_stage<<<static_cast<unsigned>(course::ceil_div<size_t>(butterflies, kThreads)), kThreads>>>(
+        out, p.tw, p.N, half, butterflies);
+    CUDA_CHECK_LAUNCH();
+  }
+}
+
+// --8<-- [start:launch_stockham]
+// Threads per transform: N / RMAX butterflies per stage, at most 8 per thread, at most 512 per block.
+// Transforms per block: enough to give the block about 256 threads (small N) and at least 4 KiB of data.
+template <int RMAX, bool VEC4>
+static void launch_stockham(const Plan& p, const float2* in, float2* out) {
+  const int per_transform = std::max(1, std::min(512, std::max(p.N / RMAX, p.N / 2 / 8)));
+  const int T = std::max(1, std::min(p.batch, 256 / per_transform));
+  const int blocks = course::ceil_div(p.batch, T);
+  const size_t smem = static_cast<size_t>(T) * p.N * sizeof(float2);
+  stockham_kernel<RMAX, VEC4><<<blocks, T * per_transform, smem>>>(in, out, p.tw, p.N, T, p.batch);
+  CUDA_CHECK_LAUNCH();
+}
+// --8<-- [end:launch_stockham]
+static void launch_v2(const Plan& p, const float2* in, float2* out) { launch_stockham<2, false>(p, in, out); }
+static void launch_v3(const Plan& p, const float2* in, float2* out) { launch_stockham<4, false>(p, in, out); }
+static void launch_v4(const Plan& p, const float2* in, float2* out) { launch_stockham<8, true>(p, in, out); }
+
+static void allow_large_smem() {  // N = 4096 needs 32 KiB per transform; allow up to 64 KiB
+  CUDA_CHECK(cudaFuncSetAttribute(stockham_kernel<2, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
+  CUDA_CHECK(cudaFuncSetAttribute(stockham_kernel<4, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
+  CUDA_CHECK(cudaFuncSetAttribute(stockham_kernel<8, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
+}
+
+using Launcher = void (*)(const Plan&, const float2*, float2*);
+struct Version {
+  int id;
+  const char* name;
+  Launcher launch;  // nullptr: cuFFT
+};
+static const Version kVersions[] = {
+    {0, "v0 cuFFT", nullptr},
+    {1, "v1 radix-2, global memory", launch_v1},
+    {2, "v2 Stockham radix-2, shared", launch_v2},
+    {3, "v3 Stockham radix-4", launch_v3},
+    {4, "v4 Stockham radix-8, 16-byte loads", launch_v4},
+};
+
+static float2* make_twiddles(int N) {
+  std::vector<float2> tw(N);
+  for (int m = 0; m < N; ++m)
+    tw[m] = make_float2(static_cast<float>(std::cos(2.0 * M_PI * m / N)),
+                        static_cast<float>(-std::sin(2.0 * M_PI * m / N)));
+  float2* d = nullptr;
+  CUDA_CHECK(cudaMalloc(&d, N * sizeof(float2)));
+  CUDA_CHECK(cudaMemcpy(d, tw.data(), N * sizeof(float2), cudaMemcpyHostToDevice));
+  return d;
+}
+
+// --8<-- [start:cufft]
+struct CufftPlan {
+  cufftHandle h = 0;
+  size_t workspace = 0;
+  CufftPlan(int N, int batch) {
+    CUFFT_CHECK(cufftPlan1d(&h, N, CUFFT_C2C, batch));
+    CUFFT_CHECK(cufftGetSize(h, &workspace));  // the scratch memory cuFFT allocated for this plan
+  }
+  ~CufftPlan() { cufftDestroy(h); }
+  void forward(const float2* in, float2* out) const {
+    // cuFFT takes a non-const input pointer; an out-of-place forward C2C transform does not write it.
+    CUFFT_CHECK(cufftExecC2C(h, const_cast<cufftComplex*>(reinterpret_cast<const cufftComplex*>(in)),
+                             reinterpret_cast<cufftComplex*>(out), CUFFT_FORWARD));
+  }
+};
+// --8<-- [end:cufft]
+
+static void run_version(const Version& v, const Plan& p, const CufftPlan& cf, const float2* in, float2* out) {
+  if (v.launch) v.launch(p, in, out);
+  else cf.forward(in, out);
+}
+
+static bool check_all(int N, int batch, uint64_t seed) {
+  const size_t n = static_cast<size_t>(N) * batch;
+  std::vector<float> host(2 * n), got(2 * n);
+  course::fill_uniform(host, seed);
+  std::vector<double> want(2 * n);
+  dft_reference(N, batch, reinterpret_cast<const float2*>(host.data()), want.data());
+  int log2n = 0;
+  while ((1 << log2n) < N) ++log2n;
+  float2 *d_in = nullptr, *d_out = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_in, n * sizeof(float2)));
+  CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(float2)));
+  CUDA_CHECK(cudaMemcpy(d_in, host.data(), n * sizeof(float2), cudaMemcpyHostToDevice));
+  const Plan p{N, log2n, batch, make_twiddles(N)};
+  const CufftPlan cf(N, batch);
+  // float32 FFT error grows like log2(N) rounding steps on values of size about sqrt(N).
+  const double rtol = 1e-4, atol = 1e-6 * std::sqrt(static_cast<double>(N)) * (log2n + 1);
+  bool ok = true;
+  for (const Version& v : kVersions) {
+    course::poison(d_out, n * sizeof(float2));
+    run_version(v, p, cf, d_in, d_out);
+    CUDA_CHECK(cudaMemcpy(got.data(), d_out, n * sizeof(float2), cudaMemcpyDeviceToHost));
+    char name[64];
+    std::snprintf(name, sizeof(name), "fft_v%d_n%d_batch%d", v.id, N, batch);
+    ok &= course::check_close(name, got.data(), want.data(), 2 * n, rtol, atol);
+  }
+  CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw)));
+  CUDA_CHECK(cudaFree(d_in));
+  CUDA_CHECK(cudaFree(d_out));
+  return ok;
+}
+
+// --8<-- [start:bench]
+// Each size moves the same 2^24 complex values (128 MiB in, 128 MiB out). Each version is checked
+// against cuFFT's output on the same input before it is timed.
+static bool bench_size(int N, uint64_t seed) {
+  const int batch = (1 << 24) / N;
+  const size_t n = static_cast<size_t>(N) * batch;
+  std::vector<float> host(2 * n), ref(2 * n), got(2 * n);
+  course::fill_uniform(host, seed);
+  int log2n = 0;
+  while ((1 << log2n) < N) ++log2n;
+  float2 *d_in = nullptr, *d_out = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_in, n * sizeof(float2)));
+  CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(float2)));
+  CUDA_CHECK(cudaMemcpy(d_in, host.data(), n * sizeof(float2), cudaMemcpyHostToDevice));
+  const Plan p{N, log2n, batch, make_twiddles(N)};
+  const CufftPlan cf(N, batch);
+  cf.forward(d_in, d_out);
+  CUDA_CHECK(cudaMemcpy(ref.data(), d_out, n * sizeof(float2), cudaMemcpyDeviceToHost));
+  char cs[64];
+  std::snprintf(cs, sizeof(cs), "fft N=%d batch=%d", N, batch);
+  const double bytes = 2.0 * n * sizeof(float2), flops = 5.0 * n * log2n;  // 5 N log2 N per transform
+  const double io = 2.0 * n * sizeof(float2);
+  bool ok = true;
+  for (const Version& v : kVersions) {
+    if (v.id != 0) {
+      course::poison(d_out, n * sizeof(float2));
+      run_version(v, p, cf, d_in, d_out);
+      CUDA_CHECK(cudaMemcpy(got.data(), d_out, n * sizeof(float2), cudaMemcpyDeviceToHost));
+      char name[64];
+      std::snprintf(name, sizeof(name), "fft_v%d_vs_cufft_n%d", v.id, N);
+      ok &= course::check_close(name, got.data(), ref.data(), 2 * n, 1e-4, 2e-6 * std::sqrt(N) * (log2n + 1));
+    }
+    const float ms = course::time_kernel_ms([&] { run_version(v, p, cf, d_in, d_out); });
+    // Workspace: cuFFT's scratch; for ours the twiddle table. Peak: input + output + workspace.
+    const double ws = v.id == 0 ? static_cast<double>(cf.workspace) : N * sizeof(float2);
+    std::printf(
+        "BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
+        "\"peer\": %s, \"size\": %d, \"workspace_bytes\": %.0f, \"peak_bytes\": %.0f}\n",
+        cs, v.name, ms, bytes, flops, v.id == 0 ? "true" : "false", N, ws, io + ws);
+    std::fflush(stdout);
+  }
+  CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw)));
+  CUDA_CHECK(cudaFree(d_in));
+  CUDA_CHECK(cudaFree(d_out));
+  return ok;
+}
+// --8<-- [end:bench]
+
+int main(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  const long long N = args.get_int("--n", 1024), batch = args.get_int("--batch", 7);
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
+  if (N < 2 || N > 4096 || (N & (N - 1)) != 0) {
+    std::fprintf(stderr, "error: --n must be a power of two from 2 to 4096 (got %lld)\n", N);
+    return course::kExitFail;
+  }
+  if (batch < 1 || N * batch > (1LL << 26)) {
+    std::fprintf(stderr, "error: --batch must be at least 1 and N * batch at most 2^26\n");
+    return course::kExitFail;
+  }
+  allow_large_smem();
+  bool ok = check_all(static_cast<int>(N), static_cast<int>(batch), seed);
+  if (ok && args.has("--bench"))
+    for (int n = 64; n <= 4096; n *= 2) ok &= bench_size(n, seed + 10);
+  return ok ? 0 : course::kExitFail;
+}

@@ -1,0 +1,723 @@
+// sgemm.cu: single-precision matrix multiply C = alpha * A * B + beta * C, made fast step by step.
+//
+// Taught in docs/fast-matmul-fft/ (one page per group of versions). All matrices are row-major:
+// A is M x K, B is K x N, C is M x N. Every version is checked against a float64 CPU reference (and
+// against cuBLAS) on sizes that are not multiples of any tile, with beta = 0 on a NaN-poisoned C and
+// with beta != 0 on a random C.
+//   v0  cuBLAS cublasSgemm (the peer), called with the row-major trick
+//   v1  naive: one thread per element, threadIdx.x walks down a column of C
+//   v2  coalesced: threadIdx.x walks along a row of C
+//   v3  shared-memory tiling, 32 x 32 tiles
+//   v4  1D register blocking: each thread computes 8 elements of a column
+//   v5  2D register blocking: each thread computes an 8 x 8 block
+//   v6  vectorised: float4 global loads, A stored transposed in shared memory, float4 shared loads
+//   v7  warp tiling: each warp owns a 64 x 64 sub-tile, each thread several small blocks in it
+//   v8  v7 plus double buffering: the next tiles are fetched while this one is computed
+//   v9  v8 autotuned: a few tile shapes are tried on the actual size and the fastest is kept
+// Build: nvcc -O3 -arch=native -lcublas -o build/matmul/sgemm kernels/matmul/sgemm.cu
+// Run:   ./build/matmul/sgemm --m 127 --n 255 --k 65     (checks every version on that size)
+//        ./build/matmul/sgemm --bench                    (also times every version, 256 to 8192)
+//        ./build/matmul/sgemm --profile 5 --m 4096 --n 4096 --k 4096   (one launch, for ncu)
+//
+// course: gpu
+// course: libs cublas
+// course: run --m 127 --n 255 --k 65
+// course: run --m 1 --n 1 --k 1
+// course: run --m 257 --n 129 --k 513
+// course: run --m 260 --n 196 --k 132
+// course: bench --bench
+#include <cublas_v2.h>
+
+#include "../common/course.cuh"
+
+#define CUBLAS_CHECK(call)                                                                    \
+  do {                                                                                        \
+    cublasStatus_t st_ = (call);                                                              \
+    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                       \
+      std::fprintf(stderr, "cuBLAS error %d at %s:%d in %s\n", static_cast<int>(st_), __FILE__, \
+                   __LINE__, #call);                                                          \
+      std::exit(course::kExitFail);                                                           \
+    }                                                                                         \
+  } while (0)
+
+// ---------------------------------------------------------------------------------------------
+// CPU reference in float64.
+// --8<-- [start:reference]
+static void sgemm_reference(int M, int N, int K, double alpha, const float* A, const float* B, double beta,
+                            const float* C0, double* C) {
+  std::vector<double> row(N);
+  for (int i = 0; i < M; ++i) {
+    std::fill(row.begin(), row.end(), 0.0);
+    for (int k = 0; k < K; ++k) {  // i-k-j order: the inner loop walks rows of B and C contiguously
+      const double a = A[static_cast<size_t>(i) * K + k];
+      const float* b = B + static_cast<size_t>(k) * N;
+      for (int j = 0; j < N; ++j) row[j] += a * b[j];
+    }
+    for (int j = 0; j < N; ++j) {
+      const size_t idx = static_cast<size_t>(i) * N + j;
+      C[idx] = alpha * row[j] + (beta != 0.0 ? beta * C0[idx] : 0.0);
+    }
+  }
+}
+// --8<-- [end:reference]
+
+// BLAS semantics: when beta is 0, C is not read (it may hold garbage or NaN).
+__device__ __forceinline__ float epilogue(float alpha, float acc, float beta, const float* c) {
+  return beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// v1: naive. Thread (x, y) computes C[x][y]; consecutive threads of a warp take consecutive ROWS.
+// --8<-- [start:v1]
+__global__ void sgemm_v1_naive(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                               float* C) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  const int col = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row < M && col < N) {
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = epilogue(alpha, acc, beta, &C[row * N + col]);
+  }
+}
+// --8<-- [end:v1]
+
+// v2: the same arithmetic, but consecutive threads take consecutive COLUMNS.
+// --8<-- [start:v2]
+__global__ void sgemm_v2_coalesced(int M, int N, int K, float alpha, const float* A, const float* B,
+                                   float beta, float* C) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;  // threadIdx.x -> column: coalesced B and C
+  const int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row < M && col < N) {
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];  // A[row][k]: one broadcast
+    C[row * N + col] = epilogue(alpha, acc, beta, &C[row * N + col]);
+  }
+}
+// --8<-- [end:v2]
+
+// v3: shared-memory tiling. A block loads a TILE x TILE tile of A and of B into shared memory, and
+// every thread then reads them TILE times from there instead of from global memory.
+// --8<-- [start:v3]
+template <int TILE>
+__global__ void sgemm_v3_smem(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                              float* C) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += TILE) {
+    // Out-of-range elements load as 0, so they add nothing to the dot product.
+    As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;
+    Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : 0.0f;
+    __syncthreads();  // the tiles are complete before anyone reads them
+    for (int k = 0; k < TILE; ++k) acc += As[ty][k] * Bs[k][tx];
+    __syncthreads();  // everyone is done reading before the next iteration overwrites them
+  }
+  if (row < M && col < N) C[row * N + col] = epilogue(alpha, acc, beta, &C[row * N + col]);
+}
+// --8<-- [end:v3]
+
+// v4: 1D register blocking. Each thread computes TM results down one column, so a value of B read
+// from shared memory is reused TM times from a register.
+// --8<-- [start:v4]
+template <int BM, int BN, int BK, int TM>
+__global__ void __launch_bounds__((BM * BN) / TM)
+    sgemm_v4_1d_blocking(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                         float* C) {
+  static_assert(BM * BK == (BM * BN) / TM && BN * BK == (BM * BN) / TM, "one A and one B element per thread");
+  __shared__ float As[BM][BK];
+  __shared__ float Bs[BK][BN];
+  const int tid = threadIdx.x;
+  const int tcol = tid % BN, trow = tid / BN;  // this thread's column, and which group of TM rows
+  const int brow = blockIdx.y * BM, bcol = blockIdx.x * BN;
+  const int a_r = tid / BK, a_c = tid % BK;  // the A element this thread loads
+  const int b_r = tid / BN, b_c = tid % BN;  // the B element this thread loads
+  float acc[TM] = {};
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    As[a_r][a_c] = (brow + a_r < M && k0 + a_c < K) ? A[(brow + a_r) * K + k0 + a_c] : 0.0f;
+    Bs[b_r][b_c] = (k0 + b_r < K && bcol + b_c < N) ? B[(k0 + b_r) * N + bcol + b_c] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < BK; ++k) {
+      const float b = Bs[k][tcol];  // one shared load, TM uses
+      for (int i = 0; i < TM; ++i) acc[i] += As[trow * TM + i][k] * b;
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < TM; ++i) {
+    const int r = brow + trow * TM + i, c = bcol + tcol;
+    if (r < M && c < N) C[r * N + c] = epilogue(alpha, acc[i], beta, &C[r * N + c]);
+  }
+}
+// --8<-- [end:v4]
+
+// v5: 2D register blocking. Each thread computes a TM x TN block: per k it loads TM values of A and
+// TN values of B into registers and does TM * TN multiply-adds with them.
+// --8<-- [start:v5]
+template <int BM, int BN, int BK, int TM, int TN>
+__global__ void __launch_bounds__((BM * BN) / (TM * TN))
+    sgemm_v5_2d_blocking(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                         float* C) {
+  constexpr int kThreads = (BM * BN) / (TM * TN);
+  __shared__ float As[BM][BK];
+  __shared__ float Bs[BK][BN];
+  const int tid = threadIdx.x;
+  const int trow = tid / (BN / TN), tcol = tid % (BN / TN);
+  const int brow = blockIdx.y * BM, bcol = blockIdx.x * BN;
+  float acc[TM][TN] = {};
+  float a_reg[TM], b_reg[TN];
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int i = tid; i < BM * BK; i += kThreads) {  // each thread loads several elements
+      const int r = i / BK, c = i % BK;
+      As[r][c] = (brow + r < M && k0 + c < K) ? A[(brow + r) * K + k0 + c] : 0.0f;
+    }
+    for (int i = tid; i < BK * BN; i += kThreads) {
+      const int r = i / BN, c = i % BN;
+      Bs[r][c] = (k0 + r < K && bcol + c < N) ? B[(k0 + r) * N + bcol + c] : 0.0f;
+    }
+    __syncthreads();
+    for (int k = 0; k < BK; ++k) {
+      for (int i = 0; i < TM; ++i) a_reg[i] = As[trow * TM + i][k];
+      for (int j = 0; j < TN; ++j) b_reg[j] = Bs[k][tcol * TN + j];
+      for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j) acc[i][j] += a_reg[i] * b_reg[j];  // TM*TN FMAs, TM+TN loads
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < TM; ++i)
+    for (int j = 0; j < TN; ++j) {
+      const int r = brow + trow * TM + i, c = bcol + tcol * TN + j;
+      if (r < M && c < N) C[r * N + c] = epilogue(alpha, acc[i][j], beta, &C[r * N + c]);
+    }
+}
+// --8<-- [end:v5]
+
+// ---------------------------------------------------------------------------------------------
+// Tile loaders shared by v6 to v9. A tile (BM x BK) is stored TRANSPOSED in shared memory, As[k][m],
+// so that a thread's TM values of A for one k are contiguous and can be read as float4. VEC: float4
+// global loads, legal only when K and N are multiples of 4 (the launcher decides); otherwise scalar.
+// Out-of-range elements are loaded as 0.
+// --8<-- [start:loaders]
+template <int BM, int BK, int NT, bool VEC>
+struct TileA {
+  static constexpr int kLoads = (BM * BK / 4) / NT;  // float4s per thread
+  static_assert((BM * BK / 4) % NT == 0, "A tile must split evenly over the threads");
+  float4 r[kLoads];
+  __device__ void fetch(const float* A, int M, int K, int brow, int k0, int tid) {
+    for (int l = 0; l < kLoads; ++l) {
+      const int idx = tid + l * NT, row = idx / (BK / 4), col = (idx % (BK / 4)) * 4;
+      const int gr = brow + row, gc = k0 + col;
+      if (VEC) {
+        r[l] = (gr < M && gc < K) ? *reinterpret_cast<const float4*>(&A[static_cast<size_t>(gr) * K + gc])
+                                  : make_float4(0.f, 0.f, 0.f, 0.f);
+      } else {
+        const float* p = &A[static_cast<size_t>(gr) * K + gc];
+        r[l].x = (gr < M && gc + 0 < K) ? p[0] : 0.f;
+        r[l].y = (gr < M && gc + 1 < K) ? p[1] : 0.f;
+        r[l].z = (gr < M && gc + 2 < K) ? p[2] : 0.f;
+        r[l].w = (gr < M && gc + 3 < K) ? p[3] : 0.f;
+      }
+    }
+  }
+  __device__ void store(float* As, int tid) const {  // As is [BK][BM]: transpose on the way in
+    for (int l = 0; l < kLoads; ++l) {
+      const int idx = tid + l * NT, row = idx / (BK / 4), col = (idx % (BK / 4)) * 4;
+      As[(col + 0) * BM + row] = r[l].x;
+      As[(col + 1) * BM + row] = r[l].y;
+      As[(col + 2) * BM + row] = r[l].z;
+      As[(col + 3) * BM + row] = r[l].w;
+    }
+  }
+};
+
+template <int BN, int BK, int NT, bool VEC>
+struct TileB {
+  static constexpr int kLoads = (BK * BN / 4) / NT;
+  static_assert((BK * BN / 4) % NT == 0, "B tile must split evenly over the threads");
+  float4 r[kLoads];
+  __device__ void fetch(const float* B, int K, int N, int bcol, int k0, int tid) {
+    for (int l = 0; l < kLoads; ++l) {
+      const int idx = tid + l * NT, row = idx / (BN / 4), col = (idx % (BN / 4)) * 4;
+      const int gr = k0 + row, gc = bcol + col;
+      if (VEC) {
+        r[l] = (gr < K && gc < N) ? *reinterpret_cast<const float4*>(&B[static_cast<size_t>(gr) * N + gc])
+                                  : make_float4(0.f, 0.f, 0.f, 0.f);
+      } else {
+        const float* p = &B[static_cast<size_t>(gr) * N + gc];
+        r[l].x = (gr < K && gc + 0 < N) ? p[0] : 0.f;
+        r[l].y = (gr < K && gc + 1 < N) ? p[1] : 0.f;
+        r[l].z = (gr < K && gc + 2 < N) ? p[2] : 0.f;
+        r[l].w = (gr < K && gc + 3 < N) ? p[3] : 0.f;
+      }
+    }
+  }
+  __device__ void store(float* Bs, int tid) const {  // Bs is [BK][BN], as in global memory
+    for (int l = 0; l < kLoads; ++l) {
+      const int idx = tid + l * NT, row = idx / (BN / 4), col = (idx % (BN / 4)) * 4;
+      *reinterpret_cast<float4*>(&Bs[row * BN + col]) = r[l];
+    }
+  }
+};
+// --8<-- [end:loaders]
+
+// Writes a run of 4 consecutive results of one row of C (columns c..c+3), float4 when allowed.
+template <bool VEC>
+__device__ __forceinline__ void store4(float* C, int M, int N, int r, int c, const float* acc, float alpha,
+                                       float beta) {
+  if (r >= M) return;
+  float* p = &C[static_cast<size_t>(r) * N + c];
+  if (VEC && c + 3 < N) {
+    float4 out;
+    if (beta == 0.0f) {
+      out = make_float4(alpha * acc[0], alpha * acc[1], alpha * acc[2], alpha * acc[3]);
+    } else {
+      const float4 old = *reinterpret_cast<const float4*>(p);
+      out = make_float4(alpha * acc[0] + beta * old.x, alpha * acc[1] + beta * old.y,
+                        alpha * acc[2] + beta * old.z, alpha * acc[3] + beta * old.w);
+    }
+    *reinterpret_cast<float4*>(p) = out;
+  } else {
+    for (int j = 0; j < 4; ++j)
+      if (c + j < N) p[j] = epilogue(alpha, acc[j], beta, &p[j]);
+  }
+}
+
+// v6: v5's tiling with vectorised memory traffic. Per k a thread reads its TM values of A and TN of B
+// from shared memory as float4s (As is transposed), and global tiles move as float4.
+// --8<-- [start:v6]
+template <int BM, int BN, int BK, int TM, int TN, bool VEC>
+__global__ void __launch_bounds__((BM * BN) / (TM * TN))
+    sgemm_v6_vectorized(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                        float* C) {
+  constexpr int NT = (BM * BN) / (TM * TN);
+  __shared__ __align__(16) float As[BK * BM];
+  __shared__ __align__(16) float Bs[BK * BN];
+  const int tid = threadIdx.x;
+  const int trow = tid / (BN / TN), tcol = tid % (BN / TN);
+  const int brow = blockIdx.y * BM, bcol = blockIdx.x * BN;
+  TileA<BM, BK, NT, VEC> ta;
+  TileB<BN, BK, NT, VEC> tb;
+  float acc[TM][TN] = {};
+  float a_reg[TM], b_reg[TN];
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    ta.fetch(A, M, K, brow, k0, tid);
+    tb.fetch(B, K, N, bcol, k0, tid);
+    ta.store(As, tid);
+    tb.store(Bs, tid);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+#pragma unroll
+      for (int i = 0; i < TM; i += 4)
+        *reinterpret_cast<float4*>(&a_reg[i]) = *reinterpret_cast<const float4*>(&As[k * BM + trow * TM + i]);
+#pragma unroll
+      for (int j = 0; j < TN; j += 4)
+        *reinterpret_cast<float4*>(&b_reg[j]) = *reinterpret_cast<const float4*>(&Bs[k * BN + tcol * TN + j]);
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] += a_reg[i] * b_reg[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; j += 4)
+      store4<VEC>(C, M, N, brow + trow * TM + i, bcol + tcol * TN + j, &acc[i][j], alpha, beta);
+}
+// --8<-- [end:v6]
+
+// v7 and v8: warp tiling. The block tile (BM x BN) is split into warp tiles (WM x WN); a warp tile is
+// covered WMI x WNI times by the warp's 32 threads, each computing a TM x TN block per pass. The
+// threads of a warp then read neighbouring shared-memory addresses (few bank conflicts, broadcasts),
+// and the warp's data stays in a small, fixed part of the block tile.
+// DOUBLE = false: v7 (one shared buffer, two barriers per k-step).
+// DOUBLE = true:  v8 (two shared buffers; the next tiles are fetched into registers from global
+//                 memory while the current ones are used, one barrier per k-step).
+// --8<-- [start:v7]
+template <int BM, int BN, int BK, int WM, int WN, int WNI, int TM, int TN, bool VEC, bool DOUBLE>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
+    sgemm_warptile(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  constexpr int NT = (BM / WM) * (BN / WN) * 32;
+  constexpr int WMI = (WM * WN) / (32 * TM * TN * WNI);  // passes down the warp tile
+  constexpr int WSUBM = WM / WMI, WSUBN = WN / WNI;       // one pass covers WSUBM x WSUBN
+  static_assert(WMI * WNI * 32 * TM * TN == WM * WN, "warp tile must split evenly");
+  static_assert((WSUBN / TN) * (WSUBM / TM) == 32, "a pass is 32 threads");
+  constexpr int kStages = DOUBLE ? 2 : 1;
+  __shared__ __align__(16) float As[kStages][BK * BM];
+  __shared__ __align__(16) float Bs[kStages][BK * BN];
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int wrow = warp / (BN / WN), wcol = warp % (BN / WN);  // this warp's tile in the block tile
+  const int trow = lane / (WSUBN / TN), tcol = lane % (WSUBN / TN);  // this thread's block in a pass
+  const int brow = blockIdx.y * BM, bcol = blockIdx.x * BN;
+
+  TileA<BM, BK, NT, VEC> ta;
+  TileB<BN, BK, NT, VEC> tb;
+  float acc[WMI * TM][WNI * TN] = {};
+  float a_reg[WMI * TM], b_reg[WNI * TN];
+
+  ta.fetch(A, M, K, brow, 0, tid);
+  tb.fetch(B, K, N, bcol, 0, tid);
+  ta.store(As[0], tid);
+  tb.store(Bs[0], tid);
+  __syncthreads();
+  int stage = 0;
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    const bool more = k0 + BK < K;
+    if (DOUBLE && more) {  // issue the next tiles' global loads now; they land while we compute
+      ta.fetch(A, M, K, brow, k0 + BK, tid);
+      tb.fetch(B, K, N, bcol, k0 + BK, tid);
+    }
+    const float* as = As[stage];
+    const float* bs = Bs[stage];
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+#pragma unroll
+      for (int wm = 0; wm < WMI; ++wm)
+#pragma unroll
+        for (int i = 0; i < TM; i += 4)
+          *reinterpret_cast<float4*>(&a_reg[wm * TM + i]) =
+              *reinterpret_cast<const float4*>(&as[k * BM + wrow * WM + wm * WSUBM + trow * TM + i]);
+#pragma unroll
+      for (int wn = 0; wn < WNI; ++wn)
+#pragma unroll
+        for (int j = 0; j < TN; j += 4)
+          *reinterpret_cast<float4*>(&b_reg[wn * TN + j]) =
+              *reinterpret_cast<const float4*>(&bs[k * BN + wcol * WN + wn * WSUBN + tcol * TN + j]);
+#pragma unroll
+      for (int i = 0; i < WMI * TM; ++i)
+#pragma unroll
+        for (int j = 0; j < WNI * TN; ++j) acc[i][j] += a_reg[i] * b_reg[j];
+    }
+    if (more) {
+      if (DOUBLE) {  // write the other buffer: nobody reads it during this k-step
+        ta.store(As[stage ^ 1], tid);
+        tb.store(Bs[stage ^ 1], tid);
+        stage ^= 1;
+      } else {
+        __syncthreads();  // everyone has finished reading before the buffer is overwritten
+        ta.fetch(A, M, K, brow, k0 + BK, tid);
+        tb.fetch(B, K, N, bcol, k0 + BK, tid);
+        ta.store(As[0], tid);
+        tb.store(Bs[0], tid);
+      }
+      __syncthreads();
+    }
+  }
+#pragma unroll
+  for (int wm = 0; wm < WMI; ++wm)
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int wn = 0; wn < WNI; ++wn)
+#pragma unroll
+        for (int j = 0; j < TN; j += 4) {
+          const int r = brow + wrow * WM + wm * WSUBM + trow * TM + i;
+          const int c = bcol + wcol * WN + wn * WSUBN + tcol * TN + j;
+          store4<VEC>(C, M, N, r, c, &acc[wm * TM + i][wn * TN + j], alpha, beta);
+        }
+}
+// --8<-- [end:v7]
+
+// ---------------------------------------------------------------------------------------------
+// Launchers. Every launcher takes device pointers and enqueues one multiply on the default stream.
+struct Problem {
+  int M, N, K;
+  float alpha, beta;
+  const float *A, *B;
+  float* C;
+};
+
+static void launch_v1(const Problem& p) {
+  const dim3 block(32, 32), grid(course::ceil_div(p.M, 32), course::ceil_div(p.N, 32));
+  sgemm_v1_naive<<<grid, block>>>(p.M, p.N, p.K, p.alpha, p.A, p.B, p.beta, p.C);
+  CUDA_CHECK_LAUNCH();
+}
+static void launch_v2(const Problem& p) {
+  const dim3 block(32, 32), grid(course::ceil_div(p.N, 32), course::ceil_div(p.M, 32));
+  sgemm_v2_coalesced<<<grid, block>>>(p.M, p.N, p.K, p.alpha, p.A, p.B, p.beta, p.C);
+  CUDA_CHECK_LAUNCH();
+}
+static void launch_v3(const Problem& p) {
+  const dim3 block(32, 32), grid(course::ceil_div(p.N, 32), course::ceil_div(p.M, 32));
+  sgemm_v3_smem<32><<<grid, block>>>(p.M, p.N, p.K, p.alpha, p.A, p.B, p.beta, p.C);
+  CUDA_CHECK_LAUNCH();
+}
+static void launch_v4(const Problem& p) {
+  constexpr int BM = 64, BN = 64, BK = 8, TM = 8;
+  const dim3 grid(course::ceil_div(p.N, BN), course::ceil_div(p.M, BM));
+  sgemm_v4_1d_blocking<BM, BN, BK, TM><<<grid, (BM * BN) / TM>>>(p.M, p.N, p.K, p.alpha, p.A, p.B, p.beta, p.C);
+  CUDA_CHECK_LAUNCH();
+}
+static void launch_v5(const Problem& p) {
+  constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
+  const dim3 grid(course::ceil_div(p.N, BN), course::ceil_div(p.M, BM));
+  sgemm_v5_2d_blocking<BM, BN, BK, TM, TN>
+      <<<grid, (BM * BN) / (TM * TN)>>>(p.M, p.N, p.K, p.alpha, p.A, p.B, p.beta, p.C);
+  CUDA_CHECK_LAUNCH();
+}
+// float4 access is legal only if every row starts 16-byte aligned: K and N multiples of 4 (cudaMalloc
+// returns 256-byte-aligned pointers).
+static bool vec_ok(const Problem& p) { return p.K % 4 == 0 && p.N % 4 == 0; }
+
+static void launch_v6(const Problem& p) {
+  constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
+  const dim3 grid(course::ceil_div(p.N, BN), course::ceil_div(p.M, BM));
+  constexpr int NT = (BM * BN) / (TM * TN);
+  if (vec_ok(p))
+    sgemm_v6_vectorized<BM, BN, BK, TM, TN, true><<<grid, NT>>>(p.M, p.N, p.K, p.alpha, p.A, p.B, p.beta, p.C);
+  else
+    sgemm_v6_vectorized<BM, BN, BK, TM, TN, false><<<grid, NT>>>(p.M, p.N, p.K, p.alpha, p.A, p.B, p.beta, p.C);
+  CUDA_CHECK_LAUNCH();
+}
+
+// --8<-- [start:configs]
+// One warp-tiling configuration: the template arguments of sgemm_warptile, as a type.
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int WNI_, int TM_, int TN_>
+struct Cfg {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, WNI = WNI_, TM = TM_, TN = TN_;
+  static constexpr int kThreads = (BM / WM) * (BN / WN) * 32;
+};
+// v7 and v8 use the first; v9 tries them all on the actual size and keeps the fastest.
+using Cfg0 = Cfg<128, 128, 16, 64, 64, 4, 8, 4>;  // 128 threads, 128 results each
+using Cfg1 = Cfg<128, 128, 8, 32, 64, 2, 8, 4>;   // 256 threads, 64 results each
+using Cfg2 = Cfg<64, 128, 16, 32, 64, 2, 8, 4>;   // smaller block tile: more blocks on small sizes
+using Cfg3 = Cfg<128, 256, 16, 64, 64, 4, 8, 4>;  // 256 threads, 128 results each, larger block tile
+using Cfg4 = Cfg<64, 64, 16, 32, 32, 2, 4, 4>;    // small tiles for small sizes
+using Cfg5 = Cfg<128, 128, 8, 64, 32, 2, 8, 4>;   // 256 threads, warps 64 x 32
+using Cfg6 = Cfg<128, 256, 8, 64, 64, 4, 8, 4>;   // 256 threads, 128 results each, BK = 8
+using Cfg7 = Cfg<256, 128, 8, 64, 64, 4, 8, 4>;   // the same, tall
+// --8<-- [end:configs]
+
+template <typename CF, bool DOUBLE>
+static void launch_warptile(const Problem& p) {
+  const dim3 grid(course::ceil_div(p.N, CF::BN), course::ceil_div(p.M, CF::BM));
+  if (vec_ok(p))
+    sgemm_warptile<CF::BM, CF::BN, CF::BK, CF::WM, CF::WN, CF::WNI, CF::TM, CF::TN, true, DOUBLE>
+        <<<grid, CF::kThreads>>>(p.M, p.N, p.K, p.alpha, p.A, p.B, p.beta, p.C);
+  else
+    sgemm_warptile<CF::BM, CF::BN, CF::BK, CF::WM, CF::WN, CF::WNI, CF::TM, CF::TN, false, DOUBLE>
+        <<<grid, CF::kThreads>>>(p.M, p.N, p.K, p.alpha, p.A, p.B, p.beta, p.C);
+  CUDA_CHECK_LAUNCH();
+}
+static void launch_v7(const Problem& p) { launch_warptile<Cfg0, false>(p); }
+static void launch_v8(const Problem& p) { launch_warptile<Cfg0, true>(p); }
+
+using Launcher = void (*)(const Problem&);
+struct Candidate {
+  const char* name;
+  Launcher launch;
+};
+static const Candidate kCandidates[] = {
+    {"128x128x16 w64x64 128thr", launch_warptile<Cfg0, true>},
+    {"128x128x8 w32x64 256thr", launch_warptile<Cfg1, true>},
+    {"64x128x16 w32x64 128thr", launch_warptile<Cfg2, true>},
+    {"128x256x16 w64x64 256thr", launch_warptile<Cfg3, true>},
+    {"64x64x16 w32x32 128thr", launch_warptile<Cfg4, true>},
+    {"128x128x8 w64x32 256thr", launch_warptile<Cfg5, true>},
+    {"128x256x8 w64x64 256thr", launch_warptile<Cfg6, true>},
+    {"256x128x8 w64x64 256thr", launch_warptile<Cfg7, true>},
+};
+constexpr int kNumCandidates = sizeof(kCandidates) / sizeof(kCandidates[0]);
+
+// --8<-- [start:autotune]
+// v9: time each candidate on this problem (short warm-up, median of a few runs) and remember the
+// winner per size. The tuning runs happen once per size, before the timed runs.
+static int autotune_pick(const Problem& p) {
+  static std::vector<std::pair<long long, int>> cache;  // (size key, best candidate)
+  const long long key = (static_cast<long long>(p.M) * 100003 + p.N) * 100003 + p.K;
+  for (auto& e : cache)
+    if (e.first == key) return e.second;
+  int best = 0;
+  float best_ms = 1e30f;
+  for (int c = 0; c < kNumCandidates; ++c) {
+    const float ms = course::time_kernel_ms([&] { kCandidates[c].launch(p); }, 2, 5, false);
+    if (ms < best_ms) best_ms = ms, best = c;
+  }
+  cache.emplace_back(key, best);
+  return best;
+}
+static void launch_v9(const Problem& p) { kCandidates[autotune_pick(p)].launch(p); }
+// --8<-- [end:autotune]
+
+// --8<-- [start:cublas]
+// cuBLAS is column-major. A row-major M x N matrix C, read column-major, is C^T (N x M). Since
+// C^T = B^T A^T, asking cuBLAS for the column-major product "B times A" with the dimensions swapped
+// computes exactly our row-major C = A B, with no transposes or copies.
+static cublasHandle_t g_cublas = nullptr;
+static void launch_v0(const Problem& p) {
+  CUBLAS_CHECK(cublasSgemm(g_cublas, CUBLAS_OP_N, CUBLAS_OP_N, p.N, p.M, p.K, &p.alpha, p.B, p.N, p.A, p.K,
+                           &p.beta, p.C, p.N));
+}
+// --8<-- [end:cublas]
+
+struct Version {
+  int id;
+  const char* name;
+  Launcher launch;
+  int max_bench_size;  // the slow versions are not timed on the largest sizes
+};
+static const Version kVersions[] = {
+    {0, "v0 cuBLAS", launch_v0, 1 << 30},       {1, "v1 naive", launch_v1, 4096},
+    {2, "v2 coalesced", launch_v2, 4096},       {3, "v3 shared-memory tiles", launch_v3, 8192},
+    {4, "v4 1D register blocking", launch_v4, 1 << 30}, {5, "v5 2D register blocking", launch_v5, 1 << 30},
+    {6, "v6 vectorised", launch_v6, 1 << 30},   {7, "v7 warp tiling", launch_v7, 1 << 30},
+    {8, "v8 double-buffered", launch_v8, 1 << 30}, {9, "v9 autotuned", launch_v9, 1 << 30},
+};
+
+// ---------------------------------------------------------------------------------------------
+struct DeviceMats {
+  float *A = nullptr, *B = nullptr, *C = nullptr;
+  DeviceMats(size_t a, size_t b, size_t c) {
+    CUDA_CHECK(cudaMalloc(&A, a * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&B, b * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&C, c * sizeof(float)));
+  }
+  ~DeviceMats() {
+    cudaFree(A);
+    cudaFree(B);
+    cudaFree(C);
+  }
+};
+
+// Checks every version on M x N x K, twice: beta = 0 on a NaN-poisoned C (every element must be
+// written, C must not be read), and alpha = 1.5, beta = -0.5 on a random C.
+static bool check_all(int M, int N, int K, uint64_t seed) {
+  const size_t na = static_cast<size_t>(M) * K, nb = static_cast<size_t>(K) * N, nc = static_cast<size_t>(M) * N;
+  std::vector<float> A(na), B(nb), C0(nc), got(nc);
+  course::fill_uniform(A, seed);
+  course::fill_uniform(B, seed + 1);
+  course::fill_uniform(C0, seed + 2);
+  std::vector<double> want0(nc), want1(nc);
+  sgemm_reference(M, N, K, 1.0, A.data(), B.data(), 0.0, C0.data(), want0.data());
+  sgemm_reference(M, N, K, 1.5, A.data(), B.data(), -0.5, C0.data(), want1.data());
+  DeviceMats d(na, nb, nc);
+  CUDA_CHECK(cudaMemcpy(d.A, A.data(), na * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d.B, B.data(), nb * sizeof(float), cudaMemcpyHostToDevice));
+  // fp32 sums of K products of values in [-1, 1]: rounding grows about like K * 2^-24.
+  const double rtol = 1e-4, atol = 1e-6 * K + 1e-6;
+  bool ok = true;
+  auto check_one = [&](const char* label, Launcher launch) {
+    char name[96];
+    course::poison(d.C, nc * sizeof(float));
+    launch({M, N, K, 1.0f, 0.0f, d.A, d.B, d.C});
+    CUDA_CHECK(cudaMemcpy(got.data(), d.C, nc * sizeof(float), cudaMemcpyDeviceToHost));
+    std::snprintf(name, sizeof(name), "%s_beta0_%dx%dx%d", label, M, N, K);
+    ok &= course::check_close(name, got.data(), want0.data(), nc, rtol, atol);
+    CUDA_CHECK(cudaMemcpy(d.C, C0.data(), nc * sizeof(float), cudaMemcpyHostToDevice));
+    launch({M, N, K, 1.5f, -0.5f, d.A, d.B, d.C});
+    CUDA_CHECK(cudaMemcpy(got.data(), d.C, nc * sizeof(float), cudaMemcpyDeviceToHost));
+    std::snprintf(name, sizeof(name), "%s_beta_%dx%dx%d", label, M, N, K);
+    ok &= course::check_close(name, got.data(), want1.data(), nc, rtol, atol);
+  };
+  for (const Version& v : kVersions) {
+    char label[16];
+    std::snprintf(label, sizeof(label), "v%d", v.id);
+    check_one(label, v.launch);
+  }
+  for (int c = 0; c < kNumCandidates; ++c) {  // every shape v9 may pick, not only today's winner
+    char label[16];
+    std::snprintf(label, sizeof(label), "v9cfg%d", c);
+    check_one(label, kCandidates[c].launch);
+  }
+  return ok;
+}
+
+// --8<-- [start:bench]
+static void bench_line(const char* cs, const char* impl, double ms, double bytes, double flops, bool peer,
+                       int size, double workspace, double peak) {
+  std::printf(
+      "BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
+      "\"peer\": %s, \"size\": %d, \"workspace_bytes\": %.0f, \"peak_bytes\": %.0f}\n",
+      cs, impl, ms, bytes, flops, peer ? "true" : "false", size, workspace, peak);
+  std::fflush(stdout);
+}
+
+// Times every version on S x S x S (alpha = 1, beta = 0) in the same run as cuBLAS, after checking
+// each result against cuBLAS's on the same inputs.
+static bool bench_size(int S, uint64_t seed, double cublas_workspace) {
+  const size_t n = static_cast<size_t>(S) * S;
+  std::vector<float> A(n), B(n), ref(n), got(n);
+  course::fill_uniform(A, seed);
+  course::fill_uniform(B, seed + 1);
+  DeviceMats d(n, n, n);
+  CUDA_CHECK(cudaMemcpy(d.A, A.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d.B, B.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  const Problem p{S, S, S, 1.0f, 0.0f, d.A, d.B, d.C};
+  launch_v0(p);
+  CUDA_CHECK(cudaMemcpy(ref.data(), d.C, n * sizeof(float), cudaMemcpyDeviceToHost));
+  char cs[64];
+  std::snprintf(cs, sizeof(cs), "sgemm %dx%dx%d", S, S, S);
+  const double flops = 2.0 * S * S * static_cast<double>(S), bytes = 3.0 * n * sizeof(float);
+  bool ok = true;
+  for (const Version& v : kVersions) {
+    if (S > v.max_bench_size) continue;
+    if (v.id != 0) {
+      course::poison(d.C, n * sizeof(float));
+      v.launch(p);
+      CUDA_CHECK(cudaMemcpy(got.data(), d.C, n * sizeof(float), cudaMemcpyDeviceToHost));
+      char name[64];
+      std::snprintf(name, sizeof(name), "v%d_vs_cublas_%d", v.id, S);
+      ok &= course::check_close(name, got.data(), ref.data(), n, 1e-4, 1e-6 * S);
+    }
+    // Slow versions at large sizes: fewer repeats (each run takes long enough to time on its own).
+    const float once = course::time_kernel_ms([&] { v.launch(p); }, 1, 1);
+    const int repeats = once > 50.0f ? 3 : 20;
+    const float ms = course::time_kernel_ms([&] { v.launch(p); }, repeats > 3 ? 3 : 1, repeats);
+    const double ws = v.id == 0 ? cublas_workspace : 0.0;
+    bench_line(cs, v.name, ms, bytes, flops, v.id == 0, S, ws, bytes + ws);
+  }
+  if (S >= 1024) std::printf("AUTOTUNE size=%d picked=%s\n", S, kCandidates[autotune_pick(p)].name);
+  return ok;
+}
+// --8<-- [end:bench]
+
+int main(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  const long long M = args.get_int("--m", 127), N = args.get_int("--n", 255), K = args.get_int("--k", 65);
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
+  if (M < 1 || N < 1 || K < 1 || M > 16384 || N > 16384 || K > 16384) {
+    std::fprintf(stderr, "error: --m, --n and --k must be between 1 and 16384\n");
+    return course::kExitFail;
+  }
+  // cuBLAS's own device memory (handle and workspace), measured as the drop in free memory.
+  size_t free0 = 0, free1 = 0, total = 0;
+  CUDA_CHECK(cudaFree(nullptr));  // create the context first so it is not counted
+  CUDA_CHECK(cudaMemGetInfo(&free0, &total));
+  CUBLAS_CHECK(cublasCreate(&g_cublas));
+  {
+    DeviceMats warm(64 * 64, 64 * 64, 64 * 64);
+    CUDA_CHECK(cudaMemGetInfo(&free1, &total));
+    launch_v0({64, 64, 64, 1.0f, 0.0f, warm.A, warm.B, warm.C});
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemGetInfo(&free1, &total));
+  }
+  CUDA_CHECK(cudaMemGetInfo(&free1, &total));
+  const double cublas_bytes = free0 > free1 ? static_cast<double>(free0 - free1) : 0.0;
+
+  if (args.has("--profile")) {  // one launch of one version, for a profiler; no check
+    const long long v = args.get_int("--profile", 5);
+    if (v < 0 || v > 9) {
+      std::fprintf(stderr, "error: --profile takes a version from 0 to 9\n");
+      return course::kExitFail;
+    }
+    DeviceMats d(M * K, K * N, M * N);
+    const Problem p{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, 0.0f, d.A, d.B, d.C};
+    if (v == 9) autotune_pick(p);
+    kVersions[v].launch(p);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    std::printf("profiled %s at %lldx%lldx%lld\n", kVersions[v].name, M, N, K);
+    CUBLAS_CHECK(cublasDestroy(g_cublas));
+    return 0;
+  }
+
+  bool ok = check_all(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), seed);
+  if (ok && args.has("--bench")) {
+    std::printf("cuBLAS device memory (handle + workspace, via cudaMemGetInfo): %.0f bytes\n", cublas_bytes);
+    for (int S : {256, 512, 1024, 2048, 4096, 8192}) ok &= bench_size(S, seed + 10, cublas_bytes);
+  }
+  CUBLAS_CHECK(cublasDestroy(g_cublas));
+  return ok ? 0 : course::kExitFail;
+}

@@ -1,0 +1,34 @@
+// clamp_check.cuh: the checker for exercise 1 of docs/first-kernels/exercises.md. It draws random
+// inputs, launches YOUR clamp_kernel on a deliberately small, fixed grid (8 blocks of 128 threads),
+// and compares the result with a CPU reference. Only a grid-stride loop covers every element.
+//
+// course: header
+#pragma once
+#include "../../common/course.cuh"
+
+// You write this kernel (in exercises/clamp.cu): y[i] = min(max(x[i], lo), hi) for every i < n.
+__global__ void clamp_kernel(const float* x, float* y, size_t n, float lo, float hi);
+
+int main(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  const long long n_arg = args.get_int("--n", 1000003);
+  if (n_arg < 1 || n_arg > (1LL << 30)) {
+    std::fprintf(stderr, "error: --n must be in [1, 2^30]\n");
+    return course::kExitFail;
+  }
+  const size_t n = static_cast<size_t>(n_arg);
+  std::vector<float> x(n), y(n), want(n);
+  course::fill_uniform(x, static_cast<uint64_t>(args.get_int("--seed", 2026)), -2.0f, 2.0f);
+  for (size_t i = 0; i < n; ++i) want[i] = std::min(std::max(x[i], -1.0f), 1.0f);
+  float *d_x = nullptr, *d_y = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_x, n * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&d_y, n * sizeof(float)));
+  CUDA_CHECK(cudaMemcpy(d_x, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  course::poison(d_y, n * sizeof(float));
+  clamp_kernel<<<8, 128>>>(d_x, d_y, n, -1.0f, 1.0f);  // 1024 threads, whatever n is
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaMemcpy(y.data(), d_y, n * sizeof(float), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaFree(d_x));
+  CUDA_CHECK(cudaFree(d_y));
+  return course::check_close("exercise_clamp", y.data(), want.data(), n, 0.0, 0.0) ? 0 : course::kExitFail;
+}

@@ -1,0 +1,90 @@
+# inductor_codegen.py: what torch.compile writes. Compiles two small PyTorch functions (a tanh GELU,
+# a row softmax) on the GPU, reads back the Triton source TorchInductor generated for them, prints
+# each kernel and checks that the ops were fused into Triton kernels that give the eager results.
+#
+# Taught in docs/triton/torch-compile.md. The generated code depends on the PyTorch version: the
+# page shows this program's recorded output instead of a copy of it.
+# Run:   python kernels/triton/inductor_codegen.py
+#        TORCH_LOGS=output_code python kernels/triton/inductor_codegen.py   (PyTorch logs it too)
+#
+# course: gpu
+# course: run
+import math
+import re
+import sys
+
+import torch
+
+if not torch.cuda.is_available():
+    print("error: torch.compile generates Triton only for GPU tensors; this program needs a CUDA GPU "
+          "(on the CPU Inductor writes C++ instead)", file=sys.stderr)
+    sys.exit(1)
+
+from torch._inductor.utils import run_and_get_code  # noqa: E402
+
+from vector_add import check_close  # noqa: E402
+
+
+# --8<-- [start:functions]
+def gelu_tanh(x):
+    # Six elementwise ops: eagerly, six kernels and five intermediate tensors in memory.
+    inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
+    return 0.5 * x * (1.0 + torch.tanh(inner))
+
+
+def softmax_rows(x):
+    # A max reduction, an elementwise exp, a sum reduction and a division.
+    e = torch.exp(x - x.amax(dim=1, keepdim=True))
+    return e / e.sum(dim=1, keepdim=True)
+# --8<-- [end:functions]
+
+
+# --8<-- [start:read_back]
+def generated_kernels(fn, *args):
+    """Compile fn, run it once, and return (its result, {kernel name: Triton source})."""
+    torch._dynamo.reset()                           # compile afresh, not from this process's cache
+    result, modules = run_and_get_code(torch.compile(fn), *args)
+    kernels = {}
+    for module in modules:                          # the Python modules Inductor wrote
+        # Each kernel is embedded as a string: async_compile.triton('name', '''source''', ...)
+        for name, src in re.findall(r"async_compile\.triton\(\s*['\"](\w+)['\"],\s*'''(.*?)'''", module, re.S):
+            kernels[name] = src
+    if not kernels:
+        print("\n".join(modules)[:3000])
+    return result, kernels
+# --8<-- [end:read_back]
+
+
+def report(label, kernels, must_contain):
+    for name, src in kernels.items():
+        print(f"--- {label}: generated kernel {name} ---")
+        print(src.strip())
+    print(f"--- end of {label} ---")
+    facts = [len(kernels) >= 1, all("@triton.jit" in s for s in kernels.values())]
+    facts += [any(word in s for s in kernels.values()) for word in must_contain]
+    detail = f"kernels={len(kernels)} contains={'+'.join(must_contain)}"
+    ok = all(facts)
+    print(f"CHECK {'PASS' if ok else 'FAIL'} {label}_is_triton n={len(facts)} {detail}")
+    return ok
+
+
+def main() -> int:
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
+    torch.manual_seed(0)
+    ok = True
+
+    x = torch.randn(1000, 1003, device="cuda")
+    y, kernels = generated_kernels(gelu_tanh, x)
+    ok &= check_close("compiled_gelu_matches", y, gelu_tanh(x.double()), 1e-5, 1e-6)
+    ok &= report("gelu", kernels, ["tl.load", "tl.store", "tanh"])
+    # Fusion: the six elementwise ops became one kernel (one read of x, one write of y).
+    ok &= check_close("gelu_fused_into_one_kernel", torch.tensor([float(len(kernels))]), torch.tensor([1.0]), 0, 0)
+
+    y, kernels = generated_kernels(softmax_rows, x)
+    ok &= check_close("compiled_softmax_matches", y, torch.softmax(x.double(), dim=1), 1e-5, 1e-6)
+    ok &= report("softmax", kernels, ["tl.load", "tl.store", "exp"])
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+# matmul.py: C = A @ B (fp16 inputs, fp32 accumulation, fp16 output) in Triton, one program per
+# output tile, with the tile shape chosen by @triton.autotune and grouped tile ordering for L2 reuse.
+#
+# Taught in docs/triton/matmul.md. Without a CUDA GPU the kernel runs in Triton's interpreter on
+# the CPU (TRITON_INTERPRET=1) with one fixed tile shape (the interpreter cannot time candidates).
+# Run:   python kernels/triton/matmul.py --m 129 --n 67 --k 257
+# Timed against cuBLAS (through PyTorch) and a CUDA kernel by kernels/triton/bench.py.
+#
+# course: run --m 1 --n 1 --k 1
+# course: run --m 129 --n 67 --k 257
+# course: run --m 61 --n 200 --k 31
+import argparse
+import os
+import sys
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from vector_add import check_close  # noqa: E402
+
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+DEVICE = "cpu" if INTERPRET else "cuda"
+
+
+# --8<-- [start:configs]
+def tile_configs():
+    """Candidate tile shapes: autotuning times each one on the first call for a new (M, N, K)."""
+    if INTERPRET:  # the interpreter cannot time anything; one config means nothing is tuned
+        return [triton.Config({"BM": 32, "BN": 32, "BK": 32, "GROUP_M": 4})]
+    return [
+        triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8}, num_warps=w, num_stages=s)
+        for bm, bn, bk, w, s in [
+            (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 64, 64, 4, 4),
+            (64, 128, 64, 4, 4), (128, 128, 32, 4, 4), (64, 64, 64, 4, 5), (64, 32, 32, 2, 5),
+        ]
+    ]
+# --8<-- [end:configs]
+
+
+# --8<-- [start:kernel]
+@triton.autotune(configs=tile_configs(), key=["M", "N", "K"])
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+    # Grouped ordering: consecutive programs walk down GROUP_M tile rows before moving right, so
+    # the tiles of A and B they load are still in L2 when neighbours need them.
+    pid = tl.program_id(0)
+    tiles_m, tiles_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    group = pid // (GROUP_M * tiles_n)
+    first_m = group * GROUP_M
+    group_rows = min(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % (GROUP_M * tiles_n)) % group_rows
+    pid_n = (pid % (GROUP_M * tiles_n)) // group_rows
+
+    rm = pid_m * BM + tl.arange(0, BM)               # the rows of C this program owns
+    rn = pid_n * BN + tl.arange(0, BN)               # and its columns
+    rk = tl.arange(0, BK)
+    a_tile = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak   # a BM x BK block of pointers
+    b_tile = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn   # a BK x BN block of pointers
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        k_left = K - k * BK
+        a = tl.load(a_tile, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
+        b = tl.load(b_tile, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)                      # a tile product: tensor cores on the GPU
+        a_tile += BK * stride_ak
+        b_tile += BK * stride_bk
+    c = acc.to(tl.float16)
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, c,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+# --8<-- [end:kernel]
+
+
+# --8<-- [start:launch]
+def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
+    if a.dtype != torch.float16 or b.dtype != torch.float16:
+        raise TypeError("matmul: this kernel takes float16 inputs")
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=torch.float16) if out is None else out
+    if c.numel() == 0:
+        return c
+    grid = lambda meta: (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)  # noqa: E731
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                        c.stride(0), c.stride(1))
+    return c
+# --8<-- [end:launch]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="autotuned fp16 matmul in Triton")
+    parser.add_argument("--m", type=int, default=129)
+    parser.add_argument("--n", type=int, default=67)
+    parser.add_argument("--k", type=int, default=257)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if not all(1 <= v <= 1 << 14 for v in (args.m, args.n, args.k)):
+        print("error: --m, --n and --k must be between 1 and 16384", file=sys.stderr)
+        return 1
+    torch.manual_seed(args.seed)
+    a = (torch.rand(args.m, args.k, device=DEVICE) * 2 - 1).half()
+    b = (torch.rand(args.k, args.n, device=DEVICE) * 2 - 1).half()
+    c = torch.full((args.m, args.n), float("nan"), device=DEVICE, dtype=torch.float16)
+    print(f"triton {triton.__version__}, {'interpreter on the CPU' if INTERPRET else torch.cuda.get_device_name()}")
+    want = a.double() @ b.double()                   # exact products of the fp16 inputs, in float64
+    # fp32 accumulation, then one rounding to fp16 (relative error 2^-11) on the way out.
+    ok = check_close("triton_matmul", matmul(a, b, out=c), want, rtol=2e-3, atol=1e-3 * args.k ** 0.5)
+    if not INTERPRET:
+        print(f"autotuning chose: {matmul_kernel.best_config}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

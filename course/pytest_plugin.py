@@ -84,8 +84,18 @@ def _item_source(item) -> str:
     return item.nodeid.split("::")[0]
 
 
+def _is_embed_only(item) -> bool:
+    block = getattr(item, "obj", None)
+    code = getattr(block, "code", None)
+    return isinstance(code, str) and record.is_embed_only(code)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
+    embeds = [i for i in items if _is_embed_only(i)]
+    if embeds:
+        config.hook.pytest_deselected(items=embeds)
+        items[:] = [i for i in items if i not in embeds]
     gpu_items = []
     for item in items:
         if item.get_closest_marker("gpu") is None:

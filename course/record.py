@@ -63,11 +63,21 @@ def is_gpu_mark(mark: str) -> bool:
     return mark.replace(" ", "").startswith("pytest.mark.gpu")
 
 
+_EMBED_LINE = re.compile(r"""^\s*(-{1,3}8<-{1,3}\s+["'][^"']+["']\s*)?$""")
+
+
+def is_embed_only(code: str) -> bool:
+    """A fence whose body only embeds files (--8<-- "kernels/x.py:part") shows code that the harness
+    runs as a program; the test plugin deselects it rather than run snippet lines as code."""
+    return code.strip() != "" and all(_EMBED_LINE.match(line) for line in code.splitlines())
+
+
 def page_blocks(page: Path):
-    """The blocks pytest-codeblocks collects from a page (same parser, so the same blocks)."""
+    """The blocks the test suite runs from a page: what pytest-codeblocks collects (same parser, so
+    the same blocks), less embed-only fences."""
     from pytest_codeblocks.main import extract_from_file
 
-    return [b for b in extract_from_file(page) if b.syntax in ("python", "sh", "bash")]
+    return [b for b in extract_from_file(page) if b.syntax in ("python", "sh", "bash") and not is_embed_only(b.code)]
 
 
 def embedded_files(markdown: str) -> list[str]:

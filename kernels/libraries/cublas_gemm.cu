@@ -1,0 +1,255 @@
+// cublas_gemm.cu: matrix multiplication through cuBLAS. SGEMM (fp32), the same GEMM with TF32
+// tensor-core math, a bf16 GEMM on tensor cores (cublasGemmEx), row-major matrices through a
+// column-major library, and a strided batched GEMM.
+//
+// Taught in docs/libraries/cublas.md.
+// Build: nvcc -O3 -arch=native -o build/libraries/cublas_gemm kernels/libraries/cublas_gemm.cu -lcublas
+// Run:   ./build/libraries/cublas_gemm                 (checks every variant on odd sizes)
+//        ./build/libraries/cublas_gemm --bench         (also times them at 4096^3 and 8192^3)
+//
+// course: gpu
+// course: libs cublas
+// course: run --m 257 --n 131 --k 199 --batch 7
+// course: run --m 1 --n 1 --k 1 --batch 1
+// course: bench --bench
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+
+#include "../common/course.cuh"
+
+// --8<-- [start:status]
+// Every cuBLAS call returns a cublasStatus_t. The name says what went wrong:
+// CUBLAS_STATUS_NOT_INITIALIZED (no handle), CUBLAS_STATUS_INVALID_VALUE (a bad size, leading
+// dimension or enum), CUBLAS_STATUS_NOT_SUPPORTED (this type combination has no kernel),
+// CUBLAS_STATUS_EXECUTION_FAILED (the kernel failed to launch or run).
+#define CUBLAS_CHECK(call)                                                                     \
+  do {                                                                                         \
+    cublasStatus_t st_ = (call);                                                               \
+    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                        \
+      std::fprintf(stderr, "cuBLAS error %s (%s) at %s:%d\n  in: %s\n", cublasGetStatusName(st_), \
+                   cublasGetStatusString(st_), __FILE__, __LINE__, #call);                     \
+      std::exit(course::kExitFail);                                                            \
+    }                                                                                          \
+  } while (0)
+// --8<-- [end:status]
+
+// CPU reference for row-major C[m][n] = A[m][k] * B[k][n], accumulated in double.
+static void gemm_reference(const float* A, const float* B, double* C, int m, int n, int k) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double acc = 0.0;
+      for (int p = 0; p < k; ++p) acc += static_cast<double>(A[(size_t)i * k + p]) * B[(size_t)p * n + j];
+      C[(size_t)i * n + j] = acc;
+    }
+}
+
+// Fills device memory with reproducible values in [-1, 1) without a host round trip, so the
+// 8192^3 benchmark does not spend seconds generating and copying inputs.
+template <typename T>
+__global__ void fill_hash(T* p, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+    p[i] = static_cast<T>(static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f);
+  }
+}
+
+template <typename T>
+static void fill_device(T* p, size_t n, uint32_t seed) {
+  fill_hash<<<1024, 256>>>(p, n, seed);
+  CUDA_CHECK_LAUNCH();
+}
+
+// --8<-- [start:rowmajor]
+// cuBLAS stores matrices column-major (Fortran order): element (i, j) of an m-by-n matrix with
+// leading dimension ld sits at i + j * ld. A row-major m-by-n matrix read column-major is its
+// transpose, n-by-m. So to compute row-major C = A * B we ask cuBLAS for C^T = B^T * A^T, which it
+// sees as plain column-major matrices: swap the operands and swap m with n. No data moves.
+static void sgemm_row_major(cublasHandle_t h, const float* A, const float* B, float* C, int m, int n, int k) {
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N,
+                           n, m, k,          // C^T is n-by-m
+                           &alpha,
+                           B, n,             // B^T: n-by-k, leading dimension n
+                           A, k,             // A^T: k-by-m, leading dimension k
+                           &beta,
+                           C, n));           // C^T: n-by-m, leading dimension n
+}
+// --8<-- [end:rowmajor]
+
+// --8<-- [start:gemmex]
+// The general entry point: the storage types of A, B and C and the compute type are separate
+// arguments. bf16 inputs with fp32 accumulation run on tensor cores; so do fp32 inputs with
+// CUBLAS_COMPUTE_32F_FAST_TF32, which rounds them to TF32 (10-bit mantissa) inside the GEMM.
+static void gemm_ex_row_major(cublasHandle_t h, const void* A, const void* B, void* C, int m, int n, int k,
+                              cudaDataType_t ab_type, cudaDataType_t c_type, cublasComputeType_t compute) {
+  const float alpha = 1.0f, beta = 0.0f;  // float because the compute type is 32F
+  CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, ab_type, n, A, ab_type, k, &beta,
+                            C, c_type, n, compute, CUBLAS_GEMM_DEFAULT));
+}
+// --8<-- [end:gemmex]
+
+// --8<-- [start:batched]
+// batch independent row-major GEMMs whose matrices sit at fixed strides in three buffers: one
+// call, one launch, instead of batch launches of small GEMMs that each leave most SMs idle.
+static void gemm_strided_batched(cublasHandle_t h, const __nv_bfloat16* A, const __nv_bfloat16* B, float* C,
+                                 int m, int n, int k, int batch) {
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
+                                          B, CUDA_R_16BF, n, (long long)k * n,
+                                          A, CUDA_R_16BF, k, (long long)m * k, &beta,
+                                          C, CUDA_R_32F, n, (long long)m * n, batch,
+                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+// --8<-- [end:batched]
+
+static std::vector<float> round_to_bf16(const std::vector<float>& v, std::vector<__nv_bfloat16>& out) {
+  out.resize(v.size());
+  std::vector<float> back(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    out[i] = __float2bfloat16(v[i]);
+    back[i] = __bfloat162float(out[i]);
+  }
+  return back;
+}
+
+static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t seed) {
+  bool ok = true;
+  std::vector<float> A((size_t)m * k), B((size_t)k * n), C((size_t)m * n);
+  std::vector<double> want((size_t)m * n);
+  course::fill_uniform(A, seed);
+  course::fill_uniform(B, seed + 1);
+  float *dA, *dB, *dC;
+  CUDA_CHECK(cudaMalloc(&dA, A.size() * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dB, B.size() * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dC, C.size() * sizeof(float)));
+  CUDA_CHECK(cudaMemcpy(dA, A.data(), A.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dB, B.data(), B.size() * sizeof(float), cudaMemcpyHostToDevice));
+  gemm_reference(A.data(), B.data(), want.data(), m, n, k);
+
+  // fp32 in, fp32 math: only summation order differs from the reference.
+  course::poison(dC, C.size() * sizeof(float));
+  sgemm_row_major(h, dA, dB, dC, m, n, k);
+  CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  ok &= course::check_close("sgemm_row_major", C.data(), want.data(), C.size(), 1e-4, 1e-4);
+
+  // TF32: inputs lose 13 mantissa bits, so the error grows like 2^-11 * sqrt(k).
+  course::poison(dC, C.size() * sizeof(float));
+  gemm_ex_row_major(h, dA, dB, dC, m, n, k, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32);
+  CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  ok &= course::check_close("gemm_tf32", C.data(), want.data(), C.size(), 1e-2, 2e-2);
+
+  // bf16: compare with a reference computed from the same rounded inputs, so that the tolerance
+  // measures the GEMM and not the rounding of its inputs.
+  std::vector<__nv_bfloat16> A16, B16;
+  const std::vector<float> Ar = round_to_bf16(A, A16), Br = round_to_bf16(B, B16);
+  std::vector<double> want16((size_t)m * n);
+  gemm_reference(Ar.data(), Br.data(), want16.data(), m, n, k);
+  __nv_bfloat16 *dA16, *dB16;
+  CUDA_CHECK(cudaMalloc(&dA16, A16.size() * sizeof(__nv_bfloat16)));
+  CUDA_CHECK(cudaMalloc(&dB16, B16.size() * sizeof(__nv_bfloat16)));
+  CUDA_CHECK(cudaMemcpy(dA16, A16.data(), A16.size() * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dB16, B16.data(), B16.size() * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice));
+  course::poison(dC, C.size() * sizeof(float));
+  gemm_ex_row_major(h, dA16, dB16, dC, m, n, k, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F);
+  CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  ok &= course::check_close("gemm_bf16_fp32_out", C.data(), want16.data(), C.size(), 1e-4, 1e-4);
+
+  // Strided batched: batch different (A_i, B_i) pairs, each checked against its own reference.
+  std::vector<float> Ab((size_t)batch * m * k), Bb((size_t)batch * k * n), Cb((size_t)batch * m * n);
+  course::fill_uniform(Ab, seed + 2);
+  course::fill_uniform(Bb, seed + 3);
+  std::vector<__nv_bfloat16> Ab16, Bb16;
+  const std::vector<float> Abr = round_to_bf16(Ab, Ab16), Bbr = round_to_bf16(Bb, Bb16);
+  std::vector<double> wantb(Cb.size());
+  for (int b = 0; b < batch; ++b)
+    gemm_reference(Abr.data() + (size_t)b * m * k, Bbr.data() + (size_t)b * k * n, wantb.data() + (size_t)b * m * n,
+                   m, n, k);
+  __nv_bfloat16 *dAb, *dBb;
+  float* dCb;
+  CUDA_CHECK(cudaMalloc(&dAb, Ab16.size() * sizeof(__nv_bfloat16)));
+  CUDA_CHECK(cudaMalloc(&dBb, Bb16.size() * sizeof(__nv_bfloat16)));
+  CUDA_CHECK(cudaMalloc(&dCb, Cb.size() * sizeof(float)));
+  CUDA_CHECK(cudaMemcpy(dAb, Ab16.data(), Ab16.size() * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dBb, Bb16.data(), Bb16.size() * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice));
+  course::poison(dCb, Cb.size() * sizeof(float));
+  gemm_strided_batched(h, dAb, dBb, dCb, m, n, k, batch);
+  CUDA_CHECK(cudaMemcpy(Cb.data(), dCb, Cb.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  ok &= course::check_close("gemm_strided_batched_bf16", Cb.data(), wantb.data(), Cb.size(), 1e-4, 1e-4);
+
+  for (void* p : {(void*)dA, (void*)dB, (void*)dC, (void*)dA16, (void*)dB16, (void*)dAb, (void*)dBb, (void*)dCb})
+    CUDA_CHECK(cudaFree(p));
+  return ok;
+}
+
+// Prints a BENCH line with the matrix size as an extra field for plots.
+static void bench_line(const char* case_name, const char* impl, float ms, double bytes, double flops, int size) {
+  std::printf("BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
+              "\"peer\": false, \"size\": %d}\n", case_name, impl, ms, bytes, flops, size);
+  std::fflush(stdout);
+}
+
+// --8<-- [start:bench]
+static void bench(cublasHandle_t h) {
+  const int big = 8192, mid = 4096;
+  const size_t nbig = (size_t)big * big;
+  float *A, *B, *C;
+  CUDA_CHECK(cudaMalloc(&A, nbig * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&B, nbig * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&C, nbig * sizeof(float)));
+  __nv_bfloat16 *A16, *B16, *C16;
+  CUDA_CHECK(cudaMalloc(&A16, nbig * sizeof(__nv_bfloat16)));
+  CUDA_CHECK(cudaMalloc(&B16, nbig * sizeof(__nv_bfloat16)));
+  CUDA_CHECK(cudaMalloc(&C16, nbig * sizeof(__nv_bfloat16)));
+  fill_device(A, nbig, 1u); fill_device(B, nbig, 2u);
+  fill_device(A16, nbig, 3u); fill_device(B16, nbig, 4u);
+
+  for (int s : {mid, big}) {
+    const double flops = 2.0 * s * s * s;
+    char name[64];
+    std::snprintf(name, sizeof(name), "GEMM %d^3", s);
+    const float t32 = course::time_kernel_ms([&] { sgemm_row_major(h, A, B, C, s, s, s); });
+    bench_line(name, "cuBLAS SGEMM fp32", t32, 3.0 * s * s * 4, flops, s);
+    const float ttf = course::time_kernel_ms(
+        [&] { gemm_ex_row_major(h, A, B, C, s, s, s, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32); });
+    bench_line(name, "cuBLAS TF32 tensor cores", ttf, 3.0 * s * s * 4, flops, s);
+    const float t16 = course::time_kernel_ms(
+        [&] { gemm_ex_row_major(h, A16, B16, C16, s, s, s, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F); });
+    bench_line(name, "cuBLAS bf16 tensor cores", t16, 3.0 * s * s * 2, flops, s);
+  }
+
+  // 256 small GEMMs: one strided batched call against a loop of single calls.
+  const int bs = 256, batch = 256;
+  const double flops = 2.0 * bs * bs * bs * batch, bytes = 2.0 * bs * bs * batch * 2 + 4.0 * bs * bs * batch;
+  const float tb = course::time_kernel_ms([&] { gemm_strided_batched(h, A16, B16, C, bs, bs, bs, batch); });
+  const float tl = course::time_kernel_ms([&] {
+    for (int b = 0; b < batch; ++b)
+      gemm_strided_batched(h, A16 + (size_t)b * bs * bs, B16 + (size_t)b * bs * bs, C + (size_t)b * bs * bs,
+                           bs, bs, bs, 1);
+  });
+  course::print_bench("256 GEMMs of 256^3, bf16", "strided batched, one call", tb, bytes, flops, true);
+  course::print_bench("256 GEMMs of 256^3, bf16", "loop of 256 calls", tl, bytes, flops);
+  // --8<-- [end:bench]
+  for (void* p : {(void*)A, (void*)B, (void*)C, (void*)A16, (void*)B16, (void*)C16}) CUDA_CHECK(cudaFree(p));
+}
+
+int main(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  const long long m = args.get_int("--m", 257), n = args.get_int("--n", 131), k = args.get_int("--k", 199);
+  const long long batch = args.get_int("--batch", 7);
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
+  if (m < 1 || n < 1 || k < 1 || batch < 1 || m > 2048 || n > 2048 || k > 2048 || batch > 64) {
+    std::fprintf(stderr, "error: --m, --n, --k must be in [1, 2048] and --batch in [1, 64] (CPU reference)\n");
+    return course::kExitFail;
+  }
+  // --8<-- [start:handle]
+  // A handle holds cuBLAS's per-thread state (the stream, the math mode, a workspace). Create one
+  // per thread and device, once: creation costs far more than a small GEMM.
+  cublasHandle_t handle;
+  CUBLAS_CHECK(cublasCreate(&handle));
+  // --8<-- [end:handle]
+  const bool ok = check_all(handle, (int)m, (int)n, (int)k, (int)batch, seed);
+  if (ok && args.has("--bench")) bench(handle);
+  CUBLAS_CHECK(cublasDestroy(handle));
+  return ok ? 0 : course::kExitFail;
+}

@@ -1,0 +1,294 @@
+// cudnn_conv.cu: cuDNN's legacy (descriptor) API: a tanh activation, then a 2D convolution forward
+// with the algorithm cuDNN's heuristic proposes and the one its find call measures fastest, the
+// workspace sized for the algorithm that runs.
+//
+// Taught in docs/libraries/cudnn.md. kernels/libraries/cudnn_conv_torch.py checks the same
+// convolution against PyTorch.
+// Build: nvcc -O3 -arch=native -o build/libraries/cudnn_conv kernels/libraries/cudnn_conv.cu -lcudnn
+// Run:   ./build/libraries/cudnn_conv                       (checks tanh and conv on odd sizes)
+//        ./build/libraries/cudnn_conv --bench               (times every algorithm on a ResNet layer)
+//        ./build/libraries/cudnn_conv --dump DIR            (also writes x, w, y as raw float32)
+//
+// course: gpu
+// course: libs cudnn
+// course: run --n 2 --c 3 --h 31 --w 29 --k 5 --r 3 --pad 1 --stride 1
+// course: run --n 1 --c 1 --h 1 --w 1 --k 1 --r 1 --pad 0 --stride 1
+// course: run --n 3 --c 7 --h 17 --w 23 --k 4 --r 5 --pad 2 --stride 2
+// course: bench --bench
+#include <cudnn.h>
+
+#include "../common/course.cuh"
+
+// --8<-- [start:status]
+// cudnnStatus_t names the failure: CUDNN_STATUS_BAD_PARAM (a descriptor that does not match the
+// others, a null pointer), CUDNN_STATUS_NOT_SUPPORTED (no engine for this layout, type or
+// configuration), CUDNN_STATUS_EXECUTION_FAILED (a kernel failed), and since cuDNN 9 finer codes
+// such as CUDNN_STATUS_BAD_PARAM_NULL_POINTER. cudnnGetLastErrorString adds a sentence.
+#define CUDNN_CHECK(call)                                                                        \
+  do {                                                                                           \
+    cudnnStatus_t st_ = (call);                                                                  \
+    if (st_ != CUDNN_STATUS_SUCCESS) {                                                           \
+      char msg_[512];                                                                            \
+      cudnnGetLastErrorString(msg_, sizeof(msg_));                                               \
+      std::fprintf(stderr, "cuDNN error %s at %s:%d\n  in: %s\n  %s\n", cudnnGetErrorString(st_), \
+                   __FILE__, __LINE__, #call, msg_);                                             \
+      std::exit(course::kExitFail);                                                              \
+    }                                                                                            \
+  } while (0)
+// --8<-- [end:status]
+
+struct ConvShape {
+  int n, c, h, w;  // input, NCHW
+  int k, r;        // k filters of r x r
+  int pad, stride;
+  int p() const { return (h + 2 * pad - r) / stride + 1; }  // output height
+  int q() const { return (w + 2 * pad - r) / stride + 1; }  // output width
+};
+
+// --8<-- [start:reference]
+// Direct convolution, NCHW, in double. cuDNN, like PyTorch, computes cross-correlation: the
+// filter is not flipped.
+static void conv_reference(const std::vector<float>& x, const std::vector<float>& f, std::vector<double>& y,
+                           const ConvShape& s) {
+  const int P = s.p(), Q = s.q();
+  for (int n = 0; n < s.n; ++n)
+    for (int k = 0; k < s.k; ++k)
+      for (int p = 0; p < P; ++p)
+        for (int q = 0; q < Q; ++q) {
+          double acc = 0.0;
+          for (int c = 0; c < s.c; ++c)
+            for (int i = 0; i < s.r; ++i)
+              for (int j = 0; j < s.r; ++j) {
+                const int hi = p * s.stride - s.pad + i, wi = q * s.stride - s.pad + j;
+                if (hi < 0 || hi >= s.h || wi < 0 || wi >= s.w) continue;  // zero padding
+                acc += (double)x[(((size_t)n * s.c + c) * s.h + hi) * s.w + wi] *
+                       f[(((size_t)k * s.c + c) * s.r + i) * s.r + j];
+              }
+          y[(((size_t)n * s.k + k) * P + p) * Q + q] = acc;
+        }
+}
+// --8<-- [end:reference]
+
+static const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+    default: return "unknown";
+  }
+}
+
+// --8<-- [start:tanh]
+// The simplest cuDNN call: y = tanh(x) elementwise. A tensor descriptor states the shape and
+// layout; an activation descriptor states the function; alpha and beta blend the result into y
+// (y = alpha * tanh(x) + beta * y), as in every cuDNN operation.
+static void tanh_forward(cudnnHandle_t h, const float* x, float* y, int n, int c, int hh, int w) {
+  cudnnTensorDescriptor_t desc;
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&desc));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, hh, w));
+  cudnnActivationDescriptor_t act;
+  CUDNN_CHECK(cudnnCreateActivationDescriptor(&act));
+  CUDNN_CHECK(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_TANH, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  const float alpha = 1.0f, beta = 0.0f;
+  CUDNN_CHECK(cudnnActivationForward(h, act, &alpha, desc, x, &beta, desc, y));
+  CUDNN_CHECK(cudnnDestroyActivationDescriptor(act));
+  CUDNN_CHECK(cudnnDestroyTensorDescriptor(desc));
+}
+// --8<-- [end:tanh]
+
+struct Conv {
+  cudnnTensorDescriptor_t x, y;
+  cudnnFilterDescriptor_t f;
+  cudnnConvolutionDescriptor_t conv;
+};
+
+// --8<-- [start:descriptors]
+static Conv make_conv(const ConvShape& s) {
+  Conv d;
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.x));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.n, s.c, s.h, s.w));
+  CUDNN_CHECK(cudnnCreateFilterDescriptor(&d.f));
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(d.f, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.k, s.c, s.r, s.r));
+  CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d.conv));
+  CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d.conv, s.pad, s.pad, s.stride, s.stride, /*dilation=*/1, 1,
+                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  // Default math permits tensor-core (TF32) kernels for fp32 data on Ampere and newer;
+  // CUDNN_FMA_MATH forbids them.
+  CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, CUDNN_DEFAULT_MATH));
+  // Ask cuDNN for the output shape rather than computing it: a mismatch is a BAD_PARAM later.
+  int n, k, p, q;
+  CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.f, &n, &k, &p, &q));
+  if (n != s.n || k != s.k || p != s.p() || q != s.q()) {
+    std::fprintf(stderr, "error: cuDNN's output shape %dx%dx%dx%d differs from ours\n", n, k, p, q);
+    std::exit(course::kExitFail);
+  }
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.y));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, k, p, q));
+  return d;
+}
+// --8<-- [end:descriptors]
+
+static void destroy(Conv& d) {
+  CUDNN_CHECK(cudnnDestroyTensorDescriptor(d.x));
+  CUDNN_CHECK(cudnnDestroyTensorDescriptor(d.y));
+  CUDNN_CHECK(cudnnDestroyFilterDescriptor(d.f));
+  CUDNN_CHECK(cudnnDestroyConvolutionDescriptor(d.conv));
+}
+
+// --8<-- [start:choose]
+// Two ways to choose an algorithm. The heuristic (Get*_v7) ranks them from the descriptors alone,
+// without running anything. Find runs every algorithm (on buffers it allocates itself; the ...Ex
+// variant uses yours) and ranks them by measured time, so it costs time and memory once. Either way, each result states the workspace it
+// needs: size the workspace from the chosen result, never guess.
+static std::vector<cudnnConvolutionFwdAlgoPerf_t> choose(cudnnHandle_t h, const Conv& d, bool find, bool verbose) {
+  int max_algos = 0, got = 0;
+  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos));
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(max_algos);
+  if (find) {
+    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(h, d.x, d.f, d.conv, d.y, max_algos, &got, perf.data()));
+  } else {
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.f, d.conv, d.y, max_algos, &got, perf.data()));
+  }
+  perf.resize(got);
+  for (const auto& p : perf)
+    if (verbose)
+      std::printf("  %s %-22s status=%-28s time=%8.4f ms workspace=%zu B math=%s\n", find ? "find" : "heur",
+                  algo_name(p.algo), cudnnGetErrorString(p.status), p.time, p.memory,
+                  p.mathType == CUDNN_TENSOR_OP_MATH ? "tensor-op" : p.mathType == CUDNN_FMA_MATH ? "fma" : "default");
+  return perf;
+}
+// --8<-- [end:choose]
+
+// --8<-- [start:forward]
+static void conv_forward(cudnnHandle_t h, const Conv& d, const cudnnConvolutionFwdAlgoPerf_t& choice, const float* x,
+                         const float* f, float* y) {
+  size_t ws_bytes = 0;
+  CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.f, d.conv, d.y, choice.algo, &ws_bytes));
+  void* ws = nullptr;
+  if (ws_bytes) CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
+  const float alpha = 1.0f, beta = 0.0f;
+  CUDNN_CHECK(cudnnConvolutionForward(h, &alpha, d.x, x, d.f, f, d.conv, choice.algo, ws, ws_bytes, &beta, d.y, y));
+  if (ws) CUDA_CHECK(cudaFree(ws));
+}
+// --8<-- [end:forward]
+
+static void write_raw(const std::string& path, const std::vector<float>& v) {
+  FILE* fp = std::fopen(path.c_str(), "wb");
+  if (!fp || std::fwrite(v.data(), sizeof(float), v.size(), fp) != v.size()) {
+    std::fprintf(stderr, "error: cannot write %s\n", path.c_str());
+    std::exit(course::kExitFail);
+  }
+  std::fclose(fp);
+}
+
+static bool check(cudnnHandle_t h, const ConvShape& s, uint64_t seed, const char* dump) {
+  bool ok = true;
+  const size_t nx = (size_t)s.n * s.c * s.h * s.w, nf = (size_t)s.k * s.c * s.r * s.r;
+  const size_t ny = (size_t)s.n * s.k * s.p() * s.q();
+  std::vector<float> x(nx), f(nf), y(std::max(nx, ny));
+  course::fill_uniform(x, seed, -2.0f, 2.0f);
+  course::fill_uniform(f, seed + 1);
+  float *dx, *df, *dy;
+  CUDA_CHECK(cudaMalloc(&dx, nx * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&df, nf * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dy, std::max(nx, ny) * sizeof(float)));
+  CUDA_CHECK(cudaMemcpy(dx, x.data(), nx * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(df, f.data(), nf * sizeof(float), cudaMemcpyHostToDevice));
+
+  course::poison(dy, nx * sizeof(float));
+  tanh_forward(h, dx, dy, s.n, s.c, s.h, s.w);
+  CUDA_CHECK(cudaMemcpy(y.data(), dy, nx * sizeof(float), cudaMemcpyDeviceToHost));
+  std::vector<double> want_tanh(nx);
+  for (size_t i = 0; i < nx; ++i) want_tanh[i] = std::tanh((double)x[i]);
+  ok &= course::check_close("cudnn_tanh", y.data(), want_tanh.data(), nx, 1e-5, 1e-6);
+
+  Conv d = make_conv(s);
+  std::vector<double> want(ny);
+  conv_reference(x, f, want, s);
+  // Run both the heuristic's first choice and find's fastest, each with its own workspace.
+  for (bool find : {false, true}) {
+    const auto perf = choose(h, d, find, true);
+    const auto it = std::find_if(perf.begin(), perf.end(), [](const auto& p) { return p.status == CUDNN_STATUS_SUCCESS; });
+    if (it == perf.end()) {
+      std::printf("CHECK FAIL cudnn_conv_%s n=0 no algorithm succeeded\n", find ? "find" : "heuristic");
+      return false;
+    }
+    std::printf("  using %s (%s)\n", algo_name(it->algo), find ? "find's fastest" : "heuristic's first");
+    course::poison(dy, ny * sizeof(float));
+    conv_forward(h, d, *it, dx, df, dy);
+    CUDA_CHECK(cudaMemcpy(y.data(), dy, ny * sizeof(float), cudaMemcpyDeviceToHost));
+    // Tolerance for TF32 (10-bit mantissa) inputs, which default math allows.
+    ok &= course::check_close(find ? "cudnn_conv_find" : "cudnn_conv_heuristic", y.data(), want.data(), ny, 5e-3, 5e-3);
+  }
+  if (dump) {
+    y.resize(ny);
+    write_raw(std::string(dump) + "/x.f32", x);
+    write_raw(std::string(dump) + "/w.f32", f);
+    write_raw(std::string(dump) + "/y.f32", y);
+  }
+  destroy(d);
+  for (void* p : {(void*)dx, (void*)df, (void*)dy}) CUDA_CHECK(cudaFree(p));
+  return ok;
+}
+
+// --8<-- [start:bench]
+// A ResNet-50 layer (3x3, 64 -> 64 channels on 56x56, batch 32): every algorithm the find call
+// can run, timed the course's way. Find's fastest is the peer.
+static void bench(cudnnHandle_t h) {
+  const ConvShape s{32, 64, 56, 56, 64, 3, 1, 1};
+  const size_t nx = (size_t)s.n * s.c * s.h * s.w, nf = (size_t)s.k * s.c * s.r * s.r;
+  const size_t ny = (size_t)s.n * s.k * s.p() * s.q();
+  float *x, *f, *y;
+  CUDA_CHECK(cudaMalloc(&x, nx * 4));
+  CUDA_CHECK(cudaMalloc(&f, nf * 4));
+  CUDA_CHECK(cudaMalloc(&y, ny * 4));
+  CUDA_CHECK(cudaMemset(x, 0, nx * 4));
+  CUDA_CHECK(cudaMemset(f, 0, nf * 4));
+  Conv d = make_conv(s);
+  const auto perf = choose(h, d, /*find=*/true, /*verbose=*/false);
+  const double flops = 2.0 * ny * s.c * s.r * s.r, bytes = 4.0 * (nx + nf + ny);
+  bool first = true;
+  for (const auto& p : perf) {
+    if (p.status != CUDNN_STATUS_SUCCESS) continue;
+    const float t = course::time_kernel_ms([&] { conv_forward(h, d, p, x, f, y); });
+    char impl[80];
+    std::snprintf(impl, sizeof(impl), "%s (%s math, %zu MiB workspace)", algo_name(p.algo),
+                  p.mathType == CUDNN_TENSOR_OP_MATH ? "tensor-op" : p.mathType == CUDNN_FMA_MATH ? "FMA" : "default",
+                  p.memory >> 20);
+    course::print_bench("conv 3x3, 32x64x56x56 -> 64, fp32 NCHW", impl, t, bytes, flops, first);
+    first = false;
+  }
+  destroy(d);
+  for (void* p : {(void*)x, (void*)f, (void*)y}) CUDA_CHECK(cudaFree(p));
+}
+// --8<-- [end:bench]
+
+int main(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  const ConvShape s{(int)args.get_int("--n", 2), (int)args.get_int("--c", 3), (int)args.get_int("--h", 31),
+                    (int)args.get_int("--w", 29), (int)args.get_int("--k", 5), (int)args.get_int("--r", 3),
+                    (int)args.get_int("--pad", 1), (int)args.get_int("--stride", 1)};
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
+  const char* dump = nullptr;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--dump") == 0) dump = argv[i + 1];
+  if (s.n < 1 || s.c < 1 || s.h < 1 || s.w < 1 || s.k < 1 || s.r < 1 || s.pad < 0 || s.stride < 1 || s.n > 64 ||
+      s.c > 64 || s.h > 256 || s.w > 256 || s.k > 64 || s.r > 11 || s.p() < 1 || s.q() < 1) {
+    std::fprintf(stderr, "error: sizes out of range (n,c,k <= 64, h,w <= 256, r <= 11, output at least 1x1)\n");
+    return course::kExitFail;
+  }
+  // --8<-- [start:handle]
+  cudnnHandle_t handle;
+  CUDNN_CHECK(cudnnCreate(&handle));
+  std::printf("cuDNN %zu (headers %d)\n", cudnnGetVersion(), CUDNN_VERSION);
+  // --8<-- [end:handle]
+  const bool ok = check(handle, s, seed, dump);
+  if (ok && args.has("--bench")) bench(handle);
+  CUDNN_CHECK(cudnnDestroy(handle));
+  return ok ? 0 : course::kExitFail;
+}

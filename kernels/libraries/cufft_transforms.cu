@@ -1,0 +1,342 @@
+// cufft_transforms.cu: cuFFT's 1D and 2D, complex and real transforms with batched plans, checked
+// against a DFT computed by definition, and a convolution done through FFTs checked against the
+// direct sum.
+//
+// Taught in docs/libraries/cufft.md.
+// Build: nvcc -O3 -arch=native -o build/libraries/cufft_transforms kernels/libraries/cufft_transforms.cu -lcufft
+// Run:   ./build/libraries/cufft_transforms                 (checks every transform on odd sizes)
+//        ./build/libraries/cufft_transforms --bench         (times batched FFTs and FFT convolution)
+//
+// course: gpu
+// course: libs cufft
+// course: run --n 997 --batch 3 --nx 37 --ny 20 --taps 31
+// course: run --n 1 --batch 1 --nx 1 --ny 1 --taps 1
+// course: run --n 1024 --batch 2 --nx 64 --ny 48 --taps 200
+// course: bench --bench
+#include <cufft.h>
+
+#include <complex>
+
+#include "../common/course.cuh"
+
+// --8<-- [start:status]
+// cufftResult has no string function: name the codes yourself. CUFFT_INVALID_PLAN (a plan used
+// after cufftDestroy, or never made), CUFFT_ALLOC_FAILED (no memory for the work area),
+// CUFFT_INVALID_SIZE (a size below 1), CUFFT_INVALID_VALUE (a bad pointer or direction).
+static const char* cufft_name(cufftResult r) {
+  switch (r) {
+    case CUFFT_SUCCESS: return "CUFFT_SUCCESS";
+    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
+    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
+    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
+    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
+    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
+    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
+    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
+    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
+    default: return "other cufftResult";
+  }
+}
+#define CUFFT_CHECK(call)                                                                           \
+  do {                                                                                              \
+    cufftResult r_ = (call);                                                                        \
+    if (r_ != CUFFT_SUCCESS) {                                                                      \
+      std::fprintf(stderr, "cuFFT error %s (%d) at %s:%d\n  in: %s\n", cufft_name(r_), (int)r_, __FILE__, \
+                   __LINE__, #call);                                                                \
+      std::exit(course::kExitFail);                                                                 \
+    }                                                                                               \
+  } while (0)
+// --8<-- [end:status]
+
+using cd = std::complex<double>;
+const double kPi = 3.14159265358979323846;
+
+// --8<-- [start:dft]
+// The DFT by definition, O(n^2): X[k] = sum_j x[j] exp(-2 pi i j k / n). cuFFT computes the same
+// sums in O(n log n) and, like this function, does not divide by n in either direction.
+static void dft(const cd* x, cd* X, int n, int stride = 1) {
+  for (int k = 0; k < n; ++k) {
+    cd acc = 0;
+    for (int j = 0; j < n; ++j) acc += x[(size_t)j * stride] * std::polar(1.0, -2.0 * kPi * (double)(((long long)j * k) % n) / n);
+    X[(size_t)k * stride] = acc;
+  }
+}
+// --8<-- [end:dft]
+
+static std::vector<float> random_floats(size_t n, uint64_t seed) {
+  std::vector<float> v(n);
+  course::fill_uniform(v, seed);
+  return v;
+}
+
+template <typename T>
+static T* dalloc(size_t n) {
+  T* p = nullptr;
+  CUDA_CHECK(cudaMalloc(&p, n * sizeof(T)));
+  course::poison(p, n * sizeof(T));
+  return p;
+}
+
+// Compare a cufftComplex array with a std::complex<double> reference as 2n floats.
+static bool check_complex(const char* name, const std::vector<cufftComplex>& got, const std::vector<cd>& want,
+                          double tol_scale) {
+  std::vector<float> g(2 * got.size());
+  std::vector<double> w(2 * want.size());
+  for (size_t i = 0; i < got.size(); ++i) { g[2 * i] = got[i].x; g[2 * i + 1] = got[i].y; }
+  for (size_t i = 0; i < want.size(); ++i) { w[2 * i] = want[i].real(); w[2 * i + 1] = want[i].imag(); }
+  // fp32 FFT error grows like eps * log2(n) * |x|_rms * sqrt(n); inputs are in [-1, 1).
+  return course::check_close(name, g.data(), w.data(), g.size(), 1e-5, tol_scale);
+}
+
+static bool check_1d(int n, int batch, uint64_t seed) {
+  bool ok = true;
+  const double tol = 2e-6 * std::sqrt((double)n) * (std::log2((double)n) + 1);
+  // --8<-- [start:c2c_1d]
+  // batch transforms of n points each, stored one after the other: one plan, one call.
+  cufftHandle plan;
+  CUFFT_CHECK(cufftPlan1d(&plan, n, CUFFT_C2C, batch));
+  // --8<-- [end:c2c_1d]
+  const std::vector<float> raw = random_floats(2 * (size_t)n * batch, seed);
+  std::vector<cufftComplex> x((size_t)n * batch), y(x.size());
+  std::vector<cd> xc(x.size()), want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) { x[i] = {raw[2 * i], raw[2 * i + 1]}; xc[i] = {raw[2 * i], raw[2 * i + 1]}; }
+  for (int b = 0; b < batch; ++b) dft(xc.data() + (size_t)b * n, want.data() + (size_t)b * n, n);
+  cufftComplex *dx = dalloc<cufftComplex>(x.size()), *dy = dalloc<cufftComplex>(x.size());
+  CUDA_CHECK(cudaMemcpy(dx, x.data(), x.size() * sizeof(cufftComplex), cudaMemcpyHostToDevice));
+  CUFFT_CHECK(cufftExecC2C(plan, dx, dy, CUFFT_FORWARD));  // out of place; in place also works
+  CUDA_CHECK(cudaMemcpy(y.data(), dy, y.size() * sizeof(cufftComplex), cudaMemcpyDeviceToHost));
+  ok &= check_complex("fft_1d_c2c_batched", y, want, tol);
+  // Inverse of the forward result is n times the input: cuFFT does not normalise.
+  CUFFT_CHECK(cufftExecC2C(plan, dy, dy, CUFFT_INVERSE));
+  CUDA_CHECK(cudaMemcpy(y.data(), dy, y.size() * sizeof(cufftComplex), cudaMemcpyDeviceToHost));
+  for (auto& v : xc) v *= (double)n;
+  ok &= check_complex("fft_1d_inverse_is_n_times_input", y, xc, tol * std::sqrt((double)n));
+  CUFFT_CHECK(cufftDestroy(plan));
+
+  // --8<-- [start:r2c_1d]
+  // A real signal's spectrum is Hermitian, X[n-k] = conj(X[k]), so R2C stores only the
+  // n/2 + 1 non-redundant values per transform.
+  const int nc = n / 2 + 1;
+  CUFFT_CHECK(cufftPlan1d(&plan, n, CUFFT_R2C, batch));
+  // --8<-- [end:r2c_1d]
+  const std::vector<float> xr = random_floats((size_t)n * batch, seed + 1);
+  std::vector<cufftComplex> yr((size_t)nc * batch);
+  std::vector<cd> full(n), wantr((size_t)nc * batch), xin(n);
+  for (int b = 0; b < batch; ++b) {
+    for (int j = 0; j < n; ++j) xin[j] = xr[(size_t)b * n + j];
+    dft(xin.data(), full.data(), n);
+    for (int k = 0; k < nc; ++k) wantr[(size_t)b * nc + k] = full[k];
+  }
+  float* dr = dalloc<float>(xr.size());
+  cufftComplex* dc = dalloc<cufftComplex>(yr.size());
+  CUDA_CHECK(cudaMemcpy(dr, xr.data(), xr.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CUFFT_CHECK(cufftExecR2C(plan, dr, dc));
+  CUDA_CHECK(cudaMemcpy(yr.data(), dc, yr.size() * sizeof(cufftComplex), cudaMemcpyDeviceToHost));
+  ok &= check_complex("fft_1d_r2c_batched", yr, wantr, tol);
+  CUFFT_CHECK(cufftDestroy(plan));
+  for (void* p : {(void*)dx, (void*)dy, (void*)dr, (void*)dc}) CUDA_CHECK(cudaFree(p));
+  return ok;
+}
+
+static bool check_2d(int nx, int ny, uint64_t seed) {
+  bool ok = true;
+  const double tol = 2e-6 * std::sqrt((double)nx * ny) * (std::log2((double)nx * ny) + 1);
+  // Reference: a 2D DFT is 1D DFTs along every row, then along every column.
+  const std::vector<float> xr = random_floats((size_t)nx * ny, seed + 2);
+  std::vector<cd> a(xr.begin(), xr.end()), b(a.size()), want(a.size());
+  for (int i = 0; i < nx; ++i) dft(a.data() + (size_t)i * ny, b.data() + (size_t)i * ny, ny);
+  for (int j = 0; j < ny; ++j) dft(b.data() + j, want.data() + j, nx, ny);
+  // --8<-- [start:r2c_2d]
+  // 2D real-to-complex on a row-major nx-by-ny array (ny varies fastest): the output keeps
+  // ny/2 + 1 columns. The first size argument is the slowest-varying dimension.
+  cufftHandle plan;
+  CUFFT_CHECK(cufftPlan2d(&plan, nx, ny, CUFFT_R2C));
+  const int nyc = ny / 2 + 1;
+  // --8<-- [end:r2c_2d]
+  float* dr = dalloc<float>(xr.size());
+  cufftComplex* dc = dalloc<cufftComplex>((size_t)nx * nyc);
+  CUDA_CHECK(cudaMemcpy(dr, xr.data(), xr.size() * sizeof(float), cudaMemcpyHostToDevice));
+  CUFFT_CHECK(cufftExecR2C(plan, dr, dc));
+  std::vector<cufftComplex> y((size_t)nx * nyc);
+  CUDA_CHECK(cudaMemcpy(y.data(), dc, y.size() * sizeof(cufftComplex), cudaMemcpyDeviceToHost));
+  std::vector<cd> wanth((size_t)nx * nyc);
+  for (int i = 0; i < nx; ++i)
+    for (int j = 0; j < nyc; ++j) wanth[(size_t)i * nyc + j] = want[(size_t)i * ny + j];
+  ok &= check_complex("fft_2d_r2c", y, wanth, tol);
+  CUFFT_CHECK(cufftDestroy(plan));
+
+  // 2D complex-to-complex on the same data (imaginary parts zero): the full nx-by-ny spectrum.
+  CUFFT_CHECK(cufftPlan2d(&plan, nx, ny, CUFFT_C2C));
+  std::vector<cufftComplex> xc(xr.size()), yc(xr.size());
+  for (size_t i = 0; i < xr.size(); ++i) xc[i] = {xr[i], 0.0f};
+  cufftComplex *dx = dalloc<cufftComplex>(xc.size()), *dy = dalloc<cufftComplex>(xc.size());
+  CUDA_CHECK(cudaMemcpy(dx, xc.data(), xc.size() * sizeof(cufftComplex), cudaMemcpyHostToDevice));
+  CUFFT_CHECK(cufftExecC2C(plan, dx, dy, CUFFT_FORWARD));
+  CUDA_CHECK(cudaMemcpy(yc.data(), dy, yc.size() * sizeof(cufftComplex), cudaMemcpyDeviceToHost));
+  ok &= check_complex("fft_2d_c2c", yc, want, tol);
+  CUFFT_CHECK(cufftDestroy(plan));
+  for (void* p : {(void*)dr, (void*)dc, (void*)dx, (void*)dy}) CUDA_CHECK(cudaFree(p));
+  return ok;
+}
+
+// --8<-- [start:conv]
+// Pointwise product of two spectra, with the 1/n that cuFFT's unnormalised inverse leaves out.
+__global__ void multiply_spectra(cufftComplex* a, const cufftComplex* b, size_t n, float scale) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const cufftComplex x = a[i], y = b[i];
+    a[i] = {(x.x * y.x - x.y * y.y) * scale, (x.x * y.y + x.y * y.x) * scale};
+  }
+}
+
+// Linear convolution y = x * h of length n + taps - 1 through the convolution theorem: zero-pad
+// both to nfft >= n + taps - 1 (so the circular convolution the DFT computes does not wrap
+// around), transform, multiply, transform back.
+struct FftConv {
+  int nfft, batch;
+  cufftHandle fwd, inv;
+  cufftComplex *X, *H;
+};
+
+static FftConv make_fft_conv(int nfft, int batch) {
+  FftConv c{nfft, batch, 0, 0, nullptr, nullptr};
+  CUFFT_CHECK(cufftPlan1d(&c.fwd, nfft, CUFFT_R2C, batch));
+  CUFFT_CHECK(cufftPlan1d(&c.inv, nfft, CUFFT_C2R, batch));
+  CUDA_CHECK(cudaMalloc(&c.X, (size_t)(nfft / 2 + 1) * batch * sizeof(cufftComplex)));
+  CUDA_CHECK(cudaMalloc(&c.H, (size_t)(nfft / 2 + 1) * batch * sizeof(cufftComplex)));
+  return c;
+}
+
+// x_pad and h_pad: batch rows of nfft reals, zero beyond the signal; y: batch rows of nfft reals.
+static void fft_conv(const FftConv& c, float* x_pad, float* h_pad, float* y) {
+  const size_t nc = (size_t)(c.nfft / 2 + 1) * c.batch;
+  CUFFT_CHECK(cufftExecR2C(c.fwd, x_pad, c.X));
+  CUFFT_CHECK(cufftExecR2C(c.fwd, h_pad, c.H));
+  multiply_spectra<<<(unsigned)std::min<size_t>(course::ceil_div<size_t>(nc, 256), 4096), 256>>>(c.X, c.H, nc, 1.0f / c.nfft);
+  CUDA_CHECK_LAUNCH();
+  CUFFT_CHECK(cufftExecC2R(c.inv, c.X, y));  // C2R overwrites its input: X is scratch here
+}
+// --8<-- [end:conv]
+
+static void destroy(FftConv& c) {
+  CUFFT_CHECK(cufftDestroy(c.fwd));
+  CUFFT_CHECK(cufftDestroy(c.inv));
+  CUDA_CHECK(cudaFree(c.X));
+  CUDA_CHECK(cudaFree(c.H));
+}
+
+// --8<-- [start:direct]
+// The direct sum on the GPU, one thread per output: taps multiply-adds each.
+__global__ void direct_conv(const float* x, int n, const float* h, int taps, float* y, int ny) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= ny) return;
+  float acc = 0.0f;
+  for (int j = 0; j < taps; ++j) {
+    const int xi = i - j;
+    if (xi >= 0 && xi < n) acc += h[j] * x[xi];
+  }
+  y[i] = acc;
+}
+// --8<-- [end:direct]
+
+static int next_pow2(int v) {
+  int p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+static bool check_conv(int n, int taps, uint64_t seed) {
+  const int ny = n + taps - 1, nfft = next_pow2(ny);
+  const std::vector<float> x = random_floats(n, seed + 3), h = random_floats(taps, seed + 4);
+  std::vector<double> want(ny, 0.0);
+  for (int i = 0; i < ny; ++i)
+    for (int j = 0; j < taps; ++j)
+      if (i - j >= 0 && i - j < n) want[i] += (double)h[j] * x[i - j];
+  std::vector<float> xp(nfft, 0.0f), hp(nfft, 0.0f), y(nfft);
+  std::copy(x.begin(), x.end(), xp.begin());
+  std::copy(h.begin(), h.end(), hp.begin());
+  float *dx = dalloc<float>(nfft), *dh = dalloc<float>(nfft), *dy = dalloc<float>(nfft);
+  CUDA_CHECK(cudaMemcpy(dx, xp.data(), nfft * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dh, hp.data(), nfft * sizeof(float), cudaMemcpyHostToDevice));
+  FftConv c = make_fft_conv(nfft, 1);
+  fft_conv(c, dx, dh, dy);
+  destroy(c);
+  CUDA_CHECK(cudaMemcpy(y.data(), dy, nfft * sizeof(float), cudaMemcpyDeviceToHost));
+  const double tol = 1e-6 * std::sqrt((double)taps) * (std::log2((double)nfft) + 1) * 4;
+  bool ok = course::check_close("fft_convolution_vs_direct_sum", y.data(), want.data(), ny, 1e-4, tol);
+  // The direct GPU kernel against the same reference.
+  course::poison(dy, nfft * sizeof(float));
+  CUDA_CHECK(cudaMemcpy(dx, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dh, h.data(), taps * sizeof(float), cudaMemcpyHostToDevice));
+  direct_conv<<<course::ceil_div(ny, 256), 256>>>(dx, n, dh, taps, dy, ny);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaMemcpy(y.data(), dy, ny * sizeof(float), cudaMemcpyDeviceToHost));
+  ok &= course::check_close("direct_convolution_kernel", y.data(), want.data(), ny, 1e-4, 1e-5 * std::sqrt((double)taps));
+  for (void* p : {(void*)dx, (void*)dh, (void*)dy}) CUDA_CHECK(cudaFree(p));
+  return ok;
+}
+
+static void bench_line(const char* c, const char* impl, float ms, double bytes, double flops, bool peer, int x) {
+  std::printf("BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
+              "\"peer\": %s, \"taps\": %d}\n", c, impl, ms, bytes, flops, peer ? "true" : "false", x);
+  std::fflush(stdout);
+}
+
+// --8<-- [start:bench]
+static void bench() {
+  // Batched 1D complex FFTs: 4096 transforms of 4096 points (16 Mi complex values, 128 MiB).
+  // Flops by the usual convention 5 n log2(n) per complex transform.
+  const int n = 4096, batch = 4096;
+  const size_t total = (size_t)n * batch;
+  cufftComplex* d;
+  CUDA_CHECK(cudaMalloc(&d, total * sizeof(cufftComplex)));
+  CUDA_CHECK(cudaMemset(d, 0, total * sizeof(cufftComplex)));
+  cufftHandle plan;
+  CUFFT_CHECK(cufftPlan1d(&plan, n, CUFFT_C2C, batch));
+  const float t = course::time_kernel_ms([&] { CUFFT_CHECK(cufftExecC2C(plan, d, d, CUFFT_FORWARD)); });
+  course::print_bench("4096 x 1D C2C FFT of 4096 points, fp32", "cuFFT batched, in place", t,
+                      2.0 * total * sizeof(cufftComplex), 5.0 * total * std::log2((double)n));
+  CUFFT_CHECK(cufftDestroy(plan));
+  CUDA_CHECK(cudaFree(d));
+
+  // FFT convolution against the direct kernel: a 1 Mi-sample signal, filters of growing length.
+  const int sig = 1 << 20;
+  float *x, *h, *y;
+  CUDA_CHECK(cudaMalloc(&x, 2 * (size_t)sig * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&h, 2 * (size_t)sig * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&y, 2 * (size_t)sig * sizeof(float)));
+  CUDA_CHECK(cudaMemset(x, 0, 2 * (size_t)sig * sizeof(float)));
+  CUDA_CHECK(cudaMemset(h, 0, 2 * (size_t)sig * sizeof(float)));
+  for (int taps : {15, 127, 1023, 8191}) {
+    const int ny = sig + taps - 1, nfft = next_pow2(ny);
+    char c[64];
+    std::snprintf(c, sizeof(c), "convolve 1 Mi samples with %d taps", taps);
+    FftConv fc = make_fft_conv(nfft, 1);
+    const float tf = course::time_kernel_ms([&] { fft_conv(fc, x, h, y); });
+    destroy(fc);
+    const float td = course::time_kernel_ms([&] {
+      direct_conv<<<course::ceil_div(ny, 256), 256>>>(x, sig, h, taps, y, ny);
+      CUDA_CHECK_LAUNCH();
+    });
+    const double bytes = 4.0 * ((double)sig + taps + ny);
+    bench_line(c, "direct sum kernel", td, bytes, 2.0 * sig * (double)taps, true, taps);
+    bench_line(c, "cuFFT R2C, multiply, C2R", tf, bytes, 2.0 * sig * (double)taps, false, taps);
+  }
+  // --8<-- [end:bench]
+  for (void* p : {(void*)x, (void*)h, (void*)y}) CUDA_CHECK(cudaFree(p));
+}
+
+int main(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  const long long n = args.get_int("--n", 997), batch = args.get_int("--batch", 3);
+  const long long nx = args.get_int("--nx", 37), ny = args.get_int("--ny", 20), taps = args.get_int("--taps", 31);
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
+  if (n < 1 || n > 8192 || batch < 1 || batch > 16 || nx < 1 || ny < 1 || nx * ny > 8192 || taps < 1 || taps > 8192) {
+    std::fprintf(stderr, "error: need 1 <= n <= 8192, 1 <= batch <= 16, nx * ny <= 8192, 1 <= taps <= 8192\n");
+    return course::kExitFail;
+  }
+  bool ok = check_1d((int)n, (int)batch, seed);
+  ok &= check_2d((int)nx, (int)ny, seed);
+  ok &= check_conv((int)n, (int)taps, seed);
+  if (ok && args.has("--bench")) bench();
+  return ok ? 0 : course::kExitFail;
+}

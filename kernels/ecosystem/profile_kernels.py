@@ -46,6 +46,8 @@ def main() -> int:
         return 1
     torch.manual_seed(2026)
     a, b = torch.randn(1027, 515, device="cuda"), torch.randn(515, 2053, device="cuda")
+    a16 = torch.randn(2048, 1024, device="cuda", dtype=torch.bfloat16)
+    b16 = torch.randn(1024, 4096, device="cuda", dtype=torch.bfloat16)
     images = torch.randn(8, 3, 67, 67, device="cuda")
     conv = torch.nn.Conv2d(3, 32, kernel_size=3, padding=1).cuda()
     x = torch.randn(1000, 1027, device="cuda")
@@ -53,6 +55,7 @@ def main() -> int:
     # --8<-- [start:cases]
     cases = {
         "gemm": (torch.matmul, (a, b)),  # dispatched to cuBLAS
+        "gemm_bf16": (torch.matmul, (a16, b16)),  # cuBLAS again, on tensor cores
         "conv": (conv, (images,)),       # dispatched to cuDNN (torch.backends.cudnn.enabled)
         "triton": (torch.compile(lambda t: torch.nn.functional.gelu(t) * 2.0 + t), (x,)),  # Inductor
     }
@@ -63,7 +66,7 @@ def main() -> int:
     with torch.no_grad():
         for family, (fn, args) in cases.items():
             names = gpu_kernels(fn, *args)
-            matching = [n for n in names if FAMILIES[family].search(n)]
+            matching = [n for n in names if FAMILIES[family.split("_")[0]].search(n)]
             for n in names:
                 print(f"  [{family}] {'*' if n in matching else ' '} {n[:150]}")
             good = bool(matching)

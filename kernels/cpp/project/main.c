@@ -29,7 +29,8 @@ int main(int argc, char **argv) {
     x[i] = (float)(i % 17) * 0.25f - 2.0f;
     y[i] = 1.0f;
   }
-  vec_axpy((size_t)n, 3.0f, x, y);
+  /* --8<-- [start:use] */
+  vec_axpy((size_t)n, 3.0f, x, y); /* declared in vec.h, defined in vec.c: the linker connects them */
   double dot_want = 0.0;
   for (long i = 0; i < n; ++i) {
     got[i] = y[i];
@@ -39,6 +40,7 @@ int main(int argc, char **argv) {
   int ok = check_close_f64("vec_axpy", got, want, (size_t)n, 1e-6, 1e-6);
   const double dot_got = vec_dot((size_t)n, x, y);
   ok = check_close_f64("vec_dot", &dot_got, &dot_want, 1, 1e-9, 1e-9) && ok;
+  /* --8<-- [end:use] */
   free(x);
   free(y);
   free(got);

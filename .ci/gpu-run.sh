@@ -12,7 +12,9 @@ if ls .whl/*.whl >/dev/null 2>&1; then  # wheels carried to a machine without ne
 fi
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv | tee "$out/gpu.txt"
-python3 -m pytest --gpu-record -q -ra "$@" 2>&1 | tee "$out/pytest-gpu.log"
+# SIGINT before the device's 10-minute limit lets pytest finish cleanly; the record is written
+# after every item anyway, so a stopped run keeps what it verified.
+timeout -s INT "${GPU_RUN_LIMIT_S:-540}" python3 -m pytest --gpu-record -q -ra "$@" 2>&1 | tee "$out/pytest-gpu.log"
 status=${PIPESTATUS[0]}
 cp records/gpu-record.json "$out/" 2>/dev/null
 exit "$status"

@@ -40,8 +40,24 @@ def on_config(config, **kwargs):
     return config
 
 
-def badge_html(items: list[record.GpuItem], rec: dict) -> str:
+def cpu_example_count(page: Path) -> int:
+    """Blocks the suite runs on every machine, plus runs of the CPU programs the page embeds."""
+    blocks = [b for b in record.page_blocks(page)
+              if not any(record.is_gpu_mark(m) or m.replace(" ", "").startswith("pytest.mark.skip") for m in b.marks)]
+    runs = 0
+    for path in record.embedded_files(page.read_text()):
+        prog = programs.program_for(path)
+        if prog and not prog.gpu:
+            runs += len(prog.runs())
+    return len(blocks) + runs
+
+
+def badge_html(items: list[record.GpuItem], rec: dict, cpu_examples: int = 0) -> str:
     if not items:
+        if cpu_examples:
+            return (f'<div class="course-badge course-cpu" role="note"><strong>Checked on the CPU</strong> by the '
+                    f'test suite on every change ({cpu_examples} example{"s" if cpu_examples > 1 else ""}); '
+                    f'nothing on this page needs a GPU.</div>')
         return ""
     entries = [record.entry(rec, i.hash) for i in items]
     verified = [e for e in entries if e and e["outcome"] == "passed"]
@@ -235,7 +251,7 @@ def recorded_output(rel_path: str, args: str | None, rec: dict) -> str:
 def on_page_markdown(markdown, page, config, files, **kwargs):
     src = Path(page.file.abs_src_path)
     items = record.page_gpu_items(src)
-    badge = badge_html(items, _record)
+    badge = badge_html(items, _record, cpu_example_count(src))
     if badge:
         m = _TITLE.search(markdown)
         at = m.end() if m else 0

@@ -350,7 +350,7 @@ def build(program: Program, arch: str | None = None) -> subprocess.CompletedProc
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
-def execute(run: Run, timeout: int = 600) -> Outcome:
+def execute(run: Run, timeout: int = 300) -> Outcome:
     proc = subprocess.run(
         run.program.run_command(run.args), cwd=ROOT, capture_output=True, text=True, timeout=timeout
     )

@@ -30,6 +30,7 @@ ITEM_OUTCOME = pytest.StashKey[dict]() # item: output facts for the record (chec
 RESULTS = pytest.StashKey[dict]()      # config: hash -> entry, written at the end of a --gpu-record run
 
 _HAS_GPU: bool | None = None
+BLOCK_TIMEOUT_S = 300  # a page block that runs longer than this fails
 STDOUT_KEPT = 8000  # characters of a GPU item's output kept in the record
 
 
@@ -157,27 +158,41 @@ def pytest_runtest_makereport(item, call):
         # The end of what it printed: pages can show a program's real output (course:output).
         "stdout": facts.get("stdout", "")[-STDOUT_KEPT:],
     }
+    _write_record(item.config)
 
 
-def pytest_sessionfinish(session, exitstatus):
-    config = session.config
-    if not config.getoption("--gpu-record") or not config.stash[RESULTS]:
-        return
-    rec = record.load()
-    command = " ".join(["python -m pytest", *sys.argv[1:]])
-    env = record.environment(command)
+_RUN_ENV = pytest.StashKey[dict]()
+
+
+def _write_record(config) -> int:
+    """Merge this session's results into the record file; called after every GPU item, so that a run
+    stopped at a time limit keeps what it verified."""
+    fresh = config.stash[RESULTS]
+    if not fresh:
+        return 0
+    if _RUN_ENV not in config.stash:
+        config.stash[_RUN_ENV] = record.environment(" ".join(["python -m pytest", *sys.argv[1:]]))
+    env = config.stash[_RUN_ENV]
     run_id = f"{env['started']} {env['gpu']}"
+    rec = record.load()
     rec["runs"][run_id] = env
     # A new entry replaces the older ones of the same item (same id), whatever their hash.
-    fresh = config.stash[RESULTS]
     fresh_ids = {e["id"] for e in fresh.values()}
     rec["items"] = {h: e for h, e in rec["items"].items() if e["id"] not in fresh_ids}
     for h, e in fresh.items():
         rec["items"][h] = {**e, "run": run_id}
     record.save(rec)
+    return len(fresh)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if not config.getoption("--gpu-record"):
+        return
+    written = _write_record(config)
     tr = config.pluginmanager.get_plugin("terminalreporter")
-    if tr:
-        tr.write_line(f"GPU record: {len(fresh)} items written to {record.RECORD_PATH.relative_to(record.ROOT)}")
+    if tr and written:
+        tr.write_line(f"GPU record: {written} items written to {record.RECORD_PATH.relative_to(record.ROOT)}")
 
 
 # ----------------------------------------------------------------------------- page blocks
@@ -201,11 +216,11 @@ def _run_block(self):
     started = time.perf_counter()
     if block.syntax == "python":
         cmd = [sys.executable, "-c", block.code]
-        proc = subprocess.run(cmd, cwd=programs.ROOT, capture_output=True, text=True, env=env, timeout=900)
+        proc = subprocess.run(cmd, cwd=programs.ROOT, capture_output=True, text=True, env=env, timeout=BLOCK_TIMEOUT_S)
     else:
         shell = "/bin/bash" if block.syntax == "bash" else "/bin/sh"
         proc = subprocess.run([shell, "-e", "-o", "pipefail", "-c", block.code] if block.syntax == "bash" else [shell, "-e", "-c", block.code],
-                              cwd=programs.ROOT, capture_output=True, text=True, env=env, timeout=900)
+                              cwd=programs.ROOT, capture_output=True, text=True, env=env, timeout=BLOCK_TIMEOUT_S)
     elapsed = time.perf_counter() - started
     where = f"{self.path.relative_to(programs.ROOT)}:{block.lineno} ({block.syntax} block)"
     if proc.returncode != 0:

@@ -8,6 +8,7 @@
 //   v2  Stockham radix-2 in shared memory: one block per transform(s), one launch, no bit reversal
 //   v3  Stockham radix-4 (a radix-2 stage when log2 N is odd): half the stages and barriers
 //   v4  Stockham radix-8/4/2 with 16-byte loads: a third of the stages, two points per load
+//   v5  v4 with N a template parameter (64 to 4096): every index computation is a constant
 // Build: nvcc -O3 -arch=native -lcufft -o build/fft/fft kernels/fft/fft.cu
 // Run:   ./build/fft/fft --n 1024 --batch 7    (checks every version against a float64 DFT)
 //        ./build/fft/fft --bench               (also times N = 64 to 4096, N * batch = 2^24)
@@ -219,6 +220,85 @@ __global__ void stockham_kernel(const float2* __restrict__ in, float2* __restric
 }
 // --8<-- [end:stockham_kernel]
 
+// --8<-- [start:v5]
+// v5: the same Stockham radix-8/4/2 FFT with N a template parameter. Every stage's radix, span Ns,
+// and thread count are compile-time constants: loops unroll, divisions and remainders by powers of two
+// become shifts and masks, and twiddle indices are computed with constants.
+template <int N, int RMAX>
+struct Fixed {
+  static constexpr int P = (N / RMAX > N / 16 ? N / RMAX : N / 16) > 512 ? 512
+                          : ((N / RMAX > N / 16 ? N / RMAX : N / 16) < 1 ? 1 : (N / RMAX > N / 16 ? N / RMAX : N / 16));
+  static constexpr int T = 256 / P > 1 ? 256 / P : 1;  // transforms per block
+};
+
+template <int N, int Ns, int R, int P>
+__device__ __forceinline__ void fixed_stage(float2* s, const float2* __restrict__ tw, int p, bool active) {
+  constexpr int count = N / R, per = (count + P - 1) / P;
+  float2 v[per][R];
+#pragma unroll
+  for (int n = 0; n < per; ++n) {
+    const int j = p + n * P;
+    if (active && (count % P == 0 || j < count)) {
+      const int k = j % Ns;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const float2 x = s[j + r * count];
+        v[n][r] = r == 0 ? x : cmul(x, tw[r * k * (N / (Ns * R))]);
+      }
+      dft_small<R>(v[n]);
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int n = 0; n < per; ++n) {
+    const int j = p + n * P;
+    if (active && (count % P == 0 || j < count)) {
+      const int out = (j / Ns) * Ns * R + j % Ns;
+#pragma unroll
+      for (int r = 0; r < R; ++r) s[out + r * Ns] = v[n][r];
+    }
+  }
+  __syncthreads();
+}
+
+template <int N, int Ns, int RMAX, int P>
+__device__ __forceinline__ void fixed_stages(float2* s, const float2* __restrict__ tw, int p, bool active) {
+  if constexpr (Ns < N) {
+    constexpr int left = N / Ns;
+    constexpr int R = (RMAX >= 8 && left % 8 == 0) ? 8 : (RMAX >= 4 && left % 4 == 0) ? 4 : 2;
+    fixed_stage<N, Ns, R, P>(s, tw, p, active);
+    fixed_stages<N, Ns * R, RMAX, P>(s, tw, p, active);
+  }
+}
+
+template <int N>
+__global__ void __launch_bounds__(Fixed<N, 8>::P * Fixed<N, 8>::T)
+    stockham_fixed(const float2* __restrict__ in, float2* __restrict__ out, const float2* __restrict__ tw, int batch) {
+  constexpr int P = Fixed<N, 8>::P, T = Fixed<N, 8>::T, kThreads = P * T;
+  __shared__ __align__(16) float2 smem[T * N];
+  const int which = threadIdx.x / P, p = threadIdx.x % P;
+  const size_t first = static_cast<size_t>(blockIdx.x) * T;
+  const int here = batch - static_cast<int>(first) < T ? batch - static_cast<int>(first) : T;
+  const float4* in4 = reinterpret_cast<const float4*>(in + first * N);
+  float4* s4 = reinterpret_cast<float4*>(smem);
+  if (here == T) {  // full block: fixed trip counts
+#pragma unroll
+    for (int i = threadIdx.x; i < T * N / 2; i += kThreads) s4[i] = in4[i];
+  } else {
+    for (int i = threadIdx.x; i < here * N / 2; i += kThreads) s4[i] = in4[i];
+  }
+  __syncthreads();
+  fixed_stages<N, 1, 8, P>(smem + which * N, tw, p, which < here);
+  float4* out4 = reinterpret_cast<float4*>(out + first * N);
+  if (here == T) {
+#pragma unroll
+    for (int i = threadIdx.x; i < T * N / 2; i += kThreads) out4[i] = s4[i];
+  } else {
+    for (int i = threadIdx.x; i < here * N / 2; i += kThreads) out4[i] = s4[i];
+  }
+}
+// --8<-- [end:v5]
+
 // ---------------------------------------------------------------------------------------------
 struct Plan {
   int N, log2n, batch;
@@ -255,6 +335,26 @@ static void launch_v2(const Plan& p, const float2* in, float2* out) { launch_sto
 static void launch_v3(const Plan& p, const float2* in, float2* out) { launch_stockham<4, false>(p, in, out); }
 static void launch_v4(const Plan& p, const float2* in, float2* out) { launch_stockham<8, true>(p, in, out); }
 
+template <int N>
+static void launch_fixed(const Plan& p, const float2* in, float2* out) {
+  constexpr int T = Fixed<N, 8>::T;
+  stockham_fixed<N><<<course::ceil_div(p.batch, T), Fixed<N, 8>::P * T>>>(in, out, p.tw, p.batch);
+  CUDA_CHECK_LAUNCH();
+}
+// Compile-time N exists for 64..4096; other sizes fall back to v4.
+static void launch_v5(const Plan& p, const float2* in, float2* out) {
+  switch (p.N) {
+    case 64: return launch_fixed<64>(p, in, out);
+    case 128: return launch_fixed<128>(p, in, out);
+    case 256: return launch_fixed<256>(p, in, out);
+    case 512: return launch_fixed<512>(p, in, out);
+    case 1024: return launch_fixed<1024>(p, in, out);
+    case 2048: return launch_fixed<2048>(p, in, out);
+    case 4096: return launch_fixed<4096>(p, in, out);
+    default: return launch_v4(p, in, out);
+  }
+}
+
 static void allow_large_smem() {  // N = 4096 needs 32 KiB per transform; allow up to 64 KiB
   CUDA_CHECK(cudaFuncSetAttribute(stockham_kernel<2, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
   CUDA_CHECK(cudaFuncSetAttribute(stockham_kernel<4, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
@@ -273,6 +373,7 @@ static const Version kVersions[] = {
     {2, "v2 Stockham radix-2, shared", launch_v2},
     {3, "v3 Stockham radix-4", launch_v3},
     {4, "v4 Stockham radix-8, 16-byte loads", launch_v4},
+    {5, "v5 radix-8, N known at compile time", launch_v5},
 };
 
 static float2* make_twiddles(int N) {

@@ -1,0 +1,132 @@
+// coalescing.cu: how the distance between the addresses of neighbouring threads sets bandwidth.
+// Thread i copies one float: out[i] = in[i * stride] (strided reads) or out[i * stride] = in[i]
+// (strided writes), for stride = 1, 2, 4, ..., 64, timed against cudaMemcpy of the useful bytes.
+//
+// Taught in docs/memory-model/coalescing.md. Bandwidth counts useful bytes only (n floats read and
+// n floats written), so the sweep shows what fraction of each memory transaction a warp uses.
+// Build: nvcc -O3 -arch=native -o build/memory-model/coalescing kernels/memory-model/coalescing.cu
+// Run:   ./build/memory-model/coalescing --n 100003    (checks both kernels at every stride)
+//        ./build/memory-model/coalescing --bench       (also times them on n = 2^26 floats)
+//
+// course: gpu
+// course: run --n 1
+// course: run --n 100003
+// course: bench --bench
+#include "../common/course.cuh"
+
+// --8<-- [start:kernels]
+// A warp's 32 loads of 4 bytes are merged into as few 32-byte sectors as their addresses allow:
+// stride 1 needs 4 sectors (128 bytes, all used); stride 2 needs 8 (half of each used); from
+// stride 8 on, every float sits in a sector of its own and 28 of every 32 bytes fetched are wasted.
+__global__ void read_strided(const float* __restrict__ in, float* __restrict__ out, long long n, int stride) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i * stride];
+}
+
+__global__ void write_strided(const float* __restrict__ in, float* __restrict__ out, long long n, int stride) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i * stride] = in[i];
+}
+// --8<-- [end:kernels]
+
+constexpr int kThreads = 256;
+constexpr int kMaxStride = 64;
+
+static void launch(bool strided_read, const float* in, float* out, long long n, int stride) {
+  const unsigned blocks = static_cast<unsigned>(course::ceil_div<long long>(n, kThreads));
+  if (strided_read) {
+    read_strided<<<blocks, kThreads>>>(in, out, n, stride);
+  } else {
+    write_strided<<<blocks, kThreads>>>(in, out, n, stride);
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+// --8<-- [start:bench_line]
+// print_bench's line plus a "stride" field, the x axis of the plot on the page.
+static void print_bench_stride(const char* case_name, const char* impl, float ms, double bytes, int stride) {
+  std::printf("BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": 0, "
+              "\"peer\": false, \"stride\": %d}\n",
+              case_name, impl, ms, bytes, stride);
+  std::fflush(stdout);
+}
+// --8<-- [end:bench_line]
+
+// Checks both kernels at every stride on n random floats.
+static bool check_all(long long n, uint64_t seed) {
+  const size_t small = static_cast<size_t>(n) * sizeof(float), big = small * kMaxStride;
+  std::vector<float> h_small(static_cast<size_t>(n)), h_big(big / sizeof(float)), got(h_big.size());
+  course::fill_uniform(h_small, seed);
+  course::fill_uniform(h_big, seed + 1);
+  float *d_small = nullptr, *d_small_out = nullptr, *d_big = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_small, small));
+  CUDA_CHECK(cudaMalloc(&d_small_out, small));
+  CUDA_CHECK(cudaMalloc(&d_big, big));
+  CUDA_CHECK(cudaMemcpy(d_small, h_small.data(), small, cudaMemcpyHostToDevice));
+  bool ok = true;
+  std::vector<float> want(static_cast<size_t>(n));
+  for (int stride = 1; stride <= kMaxStride; stride *= 2) {
+    char name[64];
+    // Strided read: out[i] = big[i * stride].
+    CUDA_CHECK(cudaMemcpy(d_big, h_big.data(), big, cudaMemcpyHostToDevice));
+    for (long long i = 0; i < n; ++i) want[i] = h_big[i * stride];
+    course::poison(d_small_out, small);
+    launch(true, d_big, d_small_out, n, stride);
+    CUDA_CHECK(cudaMemcpy(got.data(), d_small_out, small, cudaMemcpyDeviceToHost));
+    std::snprintf(name, sizeof(name), "read_stride_%d", stride);
+    ok = course::check_close(name, got.data(), want.data(), static_cast<size_t>(n), 0.0, 0.0) && ok;
+    // Strided write: big[i * stride] = small[i]; gather every stride-th float back and compare.
+    course::poison(d_big, big);
+    launch(false, d_small, d_big, n, stride);
+    CUDA_CHECK(cudaMemcpy(got.data(), d_big, big, cudaMemcpyDeviceToHost));
+    for (long long i = 0; i < n; ++i) want[i] = got[i * stride];
+    std::snprintf(name, sizeof(name), "write_stride_%d", stride);
+    ok = course::check_close(name, want.data(), h_small.data(), static_cast<size_t>(n), 0.0, 0.0) && ok;
+  }
+  CUDA_CHECK(cudaFree(d_small));
+  CUDA_CHECK(cudaFree(d_small_out));
+  CUDA_CHECK(cudaFree(d_big));
+  return ok;
+}
+
+static void bench_all(long long n) {
+  const size_t small = static_cast<size_t>(n) * sizeof(float), big = small * kMaxStride;
+  float *d_small = nullptr, *d_small_out = nullptr, *d_big = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_small, small));
+  CUDA_CHECK(cudaMalloc(&d_small_out, small));
+  CUDA_CHECK(cudaMalloc(&d_big, big));
+  CUDA_CHECK(cudaMemset(d_small, 0, small));  // timing does not depend on the values
+  CUDA_CHECK(cudaMemset(d_big, 0, big));
+  // --8<-- [start:bench]
+  char case_name[64];
+  std::snprintf(case_name, sizeof(case_name), "%lld floats read and written", n);
+  const double useful = 2.0 * small;  // n floats read + n floats written, whatever the stride
+  const float copy_ms = course::time_kernel_ms(
+      [&] { CUDA_CHECK(cudaMemcpy(d_small_out, d_small, small, cudaMemcpyDeviceToDevice)); });
+  course::print_bench(case_name, "cudaMemcpy (copy, same bytes)", copy_ms, useful, 0, /*peer=*/true);
+  for (int stride = 1; stride <= kMaxStride; stride *= 2) {
+    const float read_ms = course::time_kernel_ms([&] { launch(true, d_big, d_small_out, n, stride); });
+    const float write_ms = course::time_kernel_ms([&] { launch(false, d_small, d_big, n, stride); });
+    print_bench_stride(case_name, "strided read", read_ms, useful, stride);
+    print_bench_stride(case_name, "strided write", write_ms, useful, stride);
+  }
+  // --8<-- [end:bench]
+  CUDA_CHECK(cudaFree(d_small));
+  CUDA_CHECK(cudaFree(d_small_out));
+  CUDA_CHECK(cudaFree(d_big));
+}
+
+int main(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  const long long n = args.get_int("--n", 100003);
+  const long long bench_n = args.get_int("--bench-n", 1LL << 26);
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
+  // The strided buffer holds 64 floats per element: keep it under 1 GiB for checks, 16 GiB to time.
+  if (n < 1 || n > (1LL << 22) || bench_n < 1 || bench_n > (1LL << 26)) {
+    std::fprintf(stderr, "error: need 1 <= --n <= 2^22 and 1 <= --bench-n <= 2^26 (got %lld, %lld)\n", n, bench_n);
+    return course::kExitFail;
+  }
+  if (!check_all(n, seed)) return course::kExitFail;
+  if (args.has("--bench")) bench_all(bench_n);
+  return 0;
+}

@@ -1,0 +1,133 @@
+// transpose.cuh: the transpose kernels, from naive to conflict-free, in one include file.
+//
+// Taught in docs/memory-model/transpose.md. Included by transpose.cu (checks and times them against
+// cudaMemcpy) and loaded by versus_pytorch.py through CuPy (NVRTC), so this file includes nothing
+// and uses only what NVRTC knows. Every kernel reads `in`, a rows x cols row-major matrix, and writes
+// `out`, its cols x rows transpose. Versions:
+//   1 transpose_naive        one element per thread: reads coalesced, writes 32 rows apart
+//   2 transpose_tiled        a 32x32 tile through shared memory: both sides coalesced, but the
+//                            column reads from the tile hit one bank 32 times (a 32-way conflict)
+//   3 transpose_padded       the same tile with one extra column: conflict-free
+//   4 transpose_swizzled     the same tile, columns permuted by XOR instead of padded: conflict-free
+//   5 transpose_padded_vec4  version 3 with 16-byte global loads and stores (needs rows and cols
+//                            that are multiples of 4), one per thread with 256 threads
+//   6 transpose_padded_vec4_x4  the same with 64 threads, four float4s per thread
+//
+// course: header
+#pragma once
+
+// --8<-- [start:naive]
+// Block: 32 x 8 threads. Consecutive threads (threadIdx.x) read consecutive floats of one input
+// row, so the read of a warp is one 128-byte line; but they write one float into each of 32
+// different output rows, 4 * rows bytes apart: 32 separate memory transactions per warp.
+constexpr int kTile = 32;      // a tile is kTile x kTile elements
+constexpr int kBlockRows = 8;  // a block is kTile x kBlockRows threads; each moves kTile / kBlockRows elements
+
+extern "C" __global__ void transpose_naive(const float* __restrict__ in, float* __restrict__ out, int rows,
+                                           int cols) {
+  const int c = blockIdx.x * kTile + threadIdx.x;
+  for (int j = threadIdx.y; j < kTile; j += kBlockRows) {
+    const int r = blockIdx.y * kTile + j;
+    if (r < rows && c < cols) out[(long long)c * rows + r] = in[(long long)r * cols + c];
+  }
+}
+// --8<-- [end:naive]
+
+// --8<-- [start:tiled]
+// Each block moves one 32x32 tile. Phase 1: read the tile row by row (coalesced) into shared
+// memory. Barrier. Phase 2: write it out row by row (coalesced), reading the tile by columns.
+extern "C" __global__ void transpose_tiled(const float* __restrict__ in, float* __restrict__ out, int rows,
+                                           int cols) {
+  __shared__ float tile[kTile][kTile];
+  const int x = threadIdx.x, r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
+  for (int j = threadIdx.y; j < kTile; j += kBlockRows) {
+    if (r0 + j < rows && c0 + x < cols) tile[j][x] = in[(long long)(r0 + j) * cols + c0 + x];
+  }
+  __syncthreads();  // every element of the tile is written before any thread reads it
+  for (int j = threadIdx.y; j < kTile; j += kBlockRows) {
+    // Output row c0 + j is input column c0 + j; lane x writes output column r0 + x.
+    if (c0 + j < cols && r0 + x < rows) out[(long long)(c0 + j) * rows + r0 + x] = tile[x][j];
+  }
+}
+// --8<-- [end:tiled]
+
+// --8<-- [start:padded]
+// One unused column shifts each tile row by one bank: tile[x][j] for x = 0..31 now lies in banks
+// (33 * x + j) mod 32 = (x + j) mod 32, all different.
+extern "C" __global__ void transpose_padded(const float* __restrict__ in, float* __restrict__ out, int rows,
+                                            int cols) {
+  __shared__ float tile[kTile][kTile + 1];
+  const int x = threadIdx.x, r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
+  for (int j = threadIdx.y; j < kTile; j += kBlockRows) {
+    if (r0 + j < rows && c0 + x < cols) tile[j][x] = in[(long long)(r0 + j) * cols + c0 + x];
+  }
+  __syncthreads();
+  for (int j = threadIdx.y; j < kTile; j += kBlockRows) {
+    if (c0 + j < cols && r0 + x < rows) out[(long long)(c0 + j) * rows + r0 + x] = tile[x][j];
+  }
+}
+// --8<-- [end:padded]
+
+// --8<-- [start:swizzled]
+// No padding: element (row j, column x) of the tile is stored in column x ^ j of row j. A warp
+// that reads column j of the tile (rows x = 0..31) reads tile[x][j ^ x]: banks j ^ x, all different.
+extern "C" __global__ void transpose_swizzled(const float* __restrict__ in, float* __restrict__ out, int rows,
+                                              int cols) {
+  __shared__ float tile[kTile][kTile];
+  const int x = threadIdx.x, r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
+  for (int j = threadIdx.y; j < kTile; j += kBlockRows) {
+    if (r0 + j < rows && c0 + x < cols) tile[j][x ^ j] = in[(long long)(r0 + j) * cols + c0 + x];
+  }
+  __syncthreads();
+  for (int j = threadIdx.y; j < kTile; j += kBlockRows) {
+    if (c0 + j < cols && r0 + x < rows) out[(long long)(c0 + j) * rows + r0 + x] = tile[x][j ^ x];
+  }
+}
+// --8<-- [end:swizzled]
+
+// --8<-- [start:vec4]
+// kThreads threads move a 32x32 tile with 16-byte global loads and stores: 8 float4s per tile row,
+// so thread t handles rows t / 8, t / 8 + kThreads / 8, ... and floats 4 * (t % 8) .. + 3 of each.
+// Needs rows % 4 == 0 and cols % 4 == 0 (every float4 is 16-byte aligned and wholly inside or
+// outside the matrix); the launcher checks. Banks, rows padded to 33 floats: a warp's scalar stores
+// tile[t / 8][4 * (t % 8) + k] hit banks (t / 8 + 4 * (t % 8) + k) mod 32, all different for the
+// 32 lanes of a warp; so do the reads below.
+template <int kThreads>
+__device__ inline void transpose_vec4_body(const float* __restrict__ in, float* __restrict__ out, int rows,
+                                           int cols) {
+  __shared__ float tile[kTile][kTile + 1];
+  const int c4 = 4 * (threadIdx.x % 8);
+  const int r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
+#pragma unroll
+  for (int r = threadIdx.x / 8; r < kTile; r += kThreads / 8) {  // all loads first: more bytes in flight
+    if (r0 + r < rows && c0 + c4 < cols) {
+      const float4 v = *reinterpret_cast<const float4*>(in + (long long)(r0 + r) * cols + c0 + c4);
+      tile[r][c4 + 0] = v.x;
+      tile[r][c4 + 1] = v.y;
+      tile[r][c4 + 2] = v.z;
+      tile[r][c4 + 3] = v.w;
+    }
+  }
+  __syncthreads();
+  // Output row c0 + r is input column c0 + r; its floats r0 + c4 .. + 3 come from four input rows.
+#pragma unroll
+  for (int r = threadIdx.x / 8; r < kTile; r += kThreads / 8) {
+    if (c0 + r < cols && r0 + c4 < rows) {
+      const float4 v = make_float4(tile[c4 + 0][r], tile[c4 + 1][r], tile[c4 + 2][r], tile[c4 + 3][r]);
+      *reinterpret_cast<float4*>(out + (long long)(c0 + r) * rows + r0 + c4) = v;
+    }
+  }
+}
+
+// Version 5: 256 threads, one float4 each way per thread.
+extern "C" __global__ void transpose_padded_vec4(const float* __restrict__ in, float* __restrict__ out, int rows,
+                                                 int cols) {
+  transpose_vec4_body<256>(in, out, rows, cols);
+}
+// Version 6: 64 threads, four float4s each way per thread (four loads in flight before the first
+// is needed).
+extern "C" __global__ void transpose_padded_vec4_x4(const float* __restrict__ in, float* __restrict__ out,
+                                                    int rows, int cols) {
+  transpose_vec4_body<64>(in, out, rows, cols);
+}
+// --8<-- [end:vec4]

@@ -24,11 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from course import programs, record  # noqa: E402
 
-_RESULTS = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:results\s+(?P<path>\S+)\s*-->\s*$", re.MULTILINE)
+_RESULTS = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:results\s+(?P<path>\S+(?:\s+kernels/\S+)*)\s*-->\s*$", re.MULTILINE)
 _SKIP = re.compile(r"""^(?P<indent>[ \t]*)<!--\s*pytest\.mark\.skip\(reason=(?P<q>["'])(?P<reason>.+?)(?P=q)\)\s*-->\s*$""", re.MULTILINE)
 _GPU = re.compile(r"^(?P<indent>[ \t]*)<!--\s*pytest\.mark\.gpu\s*-->\s*$", re.MULTILINE)
 _TITLE = re.compile(r"^# .+$", re.MULTILINE)
-_PLOT = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:plot\s+(?P<path>\S+)(?P<opts>[^>]*?)\s*-->\s*$", re.MULTILINE)
+_PLOT = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:plot\s+(?P<path>\S+(?:\s+kernels/\S+)*)(?P<opts>[^>]*?)\s*-->\s*$", re.MULTILINE)
 _OUTPUT = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:output\s+(?P<path>\S+)(?:\s+args=\"(?P<args>[^\"]*)\")?\s*-->\s*$", re.MULTILINE)
 
 _record: dict = {}
@@ -88,22 +88,25 @@ def _missing(rel_path: str, what: str) -> str:
             f"Refresh it on a GPU with `{record.REFRESH_STALE}` (see Contributing).\n")
 
 
-def _bench_rows(rel_path: str, rec: dict, directive: str):
-    """(rows, run descriptions, bench runs) of a program's passing benchmark runs, or None if any
-    benchmark run of its current code has no passing entry."""
-    prog = programs.program_for(rel_path)
-    if prog is None:
-        raise ValueError(f"course:{directive} names {rel_path!r}, which is not a program under kernels/")
-    benches = [r for r in prog.runs() if r.bench]
-    if not benches:
-        raise ValueError(f"course:{directive}: {rel_path} declares no 'course: bench' run")
-    rows, runs = [], []
-    for run in benches:
-        e = record.entry(rec, run.content_hash())
-        if not e or e["outcome"] != "passed":
-            return None
-        runs.append(record.describe_run(record.run_info(rec, e)))
-        rows += e["benchmarks"]
+def _bench_rows(rel_paths: str, rec: dict, directive: str):
+    """(rows, run descriptions, bench runs) of the passing benchmark runs of one or more programs
+    (space-separated paths: a peer measured by another program in the same run joins by `case`), or
+    None if any benchmark run of their current code has no passing entry."""
+    rows, runs, benches = [], [], []
+    for rel_path in rel_paths.split():
+        prog = programs.program_for(rel_path)
+        if prog is None:
+            raise ValueError(f"course:{directive} names {rel_path!r}, which is not a program under kernels/")
+        mine = [r for r in prog.runs() if r.bench]
+        if not mine:
+            raise ValueError(f"course:{directive}: {rel_path} declares no 'course: bench' run")
+        for run in mine:
+            e = record.entry(rec, run.content_hash())
+            if not e or e["outcome"] != "passed":
+                return None
+            runs.append(record.describe_run(record.run_info(rec, e)))
+            rows += e["benchmarks"]
+        benches += mine
     return rows, list(dict.fromkeys(runs)), benches
 
 
@@ -140,7 +143,7 @@ def results_table(rel_path: str, rec: dict) -> str:
         lines.append("| " + " | ".join(cells + [pct]) + " |")
     where = " ; ".join(runs)
     caption = (f"\n*Measured on {where}. Median of 20 timed repeats after warm-up, L2 flushed between repeats. "
-               f"Generated from `records/gpu-record.json` (run `{rel_path}` with `{' '.join(benches[0].args)}`); "
+               f"Generated from `records/gpu-record.json` (runs of {', '.join(f'`{b.id}`' for b in benches)}); "
                f"% of peer is the peer's time over this row's time.*\n")
     return "\n".join(lines) + "\n" + caption
 

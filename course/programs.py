@@ -10,6 +10,7 @@ Each program declares how it is built and run in `course:` comment lines near it
                                     taken from the toolkit, or else from NVIDIA's pip wheels
     // course: compile-only         a source with no main (for example one that CuPy loads)
     // course: header               an include file; built through the programs that include it
+    // course: depends <file> ...    other course files this program builds or loads (counted in its hash)
     // course: built-by <file>      built and run by that test or page instead of the generic harness
                                     (a PyTorch extension source, say); the file must name this one
 
@@ -157,6 +158,7 @@ class Program:
     flags: list[str] = field(default_factory=list)
     libs: list[str] = field(default_factory=list)
     built_by: str | None = None
+    depends: list[str] = field(default_factory=list)
     run_args: list[tuple[str, ...]] = field(default_factory=list)
     bench_args: list[tuple[str, ...]] = field(default_factory=list)
 
@@ -195,6 +197,8 @@ class Program:
                 continue
             seen.append(path)
             text = path.read_text(errors="replace")
+            if path == self.path:
+                stack += [ROOT / d for d in reversed(self.depends)]
             if path.suffix == ".py":
                 stack += reversed(paths_named_in(text))
                 for m in _IMPORT.finditer(text):
@@ -240,6 +244,8 @@ def parse(path: Path) -> Program:
             prog.libs += value.split()
         elif key == "compile-only":
             prog.compile_only = True
+        elif key == "depends":
+            prog.depends += value.split()
         elif key == "built-by":
             prog.built_by = value
         elif key == "header":

@@ -8,6 +8,7 @@ Each program declares how it is built and run in `course:` comment lines near it
     // course: bench --bench        a benchmark run; its BENCH lines go to the GPU record
     // course: libs cublas cufft    CUDA libraries it links (see LIBRARIES): headers and libraries are
                                     taken from the toolkit, or else from NVIDIA's pip wheels
+    // course: headers cutlass      header-only libraries (see HEADER_LIBRARIES), found or fetched
     // course: compile-only         a source with no main (for example one that CuPy loads)
     // course: header               an include file; built through the programs that include it
     // course: depends <file> ...    other course files this program builds or loads (counted in its hash)
@@ -123,6 +124,50 @@ def library_flags(libs: list[str]) -> list[str]:
     return flags
 
 
+# Header-only libraries a program may name in `course: headers`: the pinned wheel that carries the
+# headers, the folder inside it, a file that proves the folder is right, extra flags, and the
+# repository-local folder where they are unpacked (git-ignored; carried to machines with no network).
+HEADER_LIBRARIES = {
+    "cutlass": ("nvidia-cutlass==4.2.0.0", "cutlass_library/source/include", "cutlass/gemm/device/gemm.h",
+                ["--expt-relaxed-constexpr"], ".cutlass/include"),
+    "cudnn_frontend": ("nvidia-cudnn-frontend==1.32.0", "include", "cudnn_frontend.h", [], ".cudnn_fe/include"),
+}
+
+
+def header_flags(names: list[str]) -> list[str]:
+    """-isystem flags for header-only libraries: from the repository-local folder, else unpacked once
+    from the pinned wheel (pip download, no install: their Python parts pull in large dependencies)."""
+    import tempfile
+    import zipfile
+
+    flags: list[str] = []
+    for name in names:
+        if name not in HEADER_LIBRARIES:
+            raise ValueError(f"unknown header library {name!r} in 'course: headers' (known: {', '.join(HEADER_LIBRARIES)})")
+        wheel, inner, marker, extra, local = HEADER_LIBRARIES[name]
+        folder = ROOT / local
+        if not (folder / marker).is_file():
+            with tempfile.TemporaryDirectory() as tmp:
+                got = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp, wheel],
+                                     capture_output=True, text=True)
+                files = list(Path(tmp).glob("*.whl"))
+                if got.returncode != 0 or not files:
+                    raise MissingLibrary(f"{name}: headers not in {local} and `pip download {wheel}` failed "
+                                         f"(offline?): {got.stderr.strip()[-300:]}")
+                with zipfile.ZipFile(files[0]) as z:
+                    for member in z.namelist():
+                        if member.startswith(inner + "/") and not member.endswith("/"):
+                            target = folder / member[len(inner) + 1:]
+                            target.parent.mkdir(parents=True, exist_ok=True)
+                            target.write_bytes(z.read(member))
+        flags += ["-isystem", str(folder), *extra]
+        if name == "cudnn_frontend":  # it includes nvrtc.h: the toolkit's, or the nvrtc wheel's
+            nvrtc = next((d for d in _wheel_dirs() if (d / "nvrtc.h").is_file()), None)
+            if nvrtc is not None:
+                flags += ["-isystem", str(nvrtc)]
+    return flags
+
+
 @dataclass(frozen=True)
 class Run:
     """One execution of a program: its arguments, and whether it is a benchmark."""
@@ -144,7 +189,8 @@ class Run:
         h.update(json.dumps([NVCC_FLAGS, GCC_FLAGS]).encode() + inspect.getsource(judge).encode())
         for path in self.program.sources():
             h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-        h.update(json.dumps([self.bench, list(self.args), self.program.flags, self.program.libs]).encode())
+        h.update(json.dumps([self.bench, list(self.args), self.program.flags, self.program.libs,
+                             self.program.headers]).encode())
         return h.hexdigest()[:16]
 
 
@@ -157,6 +203,7 @@ class Program:
     header: bool = False
     flags: list[str] = field(default_factory=list)
     libs: list[str] = field(default_factory=list)
+    headers: list[str] = field(default_factory=list)
     built_by: str | None = None
     depends: list[str] = field(default_factory=list)
     run_args: list[tuple[str, ...]] = field(default_factory=list)
@@ -210,7 +257,7 @@ class Program:
 
     def build_command(self, arch: str) -> list[str]:
         out = str(self.executable) + (".o" if self.compile_only else "")
-        libs = library_flags(self.libs) if self.libs else []
+        libs = (header_flags(self.headers) if self.headers else []) + (library_flags(self.libs) if self.libs else [])
         if self.lang == "cuda":
             cmd = ["nvcc", *NVCC_FLAGS, f"-arch={arch}", *self.flags, *libs]
             return cmd + (["-c"] if self.compile_only else []) + ["-o", out, str(self.path)]
@@ -244,6 +291,8 @@ def parse(path: Path) -> Program:
             prog.libs += value.split()
         elif key == "compile-only":
             prog.compile_only = True
+        elif key == "headers":
+            prog.headers += value.split()
         elif key == "depends":
             prog.depends += value.split()
         elif key == "built-by":
@@ -351,9 +400,22 @@ def judge(returncode: int, stdout: str, stderr: str, require_check: bool = True)
 
 
 def build(program: Program, arch: str | None = None) -> subprocess.CompletedProcess:
+    """Compile a program, unless the same command already built the same sources (a stamp beside the
+    output holds a hash of both), so that several runs of one program build it once."""
     program.executable.parent.mkdir(parents=True, exist_ok=True)
     cmd = program.build_command(arch or default_arch())
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    h = hashlib.sha256(json.dumps(cmd).encode())
+    for path in program.sources():
+        h.update(path.read_bytes())
+    output = Path(cmd[cmd.index("-o") + 1])
+    stamp = output.with_name(output.name + ".stamp")
+    if output.exists() and stamp.exists() and stamp.read_text() == h.hexdigest():
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+    stamp.unlink(missing_ok=True)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    if proc.returncode == 0:
+        stamp.write_text(h.hexdigest())
+    return proc
 
 
 def execute(run: Run, timeout: int = 300) -> Outcome:

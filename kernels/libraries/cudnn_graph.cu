@@ -9,7 +9,8 @@
 //
 // course: gpu
 // course: libs cudnn
-// course: nvcc-flags -isystem .cudnn_fe/include -DNV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING -DCUDNN_FRONTEND_SKIP_JSON_LIB
+// course: headers cudnn_frontend
+// course: nvcc-flags -DNV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING -DCUDNN_FRONTEND_SKIP_JSON_LIB
 // course: run --n 3 --c 16 --h 19 --w 13 --k 24
 // (One run only: C and K must be multiples of 8, H and W are primes, and each run costs the test
 // harness a rebuild of the frontend's templates, which takes a minute or more.)

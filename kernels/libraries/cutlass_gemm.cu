@@ -11,7 +11,7 @@
 //
 // course: gpu
 // course: libs cublas
-// course: nvcc-flags --expt-relaxed-constexpr -isystem .cutlass/include
+// course: headers cutlass
 // course: run --m 251 --n 136 --k 72
 // course: run --m 1 --n 8 --k 8
 // course: bench --bench

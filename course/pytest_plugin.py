@@ -192,7 +192,7 @@ def pytest_sessionfinish(session, exitstatus):
     written = _write_record(config)
     tr = config.pluginmanager.get_plugin("terminalreporter")
     if tr and written:
-        tr.write_line(f"GPU record: {written} items written to {record.RECORD_PATH.relative_to(record.ROOT)}")
+        tr.write_line(f"GPU record: {written} items written to {record.RECORD_PATH}")
 
 
 # ----------------------------------------------------------------------------- page blocks

@@ -489,6 +489,8 @@ using Cfg4 = Cfg<64, 64, 16, 32, 32, 2, 4, 4>;    // small tiles for small sizes
 using Cfg5 = Cfg<128, 128, 8, 64, 32, 2, 8, 4>;   // 256 threads, warps 64 x 32
 using Cfg6 = Cfg<128, 256, 8, 64, 64, 4, 8, 4>;   // 256 threads, 128 results each, BK = 8
 using Cfg7 = Cfg<256, 128, 8, 64, 64, 4, 8, 4>;   // the same, tall
+using Cfg8 = Cfg<128, 128, 16, 32, 64, 2, 8, 4>;  // Cfg1 with BK = 16: half the barriers per K
+using Cfg9 = Cfg<128, 128, 8, 64, 32, 1, 8, 8>;   // 8 x 8 per thread, one pass per warp tile
 // --8<-- [end:configs]
 
 template <typename CF, bool DOUBLE>
@@ -519,6 +521,8 @@ static const Candidate kCandidates[] = {
     {"128x128x8 w64x32 256thr", launch_warptile<Cfg5, true>},
     {"128x256x8 w64x64 256thr", launch_warptile<Cfg6, true>},
     {"256x128x8 w64x64 256thr", launch_warptile<Cfg7, true>},
+    {"128x128x16 w32x64 256thr", launch_warptile<Cfg8, true>},
+    {"128x128x8 w64x32 8x8 256thr", launch_warptile<Cfg9, true>},
 };
 constexpr int kNumCandidates = sizeof(kCandidates) / sizeof(kCandidates[0]);
 

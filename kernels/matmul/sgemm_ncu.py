@@ -30,7 +30,6 @@ METRICS = {
     "smem_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "fma_pct": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
     "occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "regs": "launch__registers_per_thread",
     "stall_mio": "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
     "stall_lg": "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
     "stall_short": "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
@@ -93,7 +92,7 @@ def main():
     cols = [("time_us", "time us", "{:.0f}"), ("sm_pct", "SM %", "{:.0f}"), ("mem_pct", "mem %", "{:.0f}"),
             ("dram_pct", "DRAM %", "{:.0f}"), ("sect_per_req", "sect/req", "{:.1f}"),
             ("smem_conflicts", "smem confl", "{:.2g}"), ("fma_pct", "FMA pipe %", "{:.0f}"),
-            ("occupancy_pct", "occup %", "{:.0f}"), ("regs", "regs", "{:.0f}"),
+            ("occupancy_pct", "occup %", "{:.0f}"),
             ("stall_lg", "stall L/G", "{:.1f}"), ("stall_mio", "stall MIO", "{:.1f}"),
             ("stall_short", "stall short", "{:.1f}"), ("stall_barrier", "stall bar", "{:.1f}")]
     print(f"ncu metrics, sgemm.cu at {SIZE}^3, one launch per version (stalls: cycles per issued instruction)")

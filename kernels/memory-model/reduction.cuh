@@ -14,6 +14,7 @@
 //   5 reduce_vec4_x4  version 4 with four independent float4 loads in flight per thread
 //   6 reduce_chunks_x4, reduce_chunks_x8  each block sums one contiguous chunk of the array (as
 //                     CUB does) with 4 or 8 float4 loads in flight per thread
+//   7 reduce_chunks_x4_fused  version 6 in one launch: the last block to finish adds the partials
 //
 // course: header
 #pragma once
@@ -180,3 +181,28 @@ extern "C" __global__ void reduce_chunks_x8(const float* __restrict__ in, float*
   reduce_chunks_body<8>(in, partials, n);
 }
 // --8<-- [end:chunks]
+
+// --8<-- [start:fused]
+// One launch instead of two: every block writes its partial, then counts itself done; the block
+// that finds it was the last adds all the partials, in block order (so the result is still the same
+// on every run), and resets the counter for the next launch. __threadfence() makes a block's partial
+// visible to every other block before the count that announces it.
+extern "C" __global__ void reduce_chunks_x4_fused(const float* __restrict__ in, float* partials,
+                                                  unsigned int* blocks_done, float* out, long long n) {
+  reduce_chunks_body<4>(in, partials, n);  // thread 0 has written partials[blockIdx.x]
+  __shared__ bool is_last;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    is_last = atomicAdd(blocks_done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!is_last) return;
+  float v = 0.0f;
+  for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x) v += __ldcg(&partials[i]);  // from L2, not a stale L1
+  v = block_sum(v);
+  if (threadIdx.x == 0) {
+    *out = v;
+    *blocks_done = 0;
+  }
+}
+// --8<-- [end:fused]

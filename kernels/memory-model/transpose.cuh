@@ -12,6 +12,8 @@
 //   5 transpose_padded_vec4  version 3 with 16-byte global loads and stores (needs rows and cols
 //                            that are multiples of 4), one per thread with 256 threads
 //   6 transpose_padded_vec4_x4  the same with 64 threads, four float4s per thread
+//   7 transpose_tile64_vec4  a 64x64 tile, 256 threads, four float4s per thread: each output row
+//                            gets 256 contiguous bytes per tile instead of 128
 //
 // course: header
 #pragma once
@@ -131,3 +133,39 @@ extern "C" __global__ void transpose_padded_vec4_x4(const float* __restrict__ in
   transpose_vec4_body<64>(in, out, rows, cols);
 }
 // --8<-- [end:vec4]
+
+// --8<-- [start:tile64]
+// A 64x64 tile (rows padded to 65 floats), 256 threads, four float4s each way per thread. The
+// 1024 float4s of the tile are numbered L = it * 256 + threadIdx.x; warp L / 32 takes 4 tile rows
+// (4 * g + lane / 8) and 8 consecutive float4s of them (8 * h + lane % 8), so each warp reads four
+// full 128-byte segments and its scalar shared-memory stores hit banks
+// (row + 4 * (lane % 8) + k) mod 32: all different. The write-out uses the same numbering.
+constexpr int kTile64 = 64;
+
+extern "C" __global__ void __launch_bounds__(256) transpose_tile64_vec4(const float* __restrict__ in,
+                                                                       float* __restrict__ out, int rows, int cols) {
+  __shared__ float tile[kTile64][kTile64 + 1];
+  const int lane = threadIdx.x % 32;
+  const int r0 = blockIdx.y * kTile64, c0 = blockIdx.x * kTile64;
+#pragma unroll
+  for (int it = 0; it < 4; ++it) {
+    const int w = (it * 256 + threadIdx.x) / 32, r = 4 * (w / 2) + lane / 8, c4 = 4 * (8 * (w % 2) + lane % 8);
+    if (r0 + r < rows && c0 + c4 < cols) {
+      const float4 v = *reinterpret_cast<const float4*>(in + (long long)(r0 + r) * cols + c0 + c4);
+      tile[r][c4 + 0] = v.x;
+      tile[r][c4 + 1] = v.y;
+      tile[r][c4 + 2] = v.z;
+      tile[r][c4 + 3] = v.w;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int it = 0; it < 4; ++it) {
+    const int w = (it * 256 + threadIdx.x) / 32, oc = 4 * (w / 2) + lane / 8, r4 = 4 * (8 * (w % 2) + lane % 8);
+    if (c0 + oc < cols && r0 + r4 < rows) {
+      const float4 v = make_float4(tile[r4 + 0][oc], tile[r4 + 1][oc], tile[r4 + 2][oc], tile[r4 + 3][oc]);
+      *reinterpret_cast<float4*>(out + (long long)(c0 + oc) * rows + r0 + r4) = v;
+    }
+  }
+}
+// --8<-- [end:tile64]

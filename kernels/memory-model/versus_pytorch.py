@@ -84,29 +84,34 @@ def check(name: str, got: "torch.Tensor", want: "torch.Tensor", rtol: float, ato
 
 
 # --8<-- [start:launchers]
-TILE = 32
-TRANSPOSE_KERNELS = {"transpose_padded": 0, "transpose_padded_vec4": 256, "transpose_padded_vec4_x4": 64}  # 0: 32 x 8
+# name: (threads per block, 0 for 32 x 8; tile size). The float4 kernels need rows % 4 == cols % 4 == 0.
+TRANSPOSE_KERNELS = {"transpose_padded": (0, 32), "transpose_padded_vec4": (256, 32),
+                     "transpose_padded_vec4_x4": (64, 32), "transpose_tile64_vec4": (256, 64)}
 
 
 def make_transpose(mod, kernel: str, x: "torch.Tensor", out: "torch.Tensor"):
     """A function that launches `kernel` to write x's transpose into out (cols x rows)."""
     rows, cols = x.shape
-    fn, threads = mod.get_function(kernel), TRANSPOSE_KERNELS[kernel]
-    grid, block = ((cols + TILE - 1) // TILE, (rows + TILE - 1) // TILE), (threads,) if threads else (TILE, 8)
+    fn, (threads, tile) = mod.get_function(kernel), TRANSPOSE_KERNELS[kernel]
+    grid, block = ((cols + tile - 1) // tile, (rows + tile - 1) // tile), (threads,) if threads else (32, 8)
     args = (as_cupy(x), as_cupy(out), cp.int32(rows), cp.int32(cols))
     return lambda: fn(grid, block, args)
 
 
-SUM_KERNELS = ("reduce_vec4_x4", "reduce_chunks_x4", "reduce_chunks_x8")
+SUM_KERNELS = ("reduce_vec4_x4", "reduce_chunks_x4", "reduce_chunks_x8", "reduce_chunks_x4_fused")
 
 
 def make_sum(mod, kernel: str, x: "torch.Tensor", out: "torch.Tensor"):
-    """A function that writes sum(x) into out[0]: one of the grid kernels, then the partials pass
-    (the launch configuration of reduction.cu)."""
+    """A function that writes sum(x) into out[0]: one of the grid kernels, then the partials pass,
+    or the fused kernel alone (the launch configurations of reduction.cu)."""
     n, sms = x.numel(), torch.cuda.get_device_properties(0).multi_processor_count
     blocks = max(1, min((n // 4 + 511) // 512, 4 * sms))
     partials = torch.empty(blocks, device="cuda")
     main, finish = mod.get_function(kernel), mod.get_function("reduce_partials")
+    if kernel.endswith("_fused"):
+        blocks_done = torch.zeros(1, dtype=torch.int32, device="cuda")  # the kernel leaves it at zero
+        args = (as_cupy(x), as_cupy(partials), as_cupy(blocks_done), as_cupy(out), cp.int64(n))
+        return lambda: main((blocks,), (512,), args)
     main_args = (as_cupy(x), as_cupy(partials), cp.int64(n))
     finish_args = (as_cupy(partials), as_cupy(out), cp.int32(blocks))
 
@@ -144,7 +149,7 @@ def run_transpose(mod, shapes, do_bench: bool) -> bool:
         out = torch.empty(cols, rows, device="cuda")
         want = x.double().t()
         for kernel in kernels:
-            if TRANSPOSE_KERNELS[kernel] and (rows % 4 or cols % 4):
+            if TRANSPOSE_KERNELS[kernel][0] and (rows % 4 or cols % 4):
                 continue
             out.fill_(float("nan"))  # poisoned
             make_transpose(mod, kernel, x, out)()
@@ -156,7 +161,7 @@ def run_transpose(mod, shapes, do_bench: bool) -> bool:
             bench(case, "cudaMemcpy (torch copy_, same bytes)", time_ms(lambda: y.copy_(x)), nbytes, peer=True)
             bench(case, "torch .t().contiguous()", time_ms(lambda: x.t().contiguous()), nbytes)
             for kernel in kernels:
-                if not TRANSPOSE_KERNELS[kernel] or (rows % 4 == 0 and cols % 4 == 0):
+                if not TRANSPOSE_KERNELS[kernel][0] or (rows % 4 == 0 and cols % 4 == 0):
                     bench(case, f"course {kernel}", time_ms(make_transpose(mod, kernel, x, out)), nbytes)
             # --8<-- [end:bench_transpose]
     return ok

@@ -1,0 +1,723 @@
+"""The site as readers use it: every page in a real browser (headless Chromium), offline.
+
+The site is built with `mkdocs build --strict` into a temporary folder and served on 127.0.0.1 by the
+test itself. One crawl visits every page the build produced (no fixed list: the course grows) and
+gathers what the tests below check; the browser is Debian's chromium, driven by Playwright.
+
+Without Chromium or Playwright the browser tests are skipped with the reason; under CI (CI set in the
+environment) they fail instead, so a CI machine cannot pass without running them.
+Screenshots of key pages, in both palettes and on a phone, are saved to build/screenshots/.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+import browser_support as bs
+
+from course import programs, record
+
+ROOT = bs.ROOT
+PHONE = {"width": 360, "height": 740}
+DESKTOP = {"width": 1280, "height": 900}
+# Where a phone reader would have to scroll sideways on a prose page: pages listed here may (wide tables
+# are scrolled inside their own box by the theme, so nothing should need to be listed).
+PHONE_EXEMPT: set[str] = set()
+
+
+def _need(reason: str):
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the browser tests, but {reason}: {bs.INSTALL_HINT}")
+    pytest.skip(f"{reason}: {bs.INSTALL_HINT}")
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
+    return bs.build_site(tmp_path_factory.mktemp("browser-site"))
+
+
+@pytest.fixture(scope="module")
+def base_url(site):
+    with bs.serve(site) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need("Playwright's Python package is not installed")
+    path = bs.chromium_path()
+    if not path:
+        _need("no Chromium binary found (looked for chromium on PATH and /usr/bin/chromium)")
+    pw = sync_playwright().start()
+    b = _launch(pw)
+    yield b
+    b.close()
+    pw.stop()
+
+
+def _launch(pw):
+    # Nothing may leave the machine: every host name except 127.0.0.1 resolves to nothing, so a stray
+    # request fails fast instead of reaching the network; the recorder notes it and the test fails.
+    args = bs.CHROMIUM_ARGS + ["--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"]
+    return pw.chromium.launch(executable_path=bs.chromium_path(), args=args, headless=True)
+
+
+class Recorder:
+    """Every request, failure and error of a browser context, filed under the page being visited."""
+
+    def __init__(self, context, base_url: str):
+        self.base = urlsplit(base_url)
+        self.current = "?"
+        self.errors: dict[str, list[str]] = {}
+        self.failed: dict[str, list[str]] = {}
+        self.external: dict[str, list[str]] = {}
+        context.on("request", self._request)
+        context.on("requestfailed", self._failed)
+        context.on("response", lambda r: r.status >= 400 and self._add(self.failed, f"{r.url} (HTTP {r.status})"))
+        context.on("page", self.watch)
+
+    def _add(self, where, text):
+        where.setdefault(self.current, []).append(text)
+
+    def _failed(self, request):
+        if request.failure and "ERR_ABORTED" in request.failure:
+            return  # cancelled because the test moved on (a favicon still loading), not refused
+        self._add(self.failed, f"{request.url} ({request.failure})")
+
+    def _request(self, request):
+        url = urlsplit(request.url)
+        if url.scheme in ("data", "blob", "about", "chrome-extension"):
+            return
+        if url.hostname != "127.0.0.1" or url.port != self.base.port:
+            self._add(self.external, request.url)
+
+    def watch(self, page):
+        page.on("pageerror", lambda e: self._add(self.errors, f"uncaught: {e}"))
+        page.on("console", lambda m: m.type == "error" and self._add(self.errors, f"console: {m.text}"))
+
+
+def _new_context(browser, base_url, **kw):
+    context = browser.new_context(viewport=DESKTOP, base_url=base_url, **kw)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base_url.rstrip("/"))
+    return context, Recorder(context, base_url)
+
+
+def _wait_rendered(page) -> str | None:
+    try:
+        page.wait_for_function(bs.RENDERED_JS, timeout=8_000)
+    except Exception:  # noqa: BLE001 (Playwright's TimeoutError; reported, not raised)
+        return "diagrams or maths were not rendered within 8 s"
+    return None
+
+
+def _copy_all(page) -> list[str]:
+    """Click every copy button in the page's content, return the texts it put on the clipboard.
+    Folded answers are opened and the tab holding each block is selected first, as a reader would."""
+    return page.evaluate(bs.COPY_ALL_JS, [bs.COPY_BUTTON, bs.REVEAL_JS])
+
+
+CONTRAST_SCOPE = ".md-header, .md-content, .md-footer"
+
+
+def _visit(page, base_url: str, path: str, info: dict) -> None:
+    page.set_viewport_size(DESKTOP)
+    page.goto(base_url + path, wait_until="load")
+    problem = _wait_rendered(page)
+    if problem:
+        info["problems"].append(problem)
+    info.update(page.evaluate(bs.COLLECT_JS))
+    if path == bs.PRINT_PAGE:  # every page again: its colours, blocks and layout are checked on their own
+        info.update(contrast={}, copied=[], phone={"scrollWidth": 0, "clientWidth": 0, "wide": []})
+        return
+    # Colours change with a transition: switch them off so each palette is measured as it settles.
+    page.add_style_tag(content="*, *::before, *::after { transition: none !important; animation: none !important; }")
+    info["contrast"] = {"light": page.evaluate(bs.CONTRAST_JS, CONTRAST_SCOPE)}
+    page.evaluate("() => document.body.setAttribute('data-md-color-scheme', 'slate')")
+    info["contrast"]["dark"] = page.evaluate(bs.CONTRAST_JS, CONTRAST_SCOPE)
+    page.evaluate("() => document.body.setAttribute('data-md-color-scheme', 'default')")
+    info["copied"] = _copy_all(page)
+    page.set_viewport_size(PHONE)
+    page.wait_for_timeout(50)
+    info["phone"] = page.evaluate(bs.OVERFLOW_JS)
+
+
+def _crawl_part(base_url: str, paths: list[str]) -> tuple[dict, Recorder]:
+    """One worker's share of the crawl, with its own Playwright and Chromium (the sync API is per thread)."""
+    from playwright.sync_api import sync_playwright
+
+    pages: dict[str, dict] = {}
+    with sync_playwright() as pw:
+        browser = _launch(pw)
+        context, rec = _new_context(browser, base_url)
+        page = context.new_page()
+        for path in paths:
+            rec.current = path
+            info: dict = {"problems": []}
+            try:
+                _visit(page, base_url, path, info)
+            except Exception as e:  # noqa: BLE001 (one page's trouble must not hide the others')
+                info["problems"].append(f"the crawl failed on this page: {str(e).splitlines()[0]}")
+                for key, empty in (("ids", []), ("links", []), ("images", []), ("headings", []), ("abbrs", []),
+                                   ("diagrams", []), ("maths", []), ("tabSets", []), ("copied", []),
+                                   ("contrast", {}), ("prev", None), ("next", None), ("badge", False),
+                                   ("results", False), ("codeBlocks", 0), ("copyButtons", 0),
+                                   ("phone", {"scrollWidth": 0, "clientWidth": 0, "wide": []})):
+                    info.setdefault(key, empty)
+                page = context.new_page()
+            pages[path] = info
+        context.close()
+        browser.close()
+    return pages, rec
+
+
+@pytest.fixture(scope="module")
+def crawl(browser, base_url, site):
+    """Visit every page once on a desktop, then at phone width, gathering everything the tests check.
+    The pages are shared among COURSE_BROWSER_WORKERS browsers (default: 2, or 1 on one core)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = bs.site_pages(site)
+    workers = max(1, int(os.environ.get("COURSE_BROWSER_WORKERS") or min(2, os.cpu_count() or 1)))
+    started = time.monotonic()
+    with ThreadPoolExecutor(workers) as pool:
+        parts = list(pool.map(lambda i: _crawl_part(base_url, paths[i::workers]), range(workers)))
+    pages = {p: info for part, _ in parts for p, info in part.items()}
+    pages = {p: pages[p] for p in paths}  # in site order: the home page first
+    rec = parts[0][1]
+    for _, other in parts[1:]:
+        for name in ("errors", "failed", "external"):
+            for page, items in getattr(other, name).items():
+                getattr(rec, name).setdefault(page, []).extend(items)
+    return {"pages": pages, "recorder": rec, "seconds": time.monotonic() - started, "workers": workers}
+
+
+def _fmt(found: dict[str, list], limit: int = 60) -> str:
+    lines = [f"/{page}: {item}" for page, items in found.items() for item in items]
+    more = f"\n... and {len(lines) - limit} more" if len(lines) > limit else ""
+    return "\n".join(lines[:limit]) + more
+
+
+# ----------------------------------------------------------------------------- loading, offline
+
+
+def test_every_page_loads_without_errors_or_failed_requests(crawl):
+    rec = crawl["recorder"]
+    problems = {p: list(i["problems"]) for p, i in crawl["pages"].items() if i["problems"]}
+    for where in (rec.errors, rec.failed):
+        for page, items in where.items():
+            problems.setdefault(page, []).extend(items)
+    assert crawl["pages"], "the built site has no pages"
+    assert not problems, "problems while loading pages:\n" + _fmt(problems)
+
+
+def test_no_request_leaves_the_machine(crawl):
+    external = crawl["recorder"].external
+    assert not external, ("requests to other hosts (fonts, maths, diagrams and search must be served "
+                          "from the site itself):\n" + _fmt(external))
+
+
+def test_diagrams_and_maths_are_drawn(crawl):
+    bad = {}
+    for path, info in crawl["pages"].items():
+        flat = [d for d in info["diagrams"] if d["height"] < 20]
+        if flat:
+            bad[path] = [f"{len(flat)} mermaid diagram(s) drawn with no height"]
+        if not all(info["maths"]):
+            bad.setdefault(path, []).append("maths left untypeset")
+    assert not bad, _fmt(bad)
+
+
+# ----------------------------------------------------------------------------- links
+
+
+def test_internal_links_and_anchors_resolve(crawl, base_url, site):
+    pages = crawl["pages"]
+    ids = {path: set(info["ids"]) for path, info in pages.items()}
+    broken: dict[str, list[str]] = {}
+    base = urlsplit(base_url)
+    for path, info in pages.items():
+        for link in info["links"]:
+            url = urlsplit(link["href"])
+            if url.scheme not in ("http", "https") or (url.hostname, url.port) != (base.hostname, base.port):
+                continue  # external links may exist; they are never fetched by the tests
+            target_path = unquote(url.path).lstrip("/")
+            target = site / target_path
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                broken.setdefault(path, []).append(f"{link['raw']!r} ({link['text']}): no such file")
+                continue
+            fragment = unquote(url.fragment)
+            if not fragment or target.suffix != ".html":
+                continue
+            key = target_path if target_path.endswith("/") or target_path == "" else target_path
+            known = ids.get(key)
+            if known is None:  # a page the crawl did not visit: read its ids from the HTML
+                known = set(re.findall(r"""\bid=["']([^"']+)["']""", target.read_text(errors="replace")))
+            if fragment not in known:
+                broken.setdefault(path, []).append(f"{link['raw']!r} ({link['text']}): no anchor #{fragment}")
+    assert not broken, "broken links:\n" + _fmt(broken)
+
+
+def test_previous_and_next_follow_the_whole_nav(crawl, base_url):
+    pages = crawl["pages"]
+    chain, seen = [], set()
+    url = base_url
+    while url and url not in seen:
+        seen.add(url)
+        path = url[len(base_url):]
+        chain.append(path)
+        info = pages.get(path)
+        if info is None:
+            break
+        nxt = info["next"]
+        if nxt:
+            assert pages.get(nxt[len(base_url):], {}).get("prev") == url, \
+                f"/{nxt[len(base_url):]}'s 'Previous' does not lead back to /{path}"
+        url = nxt
+    missing = sorted(set(pages) - set(chain) - {bs.PRINT_PAGE})
+    assert not missing, f"pages not reachable by 'Next' from the home page: {missing}"
+    if bs.PRINT_PAGE in pages:  # the print view is listed in the navigation, after the course
+        assert any(urlsplit(a["href"]).path == "/" + bs.PRINT_PAGE for a in pages[""]["links"]), \
+            "the home page's navigation does not link to the print view"
+
+
+# ----------------------------------------------------------------------------- search
+
+
+def _kernels_to_search(site: Path, limit: int = 4) -> list[tuple[str, str]]:
+    """(kernel name, URL path of a page that shows it): the first kernel of each chapter."""
+    chosen, chapters = [], set()
+    embedders: dict[str, list[Path]] = {}
+    for md in sorted(bs.DOCS.rglob("*.md")):
+        for rel in record.embedded_files(md.read_text()):
+            embedders.setdefault(rel, []).append(md)
+    for prog in programs.all_programs():
+        chapter = Path(prog.rel).parts[1]
+        if chapter in chapters or prog.lang != "cuda":
+            continue
+        for name in re.findall(r"__global__\s+(?:void|[\w:<>]+)\s+(\w+)\s*\(", prog.path.read_text()):
+            for md in embedders.get(prog.rel, []):
+                rel = md.relative_to(bs.DOCS).with_suffix("")
+                url = "" if rel.as_posix() == "index" else (
+                    rel.parent.as_posix() + "/" if rel.name == "index" else rel.as_posix() + "/")
+                html = site / url / "index.html"
+                if html.is_file() and re.search(rf"\b{re.escape(name)}\b", html.read_text()):
+                    chosen.append((name, url))
+                    chapters.add(chapter)
+                    break
+            if chapter in chapters:
+                break
+        if len(chosen) >= limit:
+            break
+    return chosen
+
+
+def test_search_finds_a_kernel_by_name(browser, base_url, site):
+    kernels = _kernels_to_search(site)
+    assert kernels, "no kernel name found on any page to search for"
+    context, rec = _new_context(browser, base_url)
+    page = context.new_page()
+    page.goto(base_url, wait_until="load")
+    misses = []
+    for name, url in kernels:
+        page.locator("label.md-search__icon, .md-search__input").first.click()
+        box = page.locator("input.md-search__input")
+        box.fill("")
+        box.type(name, delay=10)
+        try:
+            page.wait_for_selector(".md-search-result__item", timeout=10_000)
+        except Exception:  # noqa: BLE001
+            misses.append(f"{name}: no results")
+            continue
+        page.wait_for_timeout(300)
+        hits = page.eval_on_selector_all(".md-search-result__item > a", "els => els.map(e => e.href)")
+        if not any(urlsplit(h).path.lstrip("/") == url for h in hits):
+            misses.append(f"{name}: /{url} not among {[urlsplit(h).path for h in hits][:6]}")
+        page.keyboard.press("Escape")
+    context.close()
+    assert not rec.external, _fmt(rec.external)
+    assert not misses, "search did not find kernels by name:\n" + "\n".join(misses)
+
+
+# ----------------------------------------------------------------------------- copy buttons
+
+
+_ARTEFACTS = {"\u00b6": "a pilcrow", "\u00a0": "a non-breaking space", "\u200b": "a zero-width space",
+              "\u2400": "nothing (the button did not copy)"}
+
+
+def test_copy_button_copies_exactly_what_should_be_pasted(crawl):
+    problems: dict[str, list[str]] = {}
+    checked = 0
+    for path, info in crawl["pages"].items():
+        copied = list(info["copied"])
+        if info["copyButtons"] < info["codeBlocks"] and path != bs.PRINT_PAGE:
+            problems.setdefault(path, []).append(
+                f"{info['codeBlocks'] - info['copyButtons']} code block(s) without a copy button")
+        for text in copied:
+            for ch, what in _ARTEFACTS.items():
+                if ch in text:
+                    problems.setdefault(path, []).append(f"copied text contains {what}: {text[:60]!r}")
+        source = bs.source_for(path)
+        if source is None:
+            continue
+        remaining = list(copied)
+        for info_string, expected in bs.expected_code_blocks(source):
+            checked += 1
+            if expected in remaining:
+                remaining.remove(expected)
+                continue
+            near = min(remaining, key=lambda t: _distance(t, expected), default="")
+            problems.setdefault(path, []).append(
+                f"block ```{info_string} copies differently from its source:\n"
+                f"    expected {expected[:300]!r}\n    nearest  {near[:300]!r}")
+    assert checked, "no code block was checked"
+    assert not problems, _fmt(problems)
+
+
+def _distance(a: str, b: str) -> int:
+    import difflib
+    return -int(1000 * difflib.SequenceMatcher(None, a, b).quick_ratio())
+
+
+def test_copy_button_works_with_a_real_click(browser, base_url, crawl):
+    """The crawl clicks buttons from script; one real mouse click shows the same text arrives."""
+    path = next((p for p, i in crawl["pages"].items() if i["copied"] and p != bs.PRINT_PAGE), None)
+    assert path is not None, "no page has a copy button"
+    context, rec = _new_context(browser, base_url)
+    page = context.new_page()
+    page.goto(base_url + path, wait_until="load")
+    block = page.locator("article pre").first
+    block.hover()
+    page.evaluate("() => navigator.clipboard.writeText('')")
+    page.locator(f"article :is({bs.COPY_BUTTON})").first.click()
+    page.wait_for_timeout(100)
+    assert page.evaluate("() => navigator.clipboard.readText()") == crawl["pages"][path]["copied"][0]
+    context.close()
+
+
+# ----------------------------------------------------------------------------- tabs, palette
+
+
+TABS_FIXTURE = '''# Tabs fixture
+
+=== "C++"
+
+    ```cpp
+    int first = 1;
+    ```
+
+=== "Python"
+
+    ```python
+    first = 1
+    ```
+
+Some prose between the two sets.
+
+=== "C++"
+
+    Second set, C++.
+
+=== "Python"
+
+    Second set, Python.
+'''
+
+
+@pytest.fixture(scope="module")
+def tabs_site(tmp_path_factory):
+    """A one-page site with the course's own theme and extensions, and two linked tab sets on it:
+    the course's pages may have none yet, and the theme's behaviour must be tested all the same."""
+    pytest.importorskip("mkdocs")
+    tmp = tmp_path_factory.mktemp("tabs")
+    docs = tmp / "docs"
+    shutil.copytree(bs.DOCS / "assets", docs / "assets")
+    (docs / "index.md").write_text(TABS_FIXTURE)
+    config = tmp / "mkdocs.yml"
+    config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nhooks: []\nnav:\n  - index.md\n"
+                      "plugins:\n  - search\n")
+    out = bs.build_site(tmp / "site", config)
+    with bs.serve(out) as url:
+        yield url
+
+
+def _check_linked_tabs(page, label: str) -> list[str]:
+    """Click `label` in the first set that has it; every set with that label must then show it."""
+    page.locator("article .tabbed-set > .tabbed-labels > label", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$")).first.click()
+    page.wait_for_timeout(100)
+    shown = page.evaluate("""(label) => Array.from(document.querySelectorAll('article .tabbed-set')).map(set => {
+        const labels = Array.from(set.querySelectorAll(':scope > .tabbed-labels > label'));
+        const inputs = Array.from(set.querySelectorAll(':scope > input'));
+        const i = inputs.findIndex(x => x.checked);
+        const has = labels.some(l => l.textContent.trim() === label);
+        const blocks = set.querySelectorAll(':scope > .tabbed-content > .tabbed-block');
+        const visible = Array.from(blocks).filter(b => getComputedStyle(b).display !== 'none').length;
+        return {has, checked: i >= 0 ? labels[i].textContent.trim() : null, visible};
+    })""", label)
+    return [f"set {n}: shows {s['checked']!r}, not {label!r} ({s['visible']} blocks visible)"
+            for n, s in enumerate(shown) if s["has"] and (s["checked"] != label or s["visible"] != 1)]
+
+
+def test_content_tabs_switch_and_stay_linked(browser, tabs_site, crawl, base_url):
+    context, rec = _new_context(browser, tabs_site)
+    page = context.new_page()
+    page.goto(tabs_site, wait_until="load")
+    problems = _check_linked_tabs(page, "Python") + _check_linked_tabs(page, "C++")
+    assert "Second set, C++." in page.locator("article").inner_text()
+    context.close()
+    # And on every course page with two or more tab sets that share a label.
+    context, rec2 = _new_context(browser, base_url)
+    page = context.new_page()
+    for path, info in crawl["pages"].items():
+        sets = info["tabSets"]
+        shared = [lab for lab in (sets[0] if sets else []) if sum(lab in s for s in sets) > 1]
+        if not shared:
+            continue
+        page.goto(base_url + path, wait_until="load")
+        for label in reversed(shared):
+            problems += [f"/{path}: {p}" for p in _check_linked_tabs(page, label)]
+    context.close()
+    assert not (rec.errors or rec2.errors), _fmt({**rec.errors, **rec2.errors})
+    assert not problems, "tabs did not switch together:\n" + "\n".join(problems)
+
+
+def test_light_dark_toggle_switches_and_persists(browser, base_url):
+    context, rec = _new_context(browser, base_url)
+    page = context.new_page()
+    page.goto(base_url, wait_until="load")
+    scheme = lambda: page.evaluate("() => document.body.getAttribute('data-md-color-scheme')")  # noqa: E731
+    background = lambda: page.evaluate("() => getComputedStyle(document.body).backgroundColor")  # noqa: E731
+    assert scheme() == "default"
+    light_bg = background()
+    page.locator("form[data-md-component=palette] label:visible").first.click()
+    page.wait_for_function("() => document.body.getAttribute('data-md-color-scheme') === 'slate'", timeout=5000)
+    assert background() != light_bg, "the dark palette did not change the page's background"
+    page.reload(wait_until="load")
+    assert scheme() == "slate", "the chosen palette was not kept across page loads"
+    page.locator("form[data-md-component=palette] label:visible").first.click()
+    page.wait_for_function("() => document.body.getAttribute('data-md-color-scheme') === 'default'", timeout=5000)
+    context.close()
+    assert not rec.errors, _fmt(rec.errors)
+
+
+# ----------------------------------------------------------------------------- phone, screenshots
+
+
+def test_no_horizontal_scrolling_on_a_phone(crawl):
+    wide = {p: [f"page is {i['phone']['scrollWidth']} px wide in a {i['phone']['clientWidth']} px viewport; "
+                f"too wide: {i['phone']['wide']}"]
+            for p, i in crawl["pages"].items()
+            if p not in PHONE_EXEMPT and i["phone"]["scrollWidth"] > i["phone"]["clientWidth"]}
+    assert not wide, "horizontal scrolling at phone width:\n" + _fmt(wide)
+
+
+def _key_pages(crawl) -> list[str]:
+    """The home page, the first page with a diagram, with maths, with a results table, the kernel
+    index and the print page: enough for a reviewer to see every kind of content."""
+    pages = {p: i for p, i in crawl["pages"].items() if p != bs.PRINT_PAGE}
+    keys = [""]
+    for test in (lambda i: i["diagrams"], lambda i: i["maths"], lambda i: i["results"]):
+        keys += [next((p for p, i in pages.items() if test(i) and p not in keys), None)]
+    keys += [p for p in ("kernel-index/",) if p in crawl["pages"]]
+    return [k for k in dict.fromkeys(keys) if k is not None]
+
+
+def test_screenshots_of_key_pages(browser, base_url, crawl):
+    out = bs.SCREENSHOTS
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.png"):
+        old.unlink()
+    saved = []
+    for scheme in ("light", "dark"):
+        context, rec = _new_context(browser, base_url, color_scheme=scheme)
+        page = context.new_page()
+        for path in _key_pages(crawl):
+            page.goto(base_url + path, wait_until="load")
+            _wait_rendered(page)
+            expected = "slate" if scheme == "dark" else "default"
+            assert page.evaluate("() => document.body.getAttribute('data-md-color-scheme')") == expected
+            name = (path.strip("/").replace("/", "-") or "home") + f"-{scheme}.png"
+            # The top 2400 px in the light palette, the first screen in the dark one: enough to judge
+            # a page and its palette, and quick to take however long pages grow.
+            height = page.evaluate("() => document.documentElement.scrollHeight")
+            if scheme == "light":
+                page.screenshot(path=str(out / name), full_page=True,
+                                clip={"x": 0, "y": 0, "width": DESKTOP["width"], "height": min(height, 2400)})
+            else:
+                page.screenshot(path=str(out / name))
+            saved.append(name)
+        if scheme == "light":
+            page.set_viewport_size(PHONE)
+            for path in [p for p in _key_pages(crawl) if p != bs.PRINT_PAGE][:3]:
+                page.goto(base_url + path, wait_until="load")
+                _wait_rendered(page)
+                name = (path.strip("/").replace("/", "-") or "home") + "-phone.png"
+                page.screenshot(path=str(out / name))
+                saved.append(name)
+        context.close()
+    assert all((out / n).stat().st_size > 10_000 for n in saved), saved
+
+
+def test_print_view_holds_the_whole_course_and_prints(browser, base_url, crawl):
+    """The print view (mkdocs-print-site-plugin) has every page's title, and prints to a PDF."""
+    pages = crawl["pages"]
+    if bs.PRINT_PAGE not in pages:
+        pytest.skip("no print view: mkdocs-print-site-plugin is not enabled in mkdocs.yml")
+    titles = [i["headings"][0]["text"] for p, i in pages.items() if p != bs.PRINT_PAGE and i["headings"]]
+    printed = {h["text"] for h in pages[bs.PRINT_PAGE]["headings"] if h["level"] == 1}
+    missing = [t for t in titles if t not in printed]
+    assert not missing, f"pages missing from the print view: {missing}"
+    context, rec = _new_context(browser, base_url)
+    page = context.new_page()
+    page.goto(base_url + bs.PRINT_PAGE, wait_until="load")
+    _wait_rendered(page)
+    bs.SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(bs.SCREENSHOTS / "print_page-light.png"))
+    page.emulate_media(media="print")
+    bs.SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    pdf = bs.SCREENSHOTS / "course.pdf"
+    page.pdf(path=str(pdf), format="A4", print_background=True, page_ranges="1-40")  # a sample
+    context.close()
+    assert pdf.stat().st_size > 50_000
+    assert not rec.external, _fmt(rec.external)
+
+
+# ----------------------------------------------------------------------------- reading aids
+
+
+def test_glossary_terms_carry_their_definition(crawl):
+    pages = crawl["pages"]
+    empty = {p: ["an <abbr> without a definition"] for p, i in pages.items() if any(not t for t in i["abbrs"])}
+    assert not empty, _fmt(empty)
+    assert sum(len(i["abbrs"]) for i in pages.values()) > 0, "no glossary term is marked on any page"
+
+
+def test_glossary_tooltip_shows_on_hover(browser, base_url, crawl):
+    path = next((p for p, i in crawl["pages"].items() if i["abbrs"]), None)
+    assert path is not None
+    context, rec = _new_context(browser, base_url)
+    page = context.new_page()
+    page.goto(base_url + path, wait_until="load")
+    abbr = page.locator("article abbr").first
+    abbr.scroll_into_view_if_needed()
+    abbr.hover()
+    page.wait_for_timeout(600)
+    tooltips = re.search(r"^\s*-\s*content\.tooltips\b", bs.site_config().read_text(), re.MULTILINE)
+    if tooltips:  # Material draws the definition in its own tooltip, which touch and keyboard users get too
+        shown = page.evaluate("""() => Array.from(document.querySelectorAll('.md-tooltip2--active'))
+            .map(t => t.textContent.trim())""")
+        assert shown and any(s for s in shown), "hovering a glossary term showed no tooltip"
+    else:  # the browser's own tooltip, from the title attribute
+        assert abbr.get_attribute("title")
+    context.close()
+
+
+def test_pages_with_gpu_examples_show_their_verification_badge(site):
+    missing = []
+    for md in sorted(p for p in bs.DOCS.rglob("*.md") if "vendor" not in p.parts):
+        if not record.page_gpu_items(md):
+            continue
+        rel = md.relative_to(bs.DOCS).with_suffix("")
+        url = "" if rel.as_posix() == "index" else (rel.parent.as_posix() + "/" if rel.name == "index" else rel.as_posix() + "/")
+        html = site / url / "index.html"
+        if html.is_file() and "course-badge" not in html.read_text():
+            missing.append(md.relative_to(ROOT).as_posix())
+    assert not missing, f"pages with GPU examples but no verification badge: {missing}"
+
+
+def _chapters() -> list[Path]:
+    return sorted(d for d in bs.DOCS.iterdir() if d.is_dir() and d.name not in ("assets",) and list(d.glob("*.md")))
+
+
+@pytest.mark.parametrize("chapter", _chapters(), ids=lambda d: d.name)
+def test_chapter_opens_with_prerequisites_and_what_you_will_learn(chapter):
+    index = chapter / "index.md"
+    assert index.is_file(), f"docs/{chapter.name}/ has no index.md introducing the chapter"
+    text = index.read_text()
+    lower = text.lower()
+    found = {k: lower.find(k) for k in ("prerequisites", "what you will learn")}
+    missing = [k for k, at in found.items() if at < 0]
+    assert not missing, f"docs/{chapter.name}/index.md does not state: {missing}"
+    # "At the top": before the first section that is about something else.
+    other = [m.start() for m in re.finditer(r"^##\s+(.+)$", text, re.MULTILINE)
+             if not re.match(r"(prerequisites|what you will learn)", m.group(1).strip().lower())]
+    if other:
+        late = [k for k, at in found.items() if at > other[0]]
+        assert not late, f"docs/{chapter.name}/index.md states {late} only after its first section"
+
+
+def test_exercises_have_folded_answers(site):
+    bare = []
+    for html_file in sorted(site.rglob("index.html")):
+        text = html_file.read_text(errors="replace")
+        m = re.search(r"<h2[^>]*>\s*Exercises.*?</h2>(?P<body>.*?)(?=<h2|</article>)", text, re.S)
+        if m and "<details" not in m["body"]:
+            bare.append(html_file.parent.relative_to(site).as_posix())
+    assert not bare, f"pages whose Exercises have no folded (??? example \"Answer\") solution: {bare}"
+
+
+def test_kernel_index_lists_every_kernel_file(site):
+    page = site / "kernel-index" / "index.html"
+    assert page.is_file(), "the kernel index page (docs/kernel-index.md) was not built"
+    html = page.read_text()
+    missing = [p.rel for p in programs.all_programs() if f"<code>{p.rel}</code>" not in html]
+    assert not missing, f"kernel files missing from the kernel index: {missing}"
+
+
+# ----------------------------------------------------------------------------- accessibility
+
+
+def test_every_image_has_alt_text(crawl):
+    bad = {p: [f"<img src={im['src']!r}> has no alt text" for im in i["images"]
+               if im["alt"] is None or (not im["alt"].strip() and not im["decorative"])]
+           for p, i in crawl["pages"].items()}
+    bad = {p: v for p, v in bad.items() if v}
+    assert not bad, _fmt(bad)
+
+
+def test_heading_order_is_sane(crawl):
+    bad = {}
+    for path, info in crawl["pages"].items():
+        levels = [h["level"] for h in info["headings"]]
+        problems = []
+        whole_course = path == bs.PRINT_PAGE  # one <h1> per page of the course
+        if (levels.count(1) != 1 and not whole_course) or (levels and levels[0] != 1):
+            problems.append(f"expected one <h1> first, got levels {levels[:8]}")
+        for (a, b) in zip(info["headings"], info["headings"][1:]):
+            if b["level"] > a["level"] + 1:
+                problems.append(f"<h{a['level']}> {a['text']!r} is followed by <h{b['level']}> {b['text']!r}")
+        if problems:
+            bad[path] = problems
+    assert not bad, "heading order:\n" + _fmt(bad)
+
+
+def test_text_contrast_in_both_palettes(crawl):
+    bad = {}
+    for path, info in crawl["pages"].items():
+        for scheme, found in info["contrast"].items():
+            for f in found:
+                bad.setdefault(path, []).append(
+                    f"[{scheme}] {f['ratio']}:1 < {f['need']}:1 <{f['tag']} class={f['cls']!r}> {f['text']!r} "
+                    f"({f['color']} on {f['background']})")
+    assert not bad, "text below WCAG AA contrast:\n" + _fmt(bad, limit=200)
+
+
+def test_crawl_stays_fast(crawl):
+    per_page = crawl["seconds"] * crawl["workers"] / max(1, len(crawl["pages"]))
+    assert per_page < 6, f"the crawl took {per_page:.1f} s a page per browser"

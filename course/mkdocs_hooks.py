@@ -29,14 +29,17 @@ _SKIP = re.compile(r"""^(?P<indent>[ \t]*)<!--\s*pytest\.mark\.skip\(reason=(?P<
 _GPU = re.compile(r"^(?P<indent>[ \t]*)<!--\s*pytest\.mark\.gpu\s*-->\s*$", re.MULTILINE)
 _TITLE = re.compile(r"^# .+$", re.MULTILINE)
 _PLOT = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:plot\s+(?P<path>\S+(?:\s+kernels/\S+)*)(?P<opts>[^>]*?)\s*-->\s*$", re.MULTILINE)
+_RECORD_SUMMARY = re.compile(r"^<!--\s*course:record-summary\s*-->\s*$", re.MULTILINE)
 _OUTPUT = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:output\s+(?P<path>\S+)(?:\s+args=\"(?P<args>[^\"]*)\")?\s*-->\s*$", re.MULTILINE)
 
 _record: dict = {}
+_awaiting: dict = {}
 
 
 def on_config(config, **kwargs):
-    global _record
+    global _record, _awaiting
     _record = record.load()
+    _awaiting = record.load_awaiting()
     return config
 
 
@@ -52,7 +55,7 @@ def cpu_example_count(page: Path) -> int:
     return len(blocks) + runs
 
 
-def badge_html(items: list[record.GpuItem], rec: dict, cpu_examples: int = 0) -> str:
+def badge_html(items: list[record.GpuItem], rec: dict, cpu_examples: int = 0, awaiting: dict | None = None) -> str:
     if not items:
         if cpu_examples:
             return (f'<div class="course-badge course-cpu" role="note"><strong>Checked on the CPU</strong> by the '
@@ -73,9 +76,11 @@ def badge_html(items: list[record.GpuItem], rec: dict, cpu_examples: int = 0) ->
                 f'<strong>Verified on</strong> {html.escape(" ; ".join(oldest))} '
                 f'<span class="course-badge-detail">({detail})</span></div>')
     missing = len(items) - len(verified)
+    reasons = sorted({(awaiting or {})[i.hash]["reason"] for i in items if i.hash in (awaiting or {})})
+    why = f' Awaiting a GPU run: {html.escape("; ".join(reasons))}.' if reasons else ""
     return (f'<div class="course-badge course-unverified" role="note">'
             f'<strong>Not verified on a GPU yet:</strong> {missing} of {len(items)} GPU examples on this page '
-            f'have no passing GPU record for their current code.</div>')
+            f'have no passing GPU record for their current code.{why}</div>')
 
 
 def _fmt(x: float, digits: int = 3) -> str:
@@ -251,10 +256,29 @@ def recorded_output(rel_path: str, args: str | None, rec: dict) -> str:
             f"(from `records/gpu-record.json`).*\n")
 
 
+def record_summary(rec: dict, awaiting: dict) -> str:
+    """`<!-- course:record-summary -->`: which GPUs and versions the record's items passed on."""
+    by_run: dict[str, dict] = {}
+    for e in rec["items"].values():
+        text = record.describe_run(record.run_info(rec, e))
+        row = by_run.setdefault(text, {"passed": 0, "other": 0})
+        row["passed" if e["outcome"] == "passed" else "other"] += 1
+    lines = ["| GPU · versions · date | Items passed | Items skipped, failed or flagged |", "|---|---:|---:|"]
+    lines += [f"| {html.escape(t)} | {r['passed']} | {r['other']} |" for t, r in sorted(by_run.items())]
+    if not by_run:
+        lines = ["The GPU record is empty: no example has been verified on a GPU yet."]
+    text = "\n".join(lines) + "\n"
+    if awaiting:
+        reasons = sorted({e["reason"] for e in awaiting.values()})
+        text += (f"\n{len(awaiting)} GPU item(s) await a GPU run for their current code; their pages say so. "
+                 f"Reasons: {html.escape('; '.join(reasons))}.\n")
+    return text + "\n*Generated from `records/gpu-record.json` when the site was built.*\n"
+
+
 def on_page_markdown(markdown, page, config, files, **kwargs):
     src = Path(page.file.abs_src_path)
     items = record.page_gpu_items(src)
-    badge = badge_html(items, _record, cpu_example_count(src))
+    badge = badge_html(items, _record, cpu_example_count(src), _awaiting)
     if badge:
         m = _TITLE.search(markdown)
         at = m.end() if m else 0
@@ -262,6 +286,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     markdown = _RESULTS.sub(lambda m: _indent(results_table(m["path"], _record), m["indent"]), markdown)
     markdown = _PLOT.sub(lambda m: _indent(plot_svg(m["path"], m["opts"], _record), m["indent"]), markdown)
     markdown = _OUTPUT.sub(lambda m: _indent(recorded_output(m["path"], m["args"], _record), m["indent"]), markdown)
+    markdown = _RECORD_SUMMARY.sub(lambda m: record_summary(_record, _awaiting), markdown)
     markdown = _SKIP.sub(lambda m: f'{m["indent"]}<p class="course-run-note course-not-run">Not run by the tests: '
                                    f'{html.escape(m["reason"])}</p>\n', markdown)
     markdown = _GPU.sub(lambda m: f'{m["indent"]}<p class="course-run-note course-needs-gpu">Runs on a GPU; '

@@ -47,6 +47,10 @@ def pytest_addoption(parser):
                     help="write every GPU item's result into records/gpu-record.json (needs a GPU)")
     group.addoption("--gpu-stale-only", action="store_true",
                     help="run only the GPU items with no passing record for their current content")
+    group.addoption("--gpu-await", metavar="REASON", default=None,
+                    help="declare every GPU item with no passing record as awaiting a GPU run, with this "
+                         "reason, in records/awaiting-gpu.json (use with --co; drops declarations that no "
+                         "longer apply). Pages then say those items are not verified.")
 
 
 def pytest_configure(config):
@@ -105,6 +109,8 @@ def pytest_collection_modifyitems(session, config, items):
         item.stash[ITEM_HASH] = h
         gpu_items.append((item.nodeid, h, _item_source(item)))
     config.stash[GPU_ITEMS] = gpu_items
+    if config.getoption("--gpu-await") is not None:
+        _declare_awaiting(config, gpu_items, config.getoption("--gpu-await").strip())
 
     if config.getoption("--gpu-stale-only"):
         rec = record.load()
@@ -117,6 +123,23 @@ def pytest_collection_modifyitems(session, config, items):
         for item in items:
             if item.get_closest_marker("gpu") is not None:
                 item.add_marker(skip)
+
+
+def _declare_awaiting(config, gpu_items, reason: str) -> None:
+    if not reason:
+        raise pytest.UsageError("--gpu-await needs a reason: why can no GPU run cover these items now?")
+    rec, old = record.load(), record.load_awaiting()
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    new = {h: old.get(h) or {"id": nodeid, "reason": reason, "since": today}
+           for nodeid, h, _ in gpu_items if record.may_await(rec, h)}
+    # Keep declarations of items not collected this time (a partial run says nothing about them).
+    collected = {nodeid for nodeid, _, _ in gpu_items}
+    new.update({h: e for h, e in old.items() if e["id"] not in collected and record.may_await(rec, h)})
+    record.save_awaiting(new)
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr:
+        tr.write_line(f"{record.AWAITING_PATH.relative_to(programs.ROOT)}: {len(new)} GPU item(s) declared as "
+                      f"awaiting a GPU run ({len(set(new) - set(old))} new, {len(set(old) - set(new))} dropped)")
 
 
 # ----------------------------------------------------------------------------- recording

@@ -69,3 +69,31 @@ def test_judge_rejects_claims_without_checks():
     assert programs.judge(0, 'CHECK PASS x n=3\nBENCH {"case": "c", "impl": "i", "time_ms": 0}\n', "").problems
     assert not programs.judge(0, "CHECK PASS x n=3 max_abs_err=0\n", "").problems
     assert programs.judge(2, "WAIVED needs sm_90\n", "").waived
+
+
+def _rec(**outcomes):
+    return {"schema": 1, "runs": {}, "items": {h: {"id": h.upper(), "outcome": o, "run": "r"} for h, o in outcomes.items()}}
+
+
+def test_only_unrun_or_skipped_items_may_await_a_gpu_run():
+    rec = _rec(ok="passed", bad="failed", quiet="flagged", two_gpus="skipped")
+    assert record.may_await(rec, "never_run") and record.may_await(rec, "two_gpus")
+    assert not any(record.may_await(rec, h) for h in ("ok", "bad", "quiet"))
+
+
+def test_a_declaration_lapses_when_the_item_runs_or_changes():
+    rec = _rec(ran="passed", broke="failed")
+    awaiting = {h: {"id": h.upper(), "reason": "r", "since": "d"} for h in ("ran", "broke", "edited", "waiting", "elsewhere")}
+    items = [("RAN", "ran", "s"), ("BROKE", "broke", "s"), ("EDITED", "edited2", "s"), ("WAITING", "waiting", "s")]
+    obsolete = dict(record.obsolete_awaiting(awaiting, items, rec))
+    # "ELSEWHERE" was not collected in this session: nothing is known about it, so it stays.
+    assert set(obsolete) == {"RAN", "BROKE", "EDITED"}
+
+
+def test_a_declaration_covers_only_the_content_it_was_made_for():
+    from test_gpu_record import unvouched_items
+
+    rec = _rec(bad="failed")
+    awaiting = {h: {"id": i, "reason": "r", "since": "d"} for i, h in (("a", "h1"), ("c", "bad"))}
+    assert [i for i, _ in unvouched_items([("a", "h1", "s"), ("b", "h2", "s"), ("c", "bad", "s")], rec, awaiting)] == ["b", "c"]
+    assert [i for i, _ in unvouched_items([("a", "h1-edited", "s")], rec, awaiting)] == ["a"]

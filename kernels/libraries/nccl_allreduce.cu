@@ -8,12 +8,11 @@
 // Run:   ./build/libraries/nccl_allreduce                 (checks sums on odd sizes)
 //        ./build/libraries/nccl_allreduce --bench         (bus bandwidth for Ring and Tree, 8 KiB to 256 MiB)
 //
+// course: gpu
 // course: libs nccl
-// Not yet run on two GPUs (the session that wrote it had no device time left for the two-GPU
-// machine), so the harness only compiles it. To verify it, restore these directives and refresh the
-// GPU record on a machine with two or more GPUs:
-//   course: gpu / course: run --count 1000003 / course: run --count 1 / course: bench --bench
-// course: compile-only
+// course: run --count 1000003
+// course: run --count 1
+// course: bench --bench
 #include <nccl.h>
 
 #include "../common/course.cuh"

@@ -22,4 +22,8 @@ nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv
 # after every item anyway, so a stopped run keeps what it verified.
 timeout -s INT "${GPU_RUN_LIMIT_S:-540}" python3 -m pytest --gpu-record -q -ra "$@" 2>&1 | tee -a "$out/pytest-gpu.log"
 status=${PIPESTATUS[0]}
+if [ -f records/awaiting-gpu.json ]; then
+  echo "records/awaiting-gpu.json declares items as awaiting a GPU run: after copying the record back," \
+       "re-run 'python -m pytest --co -q --gpu-await \"<reason>\"' there to drop those this run covered." | tee -a "$out/pytest-gpu.log"
+fi
 exit "$status"

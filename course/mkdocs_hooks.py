@@ -147,7 +147,8 @@ def results_table(rel_path: str, rec: dict) -> str:
             cells.append(_fmt(b["flops"] / (t * 1e-3) / 1e12) if b.get("flops") else "")
         lines.append("| " + " | ".join(cells + [pct]) + " |")
     where = " ; ".join(runs)
-    caption = (f"\n*Measured on {where}. Median of 20 timed repeats after warm-up, L2 flushed between repeats. "
+    caption = (f"\n*Measured on {where}. Each time is the median of the program's timed repeats after warm-up "
+               f"(the program's source shows how many, and whether caches are flushed between them). "
                f"Generated from `records/gpu-record.json` (runs of {', '.join(f'`{b.id}`' for b in benches)}); "
                f"% of peer is the peer's time over this row's time.*\n")
     return "\n".join(lines) + "\n" + caption

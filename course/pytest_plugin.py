@@ -132,9 +132,10 @@ def _declare_awaiting(config, gpu_items, reason: str) -> None:
     today = time.strftime("%Y-%m-%d", time.gmtime())
     new = {h: old.get(h) or {"id": nodeid, "reason": reason, "since": today}
            for nodeid, h, _ in gpu_items if record.may_await(rec, h)}
-    # Keep declarations of items not collected this time (a partial run says nothing about them).
-    collected = {nodeid for nodeid, _, _ in gpu_items}
-    new.update({h: e for h, e in old.items() if e["id"] not in collected and record.may_await(rec, h)})
+    # Keep declarations from files not collected this time (a partial run says nothing about them).
+    collected = {record.collection_unit(nodeid) for nodeid, _, _ in gpu_items}
+    new.update({h: e for h, e in old.items()
+                if record.collection_unit(e["id"]) not in collected and record.may_await(rec, h)})
     record.save_awaiting(new)
     tr = config.pluginmanager.get_plugin("terminalreporter")
     if tr:

@@ -167,16 +167,23 @@ def may_await(record: dict, item_hash: str) -> bool:
 
 
 def obsolete_awaiting(awaiting: dict, gpu_items, rec: dict) -> list[tuple[str, str]]:
-    """(id, why) of declarations that no longer apply: the item passed since, or its content changed.
-    An entry whose item was not collected in this session is left alone."""
-    current = {nodeid: h for nodeid, h, _ in gpu_items}
+    """(id, why) of declarations that no longer apply: the item has a GPU run since, or its content
+    changed. An entry from a file not collected in this session is left alone."""
+    current = {h for _, h, _ in gpu_items}
+    collected = {collection_unit(nodeid) for nodeid, _, _ in gpu_items}
     out = []
     for h, e in awaiting.items():
         if not may_await(rec, h):
             out.append((e["id"], f"a GPU run recorded it since ({entry(rec, h)['outcome']})"))
-        elif e["id"] in current and current[e["id"]] != h:
-            out.append((e["id"], "its content changed since it was declared"))
+        elif h not in current and collection_unit(e["id"]) in collected:
+            out.append((e["id"], "its content changed (or it is gone) since it was declared"))
     return out
+
+
+def collection_unit(nodeid: str) -> str:
+    """The file an item is collected from (a page, or tests/test_programs.py for program runs): if
+    that file was collected, every item of it was, so a declaration it lacks is out of date."""
+    return nodeid.split("::", 1)[0]
 
 
 def run_info(record: dict, e: dict) -> dict:

@@ -83,11 +83,13 @@ def test_only_unrun_or_skipped_items_may_await_a_gpu_run():
 
 def test_a_declaration_lapses_when_the_item_runs_or_changes():
     rec = _rec(ran="passed", broke="failed")
-    awaiting = {h: {"id": h.upper(), "reason": "r", "since": "d"} for h in ("ran", "broke", "edited", "waiting", "elsewhere")}
-    items = [("RAN", "ran", "s"), ("BROKE", "broke", "s"), ("EDITED", "edited2", "s"), ("WAITING", "waiting", "s")]
+    awaiting = {h: {"id": f"page.md::{h}", "reason": "r", "since": "d"} for h in ("ran", "broke", "edited", "waiting")}
+    awaiting["elsewhere"] = {"id": "other.md::line 3", "reason": "r", "since": "d"}
+    items = [("page.md::ran", "ran", "s"), ("page.md::broke", "broke", "s"), ("page.md::line 9", "edited2", "s"),
+             ("page.md::waiting", "waiting", "s")]
     obsolete = dict(record.obsolete_awaiting(awaiting, items, rec))
-    # "ELSEWHERE" was not collected in this session: nothing is known about it, so it stays.
-    assert set(obsolete) == {"RAN", "BROKE", "EDITED"}
+    # other.md was not collected in this session: nothing is known about its items, so it stays.
+    assert set(obsolete) == {"page.md::ran", "page.md::broke", "page.md::edited"}
 
 
 def test_a_declaration_covers_only_the_content_it_was_made_for():

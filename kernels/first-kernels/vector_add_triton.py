@@ -43,7 +43,8 @@ def add(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
 
 
 def median_ms(fn, warmup=3, repeats=20):
-    """CUDA events, warm-up, L2 flushed before each repeat, median (like course::time_kernel_ms)."""
+    """CUDA events, warm-up, L2 flushed before each repeat, median (like course::time_kernel_ms).
+    A GPU-side sleep before the start event keeps Python's launch overhead out of the timing."""
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
     for _ in range(warmup):
         fn()
@@ -51,6 +52,7 @@ def median_ms(fn, warmup=3, repeats=20):
     times = []
     for i in range(repeats):
         flush.fill_(i & 0xFF)
+        torch.cuda._sleep(1_000_000)  # ~0.5 ms of GPU work, so the host queues fn() before the start event runs
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()

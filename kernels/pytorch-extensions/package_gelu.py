@@ -89,7 +89,8 @@ def run_opcheck(label, op_overload) -> bool:
 
 
 def time_ms(fn, warmup=3, repeats=20) -> float:
-    """Median time of fn() in ms with CUDA events, after warm-up, with L2 flushed before each repeat."""
+    """Median time of fn() in ms with CUDA events, after warm-up, with L2 flushed before each repeat.
+    A GPU-side sleep before the start event keeps the host's dispatch overhead out of the timing."""
     scratch = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
     for _ in range(warmup):
         fn()
@@ -97,6 +98,7 @@ def time_ms(fn, warmup=3, repeats=20) -> float:
     times = []
     for i in range(repeats):
         scratch.fill_(i & 0xFF)
+        torch.cuda._sleep(1_000_000)  # ~0.5 ms of GPU work, so the host queues fn() before the start event runs
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()

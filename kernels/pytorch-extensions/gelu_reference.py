@@ -73,9 +73,10 @@ def check_operator(label: str, op, device: str, dtypes=(torch.float32,), bad_dev
         ok &= check_close(f"{label}_forward_{str(dtype)[6:]}", y, gelu_composite(x64), *tol)
         ok &= check_close(f"{label}_backward_{str(dtype)[6:]}", dx, gelu_backward_composite(g.double(), x64), *tol)
 
-    # A non-contiguous input (a transposed view, and every other column): same values as the composite.
+    # Non-contiguous inputs (a transposed view, every other column) and a contiguous view that starts
+    # one element into its storage, so not 16-byte aligned: same values as the composite.
     base = torch.randn(300, 202, device=device)
-    for name, view in [("transposed", base.t()), ("strided", base[:, ::2])]:
+    for name, view in [("transposed", base.t()), ("strided", base[:, ::2]), ("offset", base.flatten()[1:])]:
         ok &= check_close(f"{label}_{name}_input", op(view), gelu_composite(view.double()), 1e-5, 1e-6)
 
     # An empty tensor: an empty result of the same shape, and no kernel launch with a zero grid.

@@ -364,7 +364,7 @@ def main():
         curves = train(data, device, args.epochs, args.batch)
         accs = curves["test_accuracy"]
         print(f"trained {args.epochs} epochs at batch {args.batch} in {time.perf_counter() - t0:.1f} s")
-        # "Reaches 99%": the first epoch at or above it (the accuracy moves by ~0.1% between epochs).
+        # "Reaches 99%": the first epoch at or above it (the accuracy goes up and down between epochs).
         reached = next((e + 1 for e, a in enumerate(accs) if a >= 99.0), 0)
         check_pass("reference_test_accuracy_reaches_99", reached > 0, 10000,
                    f"reached_at_epoch={reached} best={max(accs):.2f}% last={accs[-1]:.2f}% epochs={args.epochs} "

@@ -14,10 +14,14 @@
 //   v7  warp tiling: each warp owns a 64 x 64 sub-tile, each thread several small blocks in it
 //   v8  v7 plus double buffering: the next tiles are fetched while this one is computed
 //   v9  v8 autotuned: a few tile shapes are tried on the actual size and the fastest is kept
+//   v10 v8 with the next k-step's fragments prefetched into registers (the shared-memory loads are
+//       hidden too), optionally with a grouped block order; autotuned over its shapes and v9's
 // Build: nvcc -O3 -arch=native -lcublas -o build/matmul/sgemm kernels/matmul/sgemm.cu
 // Run:   ./build/matmul/sgemm --m 127 --n 255 --k 65     (checks every version on that size)
 //        ./build/matmul/sgemm --bench                    (also times every version, 256 to 8192)
 //        ./build/matmul/sgemm --profile 5 --m 4096 --n 4096 --k 4096   (one launch, for ncu)
+//        ./build/matmul/sgemm --profile 10 --cand 1 --m 4096 --n 4096 --k 4096   (one v10 shape)
+//        ./build/matmul/sgemm --tune --m 4096 --n 4096 --k 4096   (times every v9 and v10 shape)
 //
 // course: gpu
 // course: libs cublas
@@ -193,7 +197,7 @@ __global__ void __launch_bounds__((BM * BN) / (TM * TN))
 // --8<-- [end:v5]
 
 // ---------------------------------------------------------------------------------------------
-// Tile loaders shared by v6 to v9. A tile (BM x BK) is stored TRANSPOSED in shared memory, As[k][m],
+// Tile loaders shared by v6 to v10. A tile (BM x BK) is stored TRANSPOSED in shared memory, As[k][m],
 // so that a thread's TM values of A for one k are contiguous and can be read as float4. VEC: float4
 // global loads, legal only when K and N are multiples of 4 (the launcher decides); otherwise scalar.
 // Out-of-range elements are loaded as 0.
@@ -421,6 +425,102 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 }
 // --8<-- [end:v7]
 
+// v10: v8 with the shared-memory loads hidden as well. In v8 a k-step's fragments (the values of A and
+// B a thread multiplies in that step) are read from shared memory right before they are used, and
+// after each barrier every warp of the block waits for the new tile's first fragments at once. v10
+// double-buffers the fragments in registers: step k + 1's are loaded while step k is computed. At the
+// last step of a tile, the next tile is stored and the barrier passed *before* that step's
+// multiply-adds, so the first loads from the new tile overlap them too. Tiles, thread layout and
+// global loads are v8's. GROUP > 1 also renumbers the blocks (see below).
+// --8<-- [start:v10]
+template <int BM, int BN, int BK, int WM, int WN, int WNI, int TM, int TN, bool VEC, int GROUP>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
+    sgemm_prefetch(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  constexpr int NT = (BM / WM) * (BN / WN) * 32;
+  constexpr int WMI = (WM * WN) / (32 * TM * TN * WNI);
+  constexpr int WSUBM = WM / WMI, WSUBN = WN / WNI;
+  static_assert(WMI * WNI * 32 * TM * TN == WM * WN, "warp tile must split evenly");
+  static_assert((WSUBN / TN) * (WSUBM / TM) == 32, "a pass is 32 threads");
+  static_assert(BK % 2 == 0, "fragment buffers alternate, so a tile has an even number of k-steps");
+  __shared__ __align__(16) float As[2][BK * BM];
+  __shared__ __align__(16) float Bs[2][BK * BN];
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int wrow = warp / (BN / WN), wcol = warp % (BN / WN);
+  const int trow = lane / (WSUBN / TN), tcol = lane % (WSUBN / TN);
+  int bx = blockIdx.x, by = blockIdx.y;
+  if (GROUP > 1) {  // grouped order: consecutive blocks walk down GROUP block rows, then move right
+                    // (the usual way to make blocks that run together share tiles of A and B in L2)
+    const int id = blockIdx.y * gridDim.x + blockIdx.x, per_group = GROUP * gridDim.x;
+    const int first = (id / per_group) * GROUP, rows = min(GROUP, static_cast<int>(gridDim.y) - first);
+    by = first + (id % per_group) % rows;
+    bx = (id % per_group) / rows;
+  }
+  const int brow = by * BM, bcol = bx * BN;
+  const int a_off = wrow * WM + trow * TM, b_off = wcol * WN + tcol * TN;  // this thread's fragments
+
+  TileA<BM, BK, NT, VEC> ta;
+  TileB<BN, BK, NT, VEC> tb;
+  float acc[WMI * TM][WNI * TN] = {};
+  float a_reg[2][WMI * TM], b_reg[2][WNI * TN];  // [k % 2]: one set in use, one being loaded
+  auto load_fragments = [&](int f, const float* as, const float* bs, int k) {
+#pragma unroll
+    for (int wm = 0; wm < WMI; ++wm)
+#pragma unroll
+      for (int i = 0; i < TM; i += 4)
+        *reinterpret_cast<float4*>(&a_reg[f][wm * TM + i]) =
+            *reinterpret_cast<const float4*>(&as[k * BM + a_off + wm * WSUBM + i]);
+#pragma unroll
+    for (int wn = 0; wn < WNI; ++wn)
+#pragma unroll
+      for (int j = 0; j < TN; j += 4)
+        *reinterpret_cast<float4*>(&b_reg[f][wn * TN + j]) =
+            *reinterpret_cast<const float4*>(&bs[k * BN + b_off + wn * WSUBN + j]);
+  };
+
+  ta.fetch(A, M, K, brow, 0, tid);
+  tb.fetch(B, K, N, bcol, 0, tid);
+  ta.store(As[0], tid);
+  tb.store(Bs[0], tid);
+  __syncthreads();
+  load_fragments(0, As[0], Bs[0], 0);
+  int stage = 0;
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    const bool more = k0 + BK < K;
+    if (more) {  // the next tiles' global loads, as in v8
+      ta.fetch(A, M, K, brow, k0 + BK, tid);
+      tb.fetch(B, K, N, bcol, k0 + BK, tid);
+    }
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      if (k == BK - 1 && more) {  // publish the next tile before the last step's multiply-adds
+        ta.store(As[stage ^ 1], tid);
+        tb.store(Bs[stage ^ 1], tid);
+        __syncthreads();
+        stage ^= 1;
+      }
+      if (k + 1 < BK || more)  // step k + 1's fragments: from this tile, or the first of the next
+        load_fragments((k + 1) % 2, As[stage], Bs[stage], (k + 1) % BK);
+#pragma unroll
+      for (int i = 0; i < WMI * TM; ++i)
+#pragma unroll
+        for (int j = 0; j < WNI * TN; ++j) acc[i][j] += a_reg[k % 2][i] * b_reg[k % 2][j];
+    }
+  }
+#pragma unroll
+  for (int wm = 0; wm < WMI; ++wm)
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int wn = 0; wn < WNI; ++wn)
+#pragma unroll
+        for (int j = 0; j < TN; j += 4) {
+          const int r = brow + a_off + wm * WSUBM + i, c = bcol + b_off + wn * WSUBN + j;
+          store4<VEC>(C, M, N, r, c, &acc[wm * TM + i][wn * TN + j], alpha, beta);
+        }
+}
+// --8<-- [end:v10]
+
 // ---------------------------------------------------------------------------------------------
 // Launchers. Every launcher takes device pointers and enqueues one multiply on the default stream.
 struct Problem {
@@ -480,7 +580,7 @@ struct Cfg {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, WNI = WNI_, TM = TM_, TN = TN_;
   static constexpr int kThreads = (BM / WM) * (BN / WN) * 32;
 };
-// v7 and v8 use the first; v9 tries them all on the actual size and keeps the fastest.
+// v7 and v8 use the first; v9 tries Cfg0 to Cfg9 on the actual size and keeps the fastest.
 using Cfg0 = Cfg<128, 128, 16, 64, 64, 4, 8, 4>;  // 128 threads, 128 results each
 using Cfg1 = Cfg<128, 128, 8, 32, 64, 2, 8, 4>;   // 256 threads, 64 results each
 using Cfg2 = Cfg<64, 128, 16, 32, 64, 2, 8, 4>;   // smaller block tile: more blocks on small sizes
@@ -491,6 +591,7 @@ using Cfg6 = Cfg<128, 256, 8, 64, 64, 4, 8, 4>;   // 256 threads, 128 results ea
 using Cfg7 = Cfg<256, 128, 8, 64, 64, 4, 8, 4>;   // the same, tall
 using Cfg8 = Cfg<128, 128, 16, 32, 64, 2, 8, 4>;  // Cfg1 with BK = 16: half the barriers per K
 using Cfg9 = Cfg<128, 128, 8, 64, 32, 1, 8, 8>;   // 8 x 8 per thread, one pass per warp tile
+using Cfg10 = Cfg<128, 128, 8, 64, 64, 4, 8, 4>;  // v10 only: Cfg0 with BK = 8
 // --8<-- [end:configs]
 
 template <typename CF, bool DOUBLE>
@@ -512,7 +613,7 @@ struct Candidate {
   const char* name;
   Launcher launch;
 };
-static const Candidate kCandidates[] = {
+static const std::vector<Candidate> kCandidates = {
     {"128x128x16 w64x64 128thr", launch_warptile<Cfg0, true>},
     {"128x128x8 w32x64 256thr", launch_warptile<Cfg1, true>},
     {"64x128x16 w32x64 128thr", launch_warptile<Cfg2, true>},
@@ -524,27 +625,63 @@ static const Candidate kCandidates[] = {
     {"128x128x16 w32x64 256thr", launch_warptile<Cfg8, true>},
     {"128x128x8 w64x32 8x8 256thr", launch_warptile<Cfg9, true>},
 };
-constexpr int kNumCandidates = sizeof(kCandidates) / sizeof(kCandidates[0]);
+
+// --8<-- [start:v10launch]
+template <typename CF, int GROUP>
+static void launch_prefetch(const Problem& p) {
+  const dim3 grid(course::ceil_div(p.N, CF::BN), course::ceil_div(p.M, CF::BM));
+  if (vec_ok(p))
+    sgemm_prefetch<CF::BM, CF::BN, CF::BK, CF::WM, CF::WN, CF::WNI, CF::TM, CF::TN, true, GROUP>
+        <<<grid, CF::kThreads>>>(p.M, p.N, p.K, p.alpha, p.A, p.B, p.beta, p.C);
+  else
+    sgemm_prefetch<CF::BM, CF::BN, CF::BK, CF::WM, CF::WN, CF::WNI, CF::TM, CF::TN, false, GROUP>
+        <<<grid, CF::kThreads>>>(p.M, p.N, p.K, p.alpha, p.A, p.B, p.beta, p.C);
+  CUDA_CHECK_LAUNCH();
+}
+// The shapes of the prefetching kernel that v10 tries, besides v9's (group8: grouped block order).
+static const std::vector<Candidate> kPrefetchCandidates = {
+    {"prefetch 128x256x8 w64x64 256thr", launch_prefetch<Cfg6, 0>},
+    {"prefetch 128x256x8 w64x64 256thr group8", launch_prefetch<Cfg6, 8>},
+    {"prefetch 256x128x8 w64x64 256thr group8", launch_prefetch<Cfg7, 8>},
+    {"prefetch 128x128x8 w64x64 128thr", launch_prefetch<Cfg10, 0>},
+    {"prefetch 64x128x16 w32x64 128thr", launch_prefetch<Cfg2, 0>},
+};
+// --8<-- [end:v10launch]
 
 // --8<-- [start:autotune]
 // v9: time each candidate on this problem (short warm-up, median of a few runs) and remember the
 // winner per size. The tuning runs happen once per size, before the timed runs.
-static int autotune_pick(const Problem& p) {
-  static std::vector<std::pair<long long, int>> cache;  // (size key, best candidate)
+static int autotune_pick(const std::vector<Candidate>& cands, const Problem& p) {
+  struct Entry {
+    const std::vector<Candidate>* list;
+    long long size;
+    int best;
+  };
+  static std::vector<Entry> cache;  // the winner per candidate list and size
   const long long key = (static_cast<long long>(p.M) * 100003 + p.N) * 100003 + p.K;
-  for (auto& e : cache)
-    if (e.first == key) return e.second;
+  for (const Entry& e : cache)
+    if (e.list == &cands && e.size == key) return e.best;
   int best = 0;
   float best_ms = 1e30f;
-  for (int c = 0; c < kNumCandidates; ++c) {
-    const float ms = course::time_kernel_ms([&] { kCandidates[c].launch(p); }, 2, 5, false);
+  for (int c = 0; c < static_cast<int>(cands.size()); ++c) {
+    const float ms = course::time_kernel_ms([&] { cands[c].launch(p); }, 2, 5, false);
     if (ms < best_ms) best_ms = ms, best = c;
   }
-  cache.emplace_back(key, best);
+  cache.push_back({&cands, key, best});
   return best;
 }
-static void launch_v9(const Problem& p) { kCandidates[autotune_pick(p)].launch(p); }
+static void launch_v9(const Problem& p) { kCandidates[autotune_pick(kCandidates, p)].launch(p); }
 // --8<-- [end:autotune]
+
+// --8<-- [start:v10tune]
+// v10: the same autotuner, offered v9's candidates and the prefetching kernel's.
+static std::vector<Candidate> join(std::vector<Candidate> a, const std::vector<Candidate>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+static const std::vector<Candidate> kCandidates10 = join(kCandidates, kPrefetchCandidates);
+static void launch_v10(const Problem& p) { kCandidates10[autotune_pick(kCandidates10, p)].launch(p); }
+// --8<-- [end:v10tune]
 
 // --8<-- [start:cublas]
 // cuBLAS is column-major. A row-major M x N matrix C, read column-major, is C^T (N x M). Since
@@ -569,6 +706,7 @@ static const Version kVersions[] = {
     {4, "v4 1D register blocking", launch_v4, 1 << 30}, {5, "v5 2D register blocking", launch_v5, 1 << 30},
     {6, "v6 vectorised", launch_v6, 1 << 30},   {7, "v7 warp tiling", launch_v7, 1 << 30},
     {8, "v8 double-buffered", launch_v8, 1 << 30}, {9, "v9 autotuned", launch_v9, 1 << 30},
+    {10, "v10 fragment prefetch", launch_v10, 1 << 30},
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -621,10 +759,15 @@ static bool check_all(int M, int N, int K, uint64_t seed) {
     std::snprintf(label, sizeof(label), "v%d", v.id);
     check_one(label, v.launch);
   }
-  for (int c = 0; c < kNumCandidates; ++c) {  // every shape v9 may pick, not only today's winner
-    char label[16];
+  for (int c = 0; c < static_cast<int>(kCandidates.size()); ++c) {  // every shape v9 may pick, not only
+    char label[24];                                                      // today's winner
     std::snprintf(label, sizeof(label), "v9cfg%d", c);
     check_one(label, kCandidates[c].launch);
+  }
+  for (int c = 0; c < static_cast<int>(kPrefetchCandidates.size()); ++c) {  // and those only v10 may pick
+    char label[24];
+    std::snprintf(label, sizeof(label), "v10cfg%d", c);
+    check_one(label, kPrefetchCandidates[c].launch);
   }
   return ok;
 }
@@ -673,7 +816,10 @@ static bool bench_size(int S, uint64_t seed, double cublas_workspace) {
     const double ws = v.id == 0 ? cublas_workspace : 0.0;
     bench_line(cs, v.name, ms, bytes, flops, v.id == 0, S, ws, bytes + ws);
   }
-  if (S >= 1024) std::printf("AUTOTUNE size=%d picked=%s\n", S, kCandidates[autotune_pick(p)].name);
+  if (S >= 1024) {
+    std::printf("AUTOTUNE size=%d picked=%s\n", S, kCandidates[autotune_pick(kCandidates, p)].name);
+    std::printf("AUTOTUNE v10 size=%d picked=%s\n", S, kCandidates10[autotune_pick(kCandidates10, p)].name);
+  }
   return ok;
 }
 // --8<-- [end:bench]
@@ -702,17 +848,50 @@ int main(int argc, char** argv) {
   const double cublas_bytes = free0 > free1 ? static_cast<double>(free0 - free1) : 0.0;
 
   if (args.has("--profile")) {  // one launch of one version, for a profiler; no check
-    const long long v = args.get_int("--profile", 5);
-    if (v < 0 || v > 9) {
-      std::fprintf(stderr, "error: --profile takes a version from 0 to 9\n");
+    const long long v = args.get_int("--profile", 5), cand = args.get_int("--cand", -1);
+    // --cand C with version 9 or 10: launch v9's candidate C, or the prefetching kernel's candidate C,
+    // directly, so that the profiled launch is not one of the autotuner's trial runs.
+    const std::vector<Candidate>* cands = v == 9 ? &kCandidates : v == 10 ? &kPrefetchCandidates : nullptr;
+    if (v < 0 || v > 10 || (cand >= 0 && (!cands || cand >= static_cast<long long>(cands->size())))) {
+      std::fprintf(stderr, "error: --profile takes a version from 0 to 10 (--cand: a candidate of 9 or 10)\n");
       return course::kExitFail;
     }
     DeviceMats d(M * K, K * N, M * N);
     const Problem p{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, 0.0f, d.A, d.B, d.C};
-    if (v == 9) autotune_pick(p);
-    kVersions[v].launch(p);
+    if (cand >= 0)
+      (*cands)[cand].launch(p);
+    else
+      kVersions[v].launch(p);
     CUDA_CHECK(cudaDeviceSynchronize());
-    std::printf("profiled %s at %lldx%lldx%lld\n", kVersions[v].name, M, N, K);
+    std::printf("profiled %s%s%s at %lldx%lldx%lld\n", kVersions[v].name, cand >= 0 ? ", candidate " : "",
+                cand >= 0 ? (*cands)[cand].name : "", M, N, K);
+    CUBLAS_CHECK(cublasDestroy(g_cublas));
+    return 0;
+  }
+
+  if (args.has("--tune")) {  // every candidate of v9 and v10 timed on this size, beside cuBLAS; no check
+    const size_t na = static_cast<size_t>(M) * K, nb = static_cast<size_t>(K) * N;
+    std::vector<float> hA(na), hB(nb);
+    course::fill_uniform(hA, seed);
+    course::fill_uniform(hB, seed + 1);
+    DeviceMats d(na, nb, static_cast<size_t>(M) * N);
+    CUDA_CHECK(cudaMemcpy(d.A, hA.data(), na * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d.B, hB.data(), nb * sizeof(float), cudaMemcpyHostToDevice));
+    const Problem p{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, 0.0f, d.A, d.B, d.C};
+    const double flops = 2.0 * M * N * static_cast<double>(K);
+    const float peer = course::time_kernel_ms([&] { launch_v0(p); });
+    std::printf("TUNE v0 cuBLAS ms=%.4f tflops=%.2f\n", peer, flops / peer / 1e9);
+    auto tune = [&](const char* label, const std::vector<Candidate>& cands) {
+      for (size_t c = 0; c < cands.size(); ++c) {
+        const float ms = course::time_kernel_ms([&] { cands[c].launch(p); });
+        std::printf("TUNE %s%zu ms=%.4f tflops=%.2f pct_cublas=%.1f  %s\n", label, c, ms, flops / ms / 1e9,
+                    100.0 * peer / ms, cands[c].name);
+      }
+    };
+    tune("v9cfg", kCandidates);
+    tune("v10cfg", kPrefetchCandidates);
+    const float peer2 = course::time_kernel_ms([&] { launch_v0(p); });  // cuBLAS again: the spread
+    std::printf("TUNE v0 cuBLAS again ms=%.4f tflops=%.2f\n", peer2, flops / peer2 / 1e9);
     CUBLAS_CHECK(cublasDestroy(g_cublas));
     return 0;
   }

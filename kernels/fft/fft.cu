@@ -9,6 +9,8 @@
 //   v3  Stockham radix-4 (a radix-2 stage when log2 N is odd): half the stages and barriers
 //   v4  Stockham radix-8/4/2 with 16-byte loads: a third of the stages, two points per load
 //   v5  v4 with N a template parameter (64 to 4096): every index computation is a constant
+//   v6  four-step N = R1 x R2 (1024 = 32 x 32): R2 threads per transform, both passes of small DFTs
+//       in registers, one transpose through shared memory (every power of two from 2 to 4096)
 // Build: nvcc -O3 -arch=native -lcufft -o build/fft/fft kernels/fft/fft.cu
 // Run:   ./build/fft/fft --n 1024 --batch 7    (checks every version against a float64 DFT)
 //        ./build/fft/fft --bench               (also times N = 64 to 4096, N * batch = 2^24)
@@ -300,9 +302,140 @@ __global__ void __launch_bounds__(Fixed<N, 8>::P * Fixed<N, 8>::T)
 // --8<-- [end:v5]
 
 // ---------------------------------------------------------------------------------------------
+// --8<-- [start:v6]
+// v6: the four-step FFT, every value in registers except for one transpose through shared memory.
+// N = R1 * R2 with R2 = 2^floor(log2(N) / 2) and R1 = R2 or 2 * R2 (1024 = 32 x 32, 2048 = 64 x 32).
+// With n = R2 n1 + n2 and k = k1 + R1 k2,
+//   X[k1 + R1 k2] = sum_n2 W_R2^(n2 k2) W_N^(n2 k1) sum_n1 x[R2 n1 + n2] W_R1^(n1 k1),   W_M = exp(-2 pi i / M):
+// R2 DFTs of length R1 down the columns, a twiddle, then R1 DFTs of length R2 along the rows. R2 threads
+// share a transform (one warp for N = 1024). Handles every power of two from 2 to 4096.
+
+// x * W_R^m, for R dividing 64 and m known once the loops are unrolled: the tests on m fold away,
+// leaving a copy, a negation, a swap (m = R/4, 3R/4) or a multiply by two constants.
+__device__ __forceinline__ float cos_2pi_64(int j) {  // cos(2 pi j / 64)
+  const float c[17] = {1.0f, 0.99518472667219693f, 0.98078528040323043f, 0.95694033573220882f,
+                       0.92387953251128674f, 0.88192126434835505f, 0.83146961230254524f, 0.77301045336273699f,
+                       0.70710678118654757f, 0.63439328416364549f, 0.55557023301960229f, 0.47139673682599781f,
+                       0.38268343236508984f, 0.29028467725446233f, 0.19509032201612833f, 0.09801714032956077f,
+                       0.0f};
+  j &= 63;
+  return j <= 16 ? c[j] : j <= 32 ? -c[32 - j] : j <= 48 ? -c[j - 32] : c[64 - j];
+}
+template <int R>
+__device__ __forceinline__ float2 mul_w(float2 x, int m) {
+  m %= R;
+  if (m == 0) return x;
+  if (2 * m == R) return make_float2(-x.x, -x.y);
+  if (4 * m == R) return mul_minus_i(x);
+  if (4 * m == 3 * R) return make_float2(-x.y, x.x);  // x * i
+  const int j = m * (64 / R);
+  return cmul(x, make_float2(cos_2pi_64(j), -cos_2pi_64(j - 16)));  // sin t = cos(t - pi/2)
+}
+
+// In-place DFT of R = 1 to 64 values in registers, output in natural order. Above 8 it is the same
+// decomposition one level down (R = 8 x R/8) with constant twiddles; every index is a constant.
+template <int R>
+__device__ __forceinline__ void dft_reg(float2* v) {
+  if constexpr (R == 1) {
+    return;
+  } else if constexpr (R <= 8) {
+    dft_small<R>(v);
+  } else {
+    constexpr int A = 8, B = R / 8;  // n = B a + b, k = ka + A kb
+    float2 y[R];
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      float2 t[A];
+#pragma unroll
+      for (int a = 0; a < A; ++a) t[a] = v[B * a + b];
+      dft_small<A>(t);
+#pragma unroll
+      for (int ka = 0; ka < A; ++ka) y[B * ka + b] = mul_w<R>(t[ka], b * ka);
+    }
+#pragma unroll
+    for (int ka = 0; ka < A; ++ka) {
+      float2 u[B];
+#pragma unroll
+      for (int b = 0; b < B; ++b) u[b] = y[B * ka + b];
+      dft_reg<B>(u);
+#pragma unroll
+      for (int kb = 0; kb < B; ++kb) v[ka + A * kb] = u[kb];
+    }
+  }
+}
+
+constexpr int fourstep_r2(int log2n) { return 1 << (log2n / 2); }
+constexpr int ilog2(int n) { return n <= 1 ? 0 : 1 + ilog2(n / 2); }
+
+template <int N>
+struct FourStep {
+  static constexpr int R2 = fourstep_r2(ilog2(N)), R1 = N / R2;  // R1 = R2 or 2 R2
+  static constexpr int P = R2;                                   // threads per transform
+  static constexpr int kRow = R2 + 1;  // padded row: unpadded, a column read would hit one bank pair
+  // Transforms' buffers. When a half-warp holds two transforms (P = 8), offset the second by half
+  // the banks (a size of 8 mod 16 float2s) so their column reads do not collide either.
+  static constexpr int kSlab = P >= 16 ? R1 * kRow : R1 * kRow + (24 - R1 * kRow % 16) % 16;
+  // Launch shape, the fastest of the few tried on an H200: one transform per block once it fills a
+  // warp (N >= 1024), else 128 threads. kMinBlocks is __launch_bounds__' minimum of resident blocks
+  // per SM: 1 leaves ptxas free to spend registers (it then batches the twiddle loads); at N = 1024,
+  // 24 (all that shared memory holds) caps registers at 80, so 24 transforms fit per SM (ptxas then
+  // spills one 4-byte value).
+  static constexpr int T = P >= 32 ? 1 : 128 / P;  // transforms per block
+  static constexpr int kThreads = P * T;
+  static constexpr int kMinBlocks = N == 1024 ? 24 : 1;
+};
+
+// tw4[k1 * R2 + n2] = W_N^(n2 k1): the R2 threads of a transform read one row, coalesced.
+template <int N>
+__global__ void __launch_bounds__(FourStep<N>::kThreads, FourStep<N>::kMinBlocks)
+    fourstep_kernel(const float2* __restrict__ in, float2* __restrict__ out, const float2* __restrict__ tw4,
+                    int batch) {
+  using F = FourStep<N>;
+  constexpr int R1 = F::R1, R2 = F::R2;
+  __shared__ float2 smem[F::T * F::kSlab];
+  const int which = threadIdx.x / F::P, j = threadIdx.x % F::P;  // j: this thread's column n2
+  const size_t t = static_cast<size_t>(blockIdx.x) * F::T + which;
+  const bool active = t < static_cast<size_t>(batch);  // no early return: the barrier needs everyone
+  const float2* x = in + t * N;
+  float2* X = out + t * N;
+  float2* s = smem + which * F::kSlab;
+  // 1. Column n2 = j: x[R2 n1 + j] for n1 = 0..R1-1. Each load of the group reads R2 consecutive values.
+  float2 v[R1];
+#pragma unroll
+  for (int n1 = 0; n1 < R1; ++n1) v[n1] = active ? x[R2 * n1 + j] : make_float2(0.0f, 0.0f);
+  // 2. The column's DFT over n1 (giving k1), then the twiddle W_N^(j k1).
+  dft_reg<R1>(v);
+#pragma unroll
+  for (int k1 = 1; k1 < R1; ++k1) v[k1] = cmul(v[k1], tw4[k1 * R2 + j]);
+  // 3. Transpose: element (k1, n2) goes to s[k1 * (R2 + 1) + n2].
+#pragma unroll
+  for (int k1 = 0; k1 < R1; ++k1) s[k1 * F::kRow + j] = v[k1];
+  if constexpr (F::P <= 32) {
+    __syncwarp();  // a transform's threads are all in one warp
+  } else {
+    __syncthreads();
+  }
+  // 4. Thread j takes rows k1 = j + R2 r, does their DFT over n2 (giving k2), writes X[k1 + R1 k2]:
+  //    each store of the group writes R2 consecutive values.
+#pragma unroll
+  for (int r = 0; r < R1 / R2; ++r) {
+    float2* u = v + r * R2;
+#pragma unroll
+    for (int n2 = 0; n2 < R2; ++n2) u[n2] = s[(j + R2 * r) * F::kRow + n2];
+    dft_reg<R2>(u);
+    if (active) {
+#pragma unroll
+      for (int k2 = 0; k2 < R2; ++k2) X[j + R2 * r + R1 * k2] = u[k2];
+    }
+  }
+}
+// --8<-- [end:v6]
+
+// ---------------------------------------------------------------------------------------------
 struct Plan {
   int N, log2n, batch;
-  const float2* tw;  // device twiddle table, N entries
+  const float2* tw;   // device twiddle table, N entries: tw[m] = exp(-2 pi i m / N)
+  const float2* tw4;  // v6's table, N entries: tw4[k1 * R2 + n2] = exp(-2 pi i n2 k1 / N)
 };
 
 static void launch_v1(const Plan& p, const float2* in, float2* out) {
@@ -355,6 +488,32 @@ static void launch_v5(const Plan& p, const float2* in, float2* out) {
   }
 }
 
+// --8<-- [start:launch_v6]
+template <int N>
+static void launch_fourstep(const Plan& p, const float2* in, float2* out) {
+  using F = FourStep<N>;
+  fourstep_kernel<N><<<course::ceil_div(p.batch, F::T), F::kThreads>>>(in, out, p.tw4, p.batch);
+  CUDA_CHECK_LAUNCH();
+}
+static void launch_v6(const Plan& p, const float2* in, float2* out) {
+  switch (p.N) {
+    case 2: return launch_fourstep<2>(p, in, out);
+    case 4: return launch_fourstep<4>(p, in, out);
+    case 8: return launch_fourstep<8>(p, in, out);
+    case 16: return launch_fourstep<16>(p, in, out);
+    case 32: return launch_fourstep<32>(p, in, out);
+    case 64: return launch_fourstep<64>(p, in, out);
+    case 128: return launch_fourstep<128>(p, in, out);
+    case 256: return launch_fourstep<256>(p, in, out);
+    case 512: return launch_fourstep<512>(p, in, out);
+    case 1024: return launch_fourstep<1024>(p, in, out);
+    case 2048: return launch_fourstep<2048>(p, in, out);
+    case 4096: return launch_fourstep<4096>(p, in, out);
+    default: return launch_v5(p, in, out);  // not reached: main accepts powers of two up to 4096
+  }
+}
+// --8<-- [end:launch_v6]
+
 static void allow_large_smem() {  // N = 4096 needs 32 KiB per transform; allow up to 64 KiB
   CUDA_CHECK(cudaFuncSetAttribute(stockham_kernel<2, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
   CUDA_CHECK(cudaFuncSetAttribute(stockham_kernel<4, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
@@ -374,6 +533,7 @@ static const Version kVersions[] = {
     {3, "v3 Stockham radix-4", launch_v3},
     {4, "v4 Stockham radix-8, 16-byte loads", launch_v4},
     {5, "v5 radix-8, N known at compile time", launch_v5},
+    {6, "v6 four-step, registers + one transpose", launch_v6},
 };
 
 static float2* make_twiddles(int N) {
@@ -381,6 +541,20 @@ static float2* make_twiddles(int N) {
   for (int m = 0; m < N; ++m)
     tw[m] = make_float2(static_cast<float>(std::cos(2.0 * M_PI * m / N)),
                         static_cast<float>(-std::sin(2.0 * M_PI * m / N)));
+  float2* d = nullptr;
+  CUDA_CHECK(cudaMalloc(&d, N * sizeof(float2)));
+  CUDA_CHECK(cudaMemcpy(d, tw.data(), N * sizeof(float2), cudaMemcpyHostToDevice));
+  return d;
+}
+
+// v6's table, row k1 (R1 rows of R2): exp(-2 pi i n2 k1 / N), n2 * k1 < N so no reduction is needed.
+static float2* make_fourstep_twiddles(int N, int log2n) {
+  const int R2 = fourstep_r2(log2n), R1 = N / R2;
+  std::vector<float2> tw(N);
+  for (int k1 = 0; k1 < R1; ++k1)
+    for (int n2 = 0; n2 < R2; ++n2)
+      tw[k1 * R2 + n2] = make_float2(static_cast<float>(std::cos(2.0 * M_PI * n2 * k1 / N)),
+                                     static_cast<float>(-std::sin(2.0 * M_PI * n2 * k1 / N)));
   float2* d = nullptr;
   CUDA_CHECK(cudaMalloc(&d, N * sizeof(float2)));
   CUDA_CHECK(cudaMemcpy(d, tw.data(), N * sizeof(float2), cudaMemcpyHostToDevice));
@@ -421,7 +595,7 @@ static bool check_all(int N, int batch, uint64_t seed) {
   CUDA_CHECK(cudaMalloc(&d_in, n * sizeof(float2)));
   CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(float2)));
   CUDA_CHECK(cudaMemcpy(d_in, host.data(), n * sizeof(float2), cudaMemcpyHostToDevice));
-  const Plan p{N, log2n, batch, make_twiddles(N)};
+  const Plan p{N, log2n, batch, make_twiddles(N), make_fourstep_twiddles(N, log2n)};
   const CufftPlan cf(N, batch);
   // float32 FFT error grows like log2(N) rounding steps on values of size about sqrt(N).
   const double rtol = 1e-4, atol = 1e-6 * std::sqrt(static_cast<double>(N)) * (log2n + 1);
@@ -435,6 +609,7 @@ static bool check_all(int N, int batch, uint64_t seed) {
     ok &= course::check_close(name, got.data(), want.data(), 2 * n, rtol, atol);
   }
   CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw)));
+  CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw4)));
   CUDA_CHECK(cudaFree(d_in));
   CUDA_CHECK(cudaFree(d_out));
   return ok;
@@ -454,7 +629,7 @@ static bool bench_size(int N, uint64_t seed) {
   CUDA_CHECK(cudaMalloc(&d_in, n * sizeof(float2)));
   CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(float2)));
   CUDA_CHECK(cudaMemcpy(d_in, host.data(), n * sizeof(float2), cudaMemcpyHostToDevice));
-  const Plan p{N, log2n, batch, make_twiddles(N)};
+  const Plan p{N, log2n, batch, make_twiddles(N), make_fourstep_twiddles(N, log2n)};
   const CufftPlan cf(N, batch);
   cf.forward(d_in, d_out);
   CUDA_CHECK(cudaMemcpy(ref.data(), d_out, n * sizeof(float2), cudaMemcpyDeviceToHost));
@@ -482,6 +657,7 @@ static bool bench_size(int N, uint64_t seed) {
     std::fflush(stdout);
   }
   CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw)));
+  CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw4)));
   CUDA_CHECK(cudaFree(d_in));
   CUDA_CHECK(cudaFree(d_out));
   return ok;

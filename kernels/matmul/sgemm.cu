@@ -21,7 +21,7 @@
 //        ./build/matmul/sgemm --bench                    (also times every version, 256 to 8192)
 //        ./build/matmul/sgemm --profile 5 --m 4096 --n 4096 --k 4096   (one launch, for ncu)
 //        ./build/matmul/sgemm --profile 10 --cand 1 --m 4096 --n 4096 --k 4096   (one v10 shape)
-//        ./build/matmul/sgemm --tune --m 4096 --n 4096 --k 4096   (times every v9 and v10 shape)
+//        ./build/matmul/sgemm --tune --m 4096 --n 4096 --k 4096   (times and checks every v9 and v10 shape)
 //
 // course: gpu
 // course: libs cublas
@@ -869,7 +869,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (args.has("--tune")) {  // every candidate of v9 and v10 timed on this size, beside cuBLAS; no check
+  if (args.has("--tune")) {  // every candidate of v9 and v10 timed on this size, and checked, beside cuBLAS
     const size_t na = static_cast<size_t>(M) * K, nb = static_cast<size_t>(K) * N;
     std::vector<float> hA(na), hB(nb);
     course::fill_uniform(hA, seed);
@@ -879,13 +879,24 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMemcpy(d.B, hB.data(), nb * sizeof(float), cudaMemcpyHostToDevice));
     const Problem p{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, 0.0f, d.A, d.B, d.C};
     const double flops = 2.0 * M * N * static_cast<double>(K);
+    const size_t nc = static_cast<size_t>(M) * N;
+    std::vector<float> want(nc), got(nc);
     const float peer = course::time_kernel_ms([&] { launch_v0(p); });
+    CUDA_CHECK(cudaMemcpy(want.data(), d.C, nc * sizeof(float), cudaMemcpyDeviceToHost));
     std::printf("TUNE v0 cuBLAS ms=%.4f tflops=%.2f\n", peer, flops / peer / 1e9);
+    // A fast shape that computes the wrong thing must not win: each one's C (NaN-poisoned before its
+    // runs) is compared with cuBLAS's. Both are fp32, so the tolerance is twice check_all's.
+    bool ok = true;
     auto tune = [&](const char* label, const std::vector<Candidate>& cands) {
       for (size_t c = 0; c < cands.size(); ++c) {
+        CUDA_CHECK(cudaMemset(d.C, 0xFF, nc * sizeof(float)));
         const float ms = course::time_kernel_ms([&] { cands[c].launch(p); });
         std::printf("TUNE %s%zu ms=%.4f tflops=%.2f pct_cublas=%.1f  %s\n", label, c, ms, flops / ms / 1e9,
                     100.0 * peer / ms, cands[c].name);
+        CUDA_CHECK(cudaMemcpy(got.data(), d.C, nc * sizeof(float), cudaMemcpyDeviceToHost));
+        char name[64];
+        std::snprintf(name, sizeof(name), "tune_%s%zu_matches_cublas", label, c);
+        ok &= course::check_close(name, got.data(), want.data(), nc, 2e-4, 2e-6 * K + 2e-6);
       }
     };
     tune("v9cfg", kCandidates);
@@ -893,7 +904,7 @@ int main(int argc, char** argv) {
     const float peer2 = course::time_kernel_ms([&] { launch_v0(p); });  // cuBLAS again: the spread
     std::printf("TUNE v0 cuBLAS again ms=%.4f tflops=%.2f\n", peer2, flops / peer2 / 1e9);
     CUBLAS_CHECK(cublasDestroy(g_cublas));
-    return 0;
+    return ok ? 0 : course::kExitFail;
   }
 
   bool ok = check_all(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), seed);

@@ -250,6 +250,7 @@ class Program:
                 stack += reversed(paths_named_in(text))
                 for m in _IMPORT.finditer(text):
                     stack.append(path.parent / (m["module"] + ".py"))
+                    stack.append(KERNELS / "common" / (m["module"] + ".py"))  # course_tools.py
             else:
                 for m in _INCLUDE.finditer(text):
                     stack.append((path.parent / m["path"]).resolve())

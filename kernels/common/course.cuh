@@ -11,11 +11,14 @@
 //   time_kernel_ms         CUDA-event timing: warm-up, L2 flush, median of many repeats
 //   print_bench            a machine-readable BENCH line (JSON) for the GPU record
 //   require_compute_capability  exit with the "waived" code when the GPU lacks a feature
+//   Args                   strict command-line options: unknown, missing or malformed ones are errors
+//   library_fail           the shared error path of the library check macros (common/check_*.cuh)
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -41,6 +44,15 @@ constexpr int kExitWaived = 2;
   if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) {
     std::fprintf(stderr, "  hint: is an NVIDIA GPU present and is its driver loaded? Try `nvidia-smi`.\n");
   }
+  std::exit(kExitFail);
+}
+
+// The error path of the CUDA libraries' check macros (kernels/common/check_cublas.cuh and the
+// others): each library has its own status type, but every failure is reported the same way.
+[[noreturn]] inline void library_fail(const char* library, const char* status_name, const char* status_text,
+                                      const char* expr, const char* file, int line) {
+  std::fprintf(stderr, "%s error %s (%s) at %s:%d\n  in: %s\n", library, status_name, status_text, file, line,
+               expr);
   std::exit(kExitFail);
 }
 
@@ -91,7 +103,8 @@ inline void poison(void* device_ptr, size_t bytes) {
 }
 
 // --8<-- [start:compare]
-// Compare got against want with |got - want| <= atol + rtol * |want|. NaN never passes.
+// Compare got against want with |got - want| <= atol + rtol * |want|; equal infinities match, and
+// NaN never passes.
 // Prints one line the harness parses:
 //   CHECK PASS <name> n=<elements> max_abs_err=<e> rtol=<r> atol=<a>
 //   CHECK FAIL <name> n=<elements> first_bad=<index> got=<g> want=<w>
@@ -101,7 +114,7 @@ bool check_close(const char* name, const T* got, const R* want, size_t n, double
   for (size_t i = 0; i < n; ++i) {
     const double g = static_cast<double>(got[i]);
     const double w = static_cast<double>(want[i]);
-    const double err = std::fabs(g - w);
+    const double err = g == w ? 0.0 : std::fabs(g - w);  // equal infinities match (softmax of -inf rows)
     if (!(err <= atol + rtol * std::fabs(w))) {  // written so that NaN fails
       std::printf("CHECK FAIL %s n=%zu first_bad=%zu got=%.9g want=%.9g\n", name, n, i, g, w);
       return false;
@@ -197,29 +210,106 @@ inline void require_compute_capability(int major, int minor, const char* why) {
   }
 }
 
-// Tiny argument parser: --name value pairs and --flag switches, enough for the course's programs.
-struct Args {
-  int argc;
-  char** argv;
+// --8<-- [start:args]
+// Command-line options: "--name value" pairs and "--flag" switches. A program looks up every option
+// it understands, then calls finish() before any GPU work. finish() rejects whatever no lookup
+// claimed (a typo such as --nn would otherwise run the default size and report results for the
+// wrong problem), a missing value, a malformed number and a value out of range: it prints the first
+// error and a usage line built from the lookups, and exits with kExitFail (never kExitWaived).
+class Args {
+ public:
+  Args(int argc, char** argv) : argc_(argc), argv_(argv), used_(static_cast<size_t>(argc > 0 ? argc : 0), false) {}
+
+  // A switch such as --bench.
   bool has(const char* flag) const {
-    for (int i = 1; i < argc; ++i)
-      if (std::strcmp(argv[i], flag) == 0) return true;
-    return false;
+    note(flag, "");
+    bool found = false;
+    for (int i = 1; i < argc_; ++i)
+      if (std::strcmp(argv_[i], flag) == 0) used_[i] = true, found = true;
+    return found;
   }
-  long long get_int(const char* name, long long fallback) const {
-    for (int i = 1; i + 1 < argc; ++i) {
-      if (std::strcmp(argv[i], name) == 0) {
-        char* end = nullptr;
-        const long long v = std::strtoll(argv[i + 1], &end, 10);
-        if (end == argv[i + 1] || *end != '\0') {
-          std::fprintf(stderr, "error: %s expects an integer, got '%s'\n", name, argv[i + 1]);
-          std::exit(kExitFail);
-        }
-        return v;
-      }
+
+  // An integer option; a value outside [lo, hi] is an error.
+  long long get_int(const char* name, long long fallback, long long lo = std::numeric_limits<long long>::min(),
+                    long long hi = std::numeric_limits<long long>::max()) const {
+    note(name, " N (default " + std::to_string(fallback) + ")");
+    const char* text = value_of(name);
+    if (!text) return fallback;
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(text, &end, 10);
+    if (end == text || *end != '\0' || errno == ERANGE) return error(name, text, "an integer"), fallback;
+    if (v < lo || v > hi) {
+      const bool no_hi = hi == std::numeric_limits<long long>::max();
+      return error(name, text, no_hi ? "an integer of at least " + std::to_string(lo)
+                                     : "an integer from " + std::to_string(lo) + " to " + std::to_string(hi)),
+             fallback;
     }
-    return fallback;
+    return v;
+  }
+
+  // A finite floating-point option.
+  double get_double(const char* name, double fallback) const {
+    char shown[32];
+    std::snprintf(shown, sizeof(shown), "%g", fallback);
+    note(name, std::string(" X (default ") + shown + ")");
+    const char* text = value_of(name);
+    if (!text) return fallback;
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+      return error(name, text, "a finite number"), fallback;
+    return v;
+  }
+
+  // A string option (a file name, say).
+  std::string get_str(const char* name, const std::string& fallback) const {
+    note(name, " TEXT (default '" + fallback + "')");
+    const char* text = value_of(name);
+    return text ? std::string(text) : fallback;
+  }
+
+  // Call after the last lookup and before any GPU work.
+  void finish() const {
+    for (int i = 1; i < argc_ && error_.empty(); ++i)
+      if (!used_[i]) error_ = std::string("unknown or repeated argument '") + argv_[i] + "'";
+    if (error_.empty()) return;
+    std::fprintf(stderr, "error: %s\nusage: %s%s\n", error_.c_str(), argc_ > 0 ? argv_[0] : "program", usage_.c_str());
+    std::exit(kExitFail);
+  }
+
+ private:
+  int argc_;
+  char** argv_;
+  mutable std::vector<bool> used_;
+  mutable std::string usage_, error_;  // the first error wins; finish() reports it
+
+  void note(const char* name, const std::string& what) const {
+    const std::string item = std::string(" [") + name + what + "]";
+    if (usage_.find(item) == std::string::npos) usage_ += item;
+  }
+
+  void error(const char* name, const char* text, const std::string& expected) const {
+    if (error_.empty()) error_ = std::string(name) + " expects " + expected + ", got '" + text + "'";
+  }
+
+  // The value after the first `name`, or nullptr when the option is absent. A name with nothing after
+  // it, or followed by another option, is an error rather than a silent default.
+  const char* value_of(const char* name) const {
+    for (int i = 1; i < argc_; ++i) {
+      if (std::strcmp(argv_[i], name) != 0) continue;
+      used_[i] = true;
+      if (i + 1 >= argc_ || (argv_[i + 1][0] == '-' && argv_[i + 1][1] == '-')) {
+        if (error_.empty()) error_ = std::string(name) + " needs a value";
+        return nullptr;
+      }
+      used_[i + 1] = true;
+      return argv_[i + 1];
+    }
+    return nullptr;
   }
 };
+// --8<-- [end:args]
 
 }  // namespace course

@@ -1,0 +1,147 @@
+"""course_tools.py: the one helper module the course's Python programs share.
+
+Taught in docs/conventions.md. The Python counterpart of kernels/common/course.cuh:
+
+    parser(description)        argparse that exits 1 on a bad option (argparse's own 2 is the
+                               harness's "waived" code, which would turn a typo into a skip)
+    require_cuda(*modules)     import the GPU modules a program needs, or exit 1 with a plain
+                               message: no traceback on a machine without a GPU or without them
+    time_ms(fn, ...)           CUDA-event timing: warm-up, L2 flush, host overhead kept out, median
+    check_close(...)           element-wise comparison in float64 that prints the harness's CHECK line
+    check_true(...)            a CHECK line for a check that is not an element-wise comparison
+    bench(...)                 a BENCH line (JSON) for the GPU record
+
+A program under kernels/<chapter>/ imports it with two lines:
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+    import course_tools
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+EXIT_FAIL = 1
+EXIT_WAIVED = 2  # the GPU lacks a feature the program needs: the harness reports a skip
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse exits 2 here, which the harness reads as "waived"
+        self.print_usage(sys.stderr)
+        sys.exit(f"{self.prog}: error: {message}")  # exit code 1
+
+
+def parser(description: str | None = None) -> argparse.ArgumentParser:
+    """An argparse parser that rejects unknown options, missing values and malformed numbers with a
+    usage message and exit code 1."""
+    return _Parser(description=description, allow_abbrev=False)
+
+
+def require_cuda(*modules: str):
+    """Import `modules` (default: torch) and check that a CUDA GPU is usable; on failure print one
+    plain line and exit 1. Returns the imported modules, in order."""
+    names = modules or ("torch",)
+    loaded = []
+    for name in names:
+        try:
+            loaded.append(importlib.import_module(name))
+        except ImportError as e:
+            sys.exit(f"error: {e.name or name} is not installed; install the course's GPU extra: "
+                     f"pip install -e '.[gpu]'")
+    torch = sys.modules.get("torch")
+    if torch is not None and not torch.cuda.is_available():
+        sys.exit("error: no CUDA GPU is available (torch.cuda.is_available() is False); "
+                 "this program needs an NVIDIA GPU and its driver (try `nvidia-smi`)")
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and torch is None:
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as e:  # CUDARuntimeError without a driver
+            sys.exit(f"error: no CUDA GPU is available ({e}); try `nvidia-smi`")
+        if count == 0:
+            sys.exit("error: no CUDA GPU is available; try `nvidia-smi`")
+    return loaded[0] if len(loaded) == 1 else tuple(loaded)
+
+
+# --8<-- [start:timing]
+def time_ms(fn, warmup: int = 3, repeats: int = 20, flush_l2: bool = True) -> float:
+    """Median time of fn() in milliseconds, with CUDA events, after warm-up, as course::time_kernel_ms.
+
+    Before each repeat a buffer twice the size of L2 is written, so repeats do not read a warm cache.
+    Python takes tens of microseconds to launch a kernel (torch.compile's guards and Triton's launcher
+    more): a GPU-side sleep before the start event lets the host queue all of fn's work first, so
+    that only GPU time is measured. CuPy and Triton launch on PyTorch's current stream (by default the
+    legacy default stream), so the events bracket exactly the work fn enqueues."""
+    import torch
+
+    flush = None
+    if flush_l2:
+        flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for i in range(repeats):
+        if flush is not None:
+            flush.fill_(i & 0xFF)
+        torch.cuda._sleep(1_000_000)  # about half a millisecond of GPU time
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return sorted(times)[repeats // 2]
+# --8<-- [end:timing]
+
+
+def bench(case: str, impl: str, ms: float, nbytes: float, flops: float = 0, peer: bool = False, **extra) -> None:
+    """One BENCH line: bytes is the fewest bytes the operation must move, flops its arithmetic; peer
+    marks the library or framework row the course's kernels are compared with."""
+    row = {"case": case, "impl": impl, "time_ms": float(f"{ms:.6g}"), "bytes": round(nbytes), "flops": round(flops),
+           "peer": bool(peer), **extra}
+    print("BENCH " + json.dumps(row), flush=True)
+
+
+# --8<-- [start:check]
+def check_close(name: str, got, want, rtol: float, atol: float) -> bool:
+    """|got - want| <= atol + rtol * |want| element-wise, in float64 (equal infinities match); NaN never
+    passes. got and want
+    are PyTorch tensors or anything numpy.asarray accepts. Prints the harness's CHECK line."""
+    try:
+        import torch
+        is_tensor = isinstance(got, torch.Tensor) or isinstance(want, torch.Tensor)
+    except ImportError:
+        is_tensor = False
+    if is_tensor:
+        g = got.detach().double().flatten().cpu().numpy()
+        w = want.detach().double().flatten().cpu().numpy() if isinstance(want, torch.Tensor) else want
+    else:
+        g, w = got, want
+    import numpy as np
+
+    g = np.asarray(g, dtype=np.float64).ravel()
+    w = np.broadcast_to(np.asarray(w, dtype=np.float64).ravel(), g.shape)
+    with np.errstate(invalid="ignore"):
+        err = np.where(g == w, 0.0, np.abs(g - w))  # equal infinities match; NaN never equals
+    bad = ~(err <= atol + rtol * np.abs(w))  # NaN compares false: fails
+    if g.size == 0:
+        print(f"CHECK FAIL {name} n=0 (nothing was compared)")
+        return False
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        print(f"CHECK FAIL {name} n={g.size} first_bad={i} got={g[i]:.9g} want={w[i]:.9g}")
+        return False
+    print(f"CHECK PASS {name} n={g.size} max_abs_err={float(err.max()):.3g} rtol={rtol:.1g} atol={atol:.1g}")
+    return True
+# --8<-- [end:check]
+
+
+def check_true(name: str, ok: bool, n: int, detail: str = "") -> bool:
+    """A check that is not an element-wise comparison: n says how many facts were checked."""
+    status = "PASS" if ok and n > 0 else "FAIL"
+    print(f"CHECK {status} {name} n={n} {detail}".rstrip())
+    return status == "PASS"

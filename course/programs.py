@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
 BUILD = ROOT / "build"
 
+EXIT_FAIL = 1
 EXIT_WAIVED = 2
 SOURCE_SUFFIXES = {".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp", ".c": "c", ".h": "c", ".hpp": "cpp", ".py": "python"}
 HEADER_SUFFIXES = {".cuh", ".h", ".hpp"}

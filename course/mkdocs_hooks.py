@@ -9,6 +9,10 @@
   inline SVG chart of the same figures (y: gbps, tflops, time_ms, pct_peer or any numeric field).
 - `<!-- course:output kernels/path/file.py [args="--flag"] -->` shows what that program printed in
   its recorded GPU run (the end of it), with the GPU and versions.
+- `<!-- claim: kernels/path/file.cu case="..." impl="..." show=pct [vs="..."] [min=90] -->`, inline in
+  prose or a table cell, renders one figure read from the record (a time, a bandwidth, a speed-up, a
+  share of a peer's speed, any numeric BENCH field) and checks the bound the sentence states: a record
+  that breaks it, or lacks the row, is a warning, so `mkdocs build --strict` fails (see claims.py).
 - `<!--pytest.mark.skip(reason="...")-->` before a block becomes a visible "Not run by the tests"
   note with the reason; `<!--pytest.mark.gpu-->` a small "runs on a GPU" note.
 """
@@ -16,13 +20,16 @@
 from __future__ import annotations
 
 import html
+import logging
 import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from course import programs, record  # noqa: E402
+from course import claims, programs, record  # noqa: E402
+
+log = logging.getLogger("mkdocs.plugins.course")
 
 _RESULTS = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:results\s+(?P<path>\S+(?:\s+kernels/\S+)*)\s*-->\s*$", re.MULTILINE)
 _SKIP = re.compile(r"""^(?P<indent>[ \t]*)<!--\s*pytest\.mark\.skip\(reason=(?P<q>["'])(?P<reason>.+?)(?P=q)\)\s*-->\s*$""", re.MULTILINE)
@@ -288,6 +295,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     markdown = _PLOT.sub(lambda m: _indent(plot_svg(m["path"], m["opts"], _record), m["indent"]), markdown)
     markdown = _OUTPUT.sub(lambda m: _indent(recorded_output(m["path"], m["args"], _record), m["indent"]), markdown)
     markdown = _RECORD_SUMMARY.sub(lambda m: record_summary(_record, _awaiting), markdown)
+    markdown = claims.render_all(markdown, _record, page.file.src_uri, log.warning)
     markdown = _SKIP.sub(lambda m: f'{m["indent"]}<p class="course-run-note course-not-run">Not run by the tests: '
                                    f'{html.escape(m["reason"])}</p>\n', markdown)
     markdown = _GPU.sub(lambda m: f'{m["indent"]}<p class="course-run-note course-needs-gpu">Runs on a GPU; '

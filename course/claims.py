@@ -1,0 +1,174 @@
+"""Claims: figures in prose that are read from the GPU record and checked when the site is built.
+
+A page states a measured figure with a directive, inline in a sentence or a table cell:
+
+    v10 reaches <!-- claim: kernels/matmul/sgemm.cu case="4096^3" impl="v10" show=pct min=90 --> of
+    cuBLAS's speed.
+
+- The program's rows are the BENCH lines of its passing `course: bench` runs for its current code
+  (as `<!-- course:results -->` reads them).
+- `case` and `impl` pick a row; a `*` in either is a glob, and the fastest matching row is taken
+  (`vs="torch*"`: the fastest PyTorch configuration in that run).
+- `show` is what is rendered: `time` (ms), `gbps`, `tflops`, `speedup` (time of `vs` over time of
+  `impl`, as "1.58×"), `pct` (the same as a percentage: impl's speed as a share of vs's), or
+  `field:NAME` for any numeric field of the row.
+- `vs` defaults to the case's peer row; `vs_case` compares with a row of another case.
+- `min` and `max` are the bound the sentence asserts ("faster than": show=speedup min=1). A record that
+  breaks it, or that lacks a row, is reported through `warn` (the MkDocs hook's log warning, so the
+  strict build fails) and the page shows the claim as unsupported.
+- `goal_min` / `goal_max` state a target: the figure is followed by "(goal ≥ X: met)" or "missed",
+  which never fails the build, so a missed goal is reported rather than hidden.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import html
+import re
+
+from . import programs, record
+
+DIRECTIVE = re.compile(r"<!--\s*claim:\s*(?P<path>\S+)(?P<opts>.*?)-->", re.DOTALL)
+_OPT = re.compile(r'(\w+)=(?:"([^"]*)"|(\S+))')
+KNOWN = {"case", "impl", "show", "vs", "vs_case", "min", "max", "goal_min", "goal_max"}
+UNITS = {"time": " ms", "gbps": " GB/s", "tflops": " TFLOP/s", "speedup": "×", "pct": "%"}
+
+
+class ClaimError(Exception):
+    """The claim is malformed, or the record does not support it."""
+
+
+def parse_options(text: str) -> dict:
+    opts = {m[1]: m[2] if m[2] is not None else m[3] for m in _OPT.finditer(text)}
+    leftover = _OPT.sub("", text).strip()
+    if leftover:
+        raise ClaimError(f"cannot read {leftover!r} (options are key=value or key=\"value\")")
+    unknown = set(opts) - KNOWN
+    if unknown:
+        raise ClaimError(f"unknown option(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(KNOWN))})")
+    for key in ("case", "impl", "show"):
+        if key not in opts:
+            raise ClaimError(f"needs {key}=")
+    return opts
+
+
+def program_rows(rel_path: str, rec: dict) -> tuple[list[dict], list[str]]:
+    """BENCH rows of the program's passing bench runs for its current code, and the runs' descriptions."""
+    prog = programs.program_for(rel_path)
+    if prog is None:
+        raise ClaimError(f"{rel_path} is not a program under kernels/")
+    benches = [r for r in prog.runs() if r.bench]
+    if not benches:
+        raise ClaimError(f"{rel_path} declares no 'course: bench' run")
+    rows, runs = [], []
+    for run in benches:
+        e = record.entry(rec, run.content_hash())
+        if not e or e["outcome"] != "passed":
+            raise ClaimError(f"the GPU record has no passing run of {run.id} for its current code")
+        rows += e["benchmarks"]
+        runs.append(record.describe_run(record.run_info(rec, e)))
+    return rows, list(dict.fromkeys(runs))
+
+
+def pick(rows: list[dict], case: str, impl: str) -> dict:
+    """The row of `case` and `impl`; with a glob in either, the fastest matching row."""
+    found = [b for b in rows if fnmatch.fnmatchcase(str(b.get("case")), case)
+             and fnmatch.fnmatchcase(str(b.get("impl")), impl)]
+    if not found:
+        raise ClaimError(f"no BENCH row with case {case!r} and impl {impl!r}")
+    if len(found) > 1 and "*" not in case + impl:
+        raise ClaimError(f"{len(found)} BENCH rows have case {case!r} and impl {impl!r}")
+    return min(found, key=lambda b: b["time_ms"])
+
+
+def value_of(opts: dict, rows: list[dict]) -> tuple[float, str, str]:
+    """(the figure, its unit, a sentence saying where it comes from)."""
+    show = opts["show"]
+    row = pick(rows, opts["case"], opts["impl"])
+    what = f"{row['impl']} on {row['case']}: {row['time_ms']:.4g} ms"
+    if show == "time":
+        return row["time_ms"], UNITS[show], what
+    if show == "gbps":
+        if not row.get("bytes"):
+            raise ClaimError(f"row {row['impl']!r} of {row['case']!r} has no bytes")
+        return row["bytes"] / (row["time_ms"] * 1e-3) / 1e9, UNITS[show], what
+    if show == "tflops":
+        if not row.get("flops"):
+            raise ClaimError(f"row {row['impl']!r} of {row['case']!r} has no flops")
+        return row["flops"] / (row["time_ms"] * 1e-3) / 1e12, UNITS[show], what
+    if show in ("speedup", "pct"):
+        vs_case = opts.get("vs_case", opts["case"])
+        if "vs" in opts:
+            other = pick(rows, vs_case, opts["vs"])
+        else:
+            peers = [b for b in rows if fnmatch.fnmatchcase(str(b.get("case")), vs_case) and b.get("peer")]
+            if len(peers) != 1:
+                raise ClaimError(f"case {vs_case!r} has {len(peers)} peer rows: name one with vs=")
+            other = peers[0]
+        ratio = other["time_ms"] / row["time_ms"]
+        what += f", against {other['impl']} on {other['case']}: {other['time_ms']:.4g} ms"
+        return (ratio if show == "speedup" else 100 * ratio), UNITS[show], what
+    if show.startswith("field:"):
+        name = show[len("field:"):]
+        v = row.get(name)
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise ClaimError(f"row {row['impl']!r} of {row['case']!r} has no numeric field {name!r}")
+        return float(v), "", what
+    raise ClaimError(f"show={show!r}: use time, gbps, tflops, speedup, pct or field:NAME")
+
+
+def fmt(value: float, show: str) -> str:
+    if show == "pct":
+        return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+    if show == "speedup":
+        return f"{value:.2f}" if value < 10 else f"{value:.1f}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if show.startswith("field:") and float(value).is_integer():
+        return f"{value:.0f}"
+    return f"{value:.3g}"
+
+
+def _bounds(opts: dict) -> tuple[float | None, float | None, float | None, float | None]:
+    def num(key):
+        if key not in opts:
+            return None
+        try:
+            return float(opts[key])
+        except ValueError:
+            raise ClaimError(f"{key}={opts[key]!r} is not a number") from None
+    return num("min"), num("max"), num("goal_min"), num("goal_max")
+
+
+def render(path: str, opts_text: str, rec: dict) -> str:
+    """The HTML of one claim; raises ClaimError when it is malformed or unsupported."""
+    opts = parse_options(opts_text)
+    lo, hi, goal_lo, goal_hi = _bounds(opts)
+    rows, runs = program_rows(path, rec)
+    value, unit, what = value_of(opts, rows)
+    shown = fmt(value, opts["show"]) + unit
+    if lo is not None and not value >= lo:
+        raise ClaimError(f"the record gives {shown} ({what}), below the stated minimum {opts['min']}")
+    if hi is not None and not value <= hi:
+        raise ClaimError(f"the record gives {shown} ({what}), above the stated maximum {opts['max']}")
+    goal = ""
+    if goal_lo is not None or goal_hi is not None:
+        met = (goal_lo is None or value >= goal_lo) and (goal_hi is None or value <= goal_hi)
+        target = f"≥ {opts['goal_min']}" if goal_lo is not None else f"≤ {opts['goal_max']}"
+        goal = (f' <span class="course-goal course-goal-{"met" if met else "missed"}">(goal {target}{unit.strip() and unit}: '
+                f'{"met" if met else "missed"})</span>')
+    title = f"{what}. Measured on {' ; '.join(runs)}; from records/gpu-record.json ({path})."
+    return f'<span class="course-claim" title="{html.escape(title)}">{html.escape(shown)}</span>{goal}'
+
+
+def render_all(markdown: str, rec: dict, page: str, warn) -> str:
+    """Replace every claim in a page; each unsupported one is reported through warn(message)."""
+    def one(m):
+        try:
+            return render(m["path"], m["opts"], rec)
+        except ClaimError as e:
+            line = markdown.count("\n", 0, m.start()) + 1
+            warn(f"{page}:{line}: claim not supported: {e}")
+            return (f'<span class="course-claim course-claim-broken" title="{html.escape(str(e))}">'
+                    f'[claim not supported by the GPU record]</span>')
+    return DIRECTIVE.sub(one, markdown)

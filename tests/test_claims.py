@@ -1,0 +1,110 @@
+"""Claims (course/claims.py): a figure in prose is read from the record, and a record that no longer
+supports the sentence's bound fails the strict build."""
+
+import copy
+import os
+import subprocess
+import sys
+
+import pytest
+
+from course import claims, programs, record
+
+PROGRAM = "kernels/matmul/sgemm.cu"
+
+
+def _record_with(rows):
+    """A record in which every bench run of PROGRAM passed, printing `rows`."""
+    prog = programs.program_for(PROGRAM)
+    rec = {"schema": record.SCHEMA, "runs": {"r": {"gpu": "Test GPU", "cuda_runtime": "13.0", "date": "2026-11-24"}},
+           "items": {}}
+    for run in prog.runs():
+        if run.bench:
+            rec["items"][run.content_hash()] = {"id": run.id, "outcome": "passed", "run": "r", "benchmarks": rows}
+    return rec
+
+
+ROWS = [
+    {"case": "4096^3", "impl": "cuBLAS", "time_ms": 2.0, "bytes": 2e8, "flops": 1.4e11, "peer": True},
+    {"case": "4096^3", "impl": "v9", "time_ms": 2.5, "bytes": 2e8, "flops": 1.4e11, "peer": False, "registers": 128},
+    {"case": "4096^3", "impl": "v10", "time_ms": 2.2, "bytes": 2e8, "flops": 1.4e11, "peer": False},
+]
+
+
+def claim(opts, rows=ROWS):
+    return claims.render(PROGRAM, opts, _record_with(rows))
+
+
+def test_renders_each_kind():
+    assert ">2.2 ms<" in claim('case="4096^3" impl="v10" show=time')
+    assert ">91%<" in claim('case="4096^3" impl="v10" show=pct min=90')          # cuBLAS is the peer
+    assert ">1.14×<" in claim('case="4096^3" impl="v10" show=speedup vs="v9" min=1')
+    assert ">63.6 TFLOP/s<" in claim('case="4096^3" impl="v10" show=tflops')
+    assert ">128<" in claim('case="4096^3" impl="v9" show=field:registers')
+    assert ">2.2 ms<" in claim('case="4096^3" impl="v*" show=time')              # a glob takes the fastest
+    assert "Test GPU" in claim('case="4096^3" impl="v10" show=time')             # the tooltip names the run
+
+
+def test_a_record_that_breaks_the_bound_fails():
+    doctored = copy.deepcopy(ROWS)
+    doctored[2]["time_ms"] = 2.5  # v10 now at 80% of cuBLAS
+    with pytest.raises(claims.ClaimError, match="below the stated minimum"):
+        claim('case="4096^3" impl="v10" show=pct min=90', doctored)
+    with pytest.raises(claims.ClaimError, match="above the stated maximum"):
+        claim('case="4096^3" impl="v10" show=time max=2.4', doctored)
+
+
+def test_missing_rows_and_stale_records_fail():
+    with pytest.raises(claims.ClaimError, match="no BENCH row"):
+        claim('case="8192^3" impl="v10" show=time')
+    with pytest.raises(claims.ClaimError, match="no passing run"):
+        claims.render(PROGRAM, 'case="4096^3" impl="v10" show=time', {"schema": 1, "runs": {}, "items": {}})
+    with pytest.raises(claims.ClaimError, match="unknown option"):
+        claim('case="4096^3" impl="v10" show=time minimum=3')
+
+
+def test_a_missed_goal_is_shown_not_hidden():
+    html = claim('case="4096^3" impl="v9" show=pct goal_min=90')
+    assert ">80%<" in html and "missed" in html
+    assert "met" in claim('case="4096^3" impl="v10" show=pct goal_min=90')
+
+
+def test_render_all_warns_with_page_and_line():
+    warnings = []
+    page = 'Intro.\n\nv10 at <!-- claim: kernels/matmul/sgemm.cu case="4096^3" impl="v10" show=pct min=95 -->.\n'
+    out = claims.render_all(page, _record_with(ROWS), "x.md", warnings.append)
+    assert "claim not supported" in out and warnings and warnings[0].startswith("x.md:3:")
+
+
+@pytest.mark.skipif(not os.environ.get("CI") and not os.environ.get("COURSE_SLOW_TESTS"),
+                    reason="a second full site build; CI runs it (or set COURSE_SLOW_TESTS=1)")
+def test_strict_build_fails_on_a_doctored_record(tmp_path):
+    """The real site, built strictly against a copy of the record in which one claimed figure got worse."""
+    rec = record.load()
+    doctored = None
+    for path in (programs.ROOT / "docs").rglob("*.md"):
+        for m in claims.DIRECTIVE.finditer(path.read_text()):
+            opts = claims.parse_options(m["opts"])
+            if "min" not in opts or opts["show"] not in ("pct", "speedup"):
+                continue
+            prog = programs.program_for(m["path"])
+            for run in prog.runs():
+                e = record.entry(rec, run.content_hash())
+                if run.bench and e:
+                    for b in e["benchmarks"]:
+                        if b["case"] == opts["case"] and b["impl"] == opts["impl"]:
+                            b["time_ms"] *= 1000  # a thousand times slower: below any stated minimum
+                            doctored = (path, m["path"], opts)
+            if doctored:
+                break
+        if doctored:
+            break
+    if doctored is None:
+        pytest.skip("no page states a pct or speedup claim with a minimum yet")
+    bad = tmp_path / "record.json"
+    record.save(rec, bad)
+    env = dict(os.environ, COURSE_GPU_RECORD=str(bad))
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+                          cwd=programs.ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode != 0, "the strict build passed on a record that contradicts a claim"
+    assert "claim not supported" in proc.stdout + proc.stderr

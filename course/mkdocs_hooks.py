@@ -287,6 +287,9 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     src = Path(page.file.abs_src_path)
     items = record.page_gpu_items(src)
     badge = badge_html(items, _record, cpu_example_count(src), _awaiting)
+    sanitized = record.sanitizer_summary(src, _record)
+    if badge and sanitized:
+        badge = badge.replace("</div>", f'<br><span class="course-badge-detail">Memory safety: {html.escape(sanitized)}</span></div>', 1)
     if badge:
         m = _TITLE.search(markdown)
         at = m.end() if m else 0

@@ -14,6 +14,14 @@ Each program declares how it is built and run in `course:` comment lines near it
     // course: depends <file> ...    other course files this program builds or loads (counted in its hash)
     // course: built-by <file>      built and run by that test or page instead of the generic harness
                                     (a PyTorch extension source, say); the file must name this one
+    // course: sanitizer-expect <tool|all> <why>   the program's intended behaviour trips that
+                                    compute-sanitizer tool (deliberately invalid launches, say): the
+                                    sanitizer run must report, and the page says why
+    // course: sanitizer-skip <tool|all> <why>     not run under that tool, for the reason given
+
+Every compiled GPU program also runs under compute-sanitizer (memcheck, racecheck, initcheck,
+synccheck) on its first checked arguments in the GPU run (tests/test_sanitizer.py); the verdicts go
+to the GPU record beside the program's runs.
 
 Python programs use `# course: ...`. A run passes when the program exits 0, prints at least one
 `CHECK PASS name n=<count>` line with a positive count, and prints no `CHECK FAIL` line. Exit code 2
@@ -50,6 +58,10 @@ _IMPORT = re.compile(r"^\s*(?:from|import)\s+(?P<module>\w+)", re.MULTILINE)
 _COURSE_PATH = re.compile(r"(?:(?<=\./)|(?<![\w./-]))((?:kernels|snippets|build)/[\w./-]*[\w/])")
 _CHECK = re.compile(r"^CHECK (?P<status>PASS|FAIL) (?P<name>\S+) n=(?P<n>\d+)(?P<rest>.*)$", re.MULTILINE)
 _BENCH = re.compile(r"^BENCH (?P<json>\{.*\})\s*$", re.MULTILINE)
+
+# The architectures every CUDA program must compile for (CUDA 13 supports Turing, 7.5, and newer):
+# Turing, Ampere, Hopper, Blackwell. A program that needs a newer one guards its code and waives.
+PORTABLE_ARCHS = ("75", "80", "90", "100")
 
 # Compiler warnings are errors for every course program: a reader copies these files.
 NVCC_FLAGS = ["-std=c++17", "-O3", "-lineinfo", "-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra,-Werror"]
@@ -195,6 +207,39 @@ class Run:
         return h.hexdigest()[:16]
 
 
+SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+
+
+@dataclass(frozen=True)
+class SanitizerRun:
+    """One compute-sanitizer tool over a program's first checked run."""
+
+    run: Run
+    tool: str
+
+    @property
+    def program(self) -> "Program":
+        return self.run.program
+
+    @property
+    def expected_report(self) -> str | None:
+        """Why this tool is expected to report on this program, if it is (a declared, intended trip)."""
+        return self.program.sanitizer_expect.get(self.tool)
+
+    @property
+    def id(self) -> str:
+        return f"{self.program.rel}[{self.tool}: {' '.join(self.run.args)}]"
+
+    def content_hash(self) -> str:
+        h = hashlib.sha256(self.run.content_hash().encode())
+        h.update(json.dumps(["compute-sanitizer", self.tool, self.expected_report]).encode())
+        return h.hexdigest()[:16]
+
+    def command(self, sanitizer: str, error_exitcode: int) -> list[str]:
+        return [sanitizer, "--tool", self.tool, "--error-exitcode", str(error_exitcode),
+                *self.program.run_command(self.run.args)]
+
+
 @dataclass
 class Program:
     path: Path
@@ -209,6 +254,8 @@ class Program:
     depends: list[str] = field(default_factory=list)
     run_args: list[tuple[str, ...]] = field(default_factory=list)
     bench_args: list[tuple[str, ...]] = field(default_factory=list)
+    sanitizer_expect: dict[str, str] = field(default_factory=dict)  # tool -> why it reports
+    sanitizer_skip: dict[str, str] = field(default_factory=dict)    # tool -> why it is not run
 
     @property
     def rel(self) -> str:
@@ -232,6 +279,14 @@ class Program:
             return []
         checked = [Run(self, a) for a in (self.run_args or [()])]
         return checked + [Run(self, a, bench=True) for a in self.bench_args]
+
+    def sanitizer_runs(self) -> list[SanitizerRun]:
+        """The compute-sanitizer runs of a compiled GPU program: each tool not skipped, over the first
+        checked run. (Python programs are not run under it: see docs/contributing.md.)"""
+        if not (self.gpu and self.runnable and self.lang != "python"):
+            return []
+        first = self.runs()[0]
+        return [SanitizerRun(first, t) for t in SANITIZER_TOOLS if t not in self.sanitizer_skip]
 
     def sources(self) -> list[Path]:
         """What the program is made of, transitively, in a stable order: the file, the local headers
@@ -267,6 +322,15 @@ class Program:
         std = ["-std=c++17"] if self.lang == "cpp" else ["-std=c11"]
         return [compiler, *std, *GCC_FLAGS, *self.flags, *libs] + (["-c"] if self.compile_only else []) + ["-o", out, str(self.path)]
 
+    def portable_build_command(self) -> list[str]:
+        """Compile (no link) for every architecture the course supports, to an object file under
+        build/portable/: a program must compile for all of them and waive at run time where its GPU
+        lacks a feature (see PORTABLE_ARCHS)."""
+        out = BUILD / "portable" / self.path.relative_to(KERNELS).with_suffix(".o")
+        libs = (header_flags(self.headers) if self.headers else []) + (library_flags(self.libs) if self.libs else [])
+        gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in PORTABLE_ARCHS]
+        return ["nvcc", *NVCC_FLAGS, "--threads", "0", *gencode, *self.flags, *libs, "-c", "-o", str(out), str(self.path)]
+
     def run_command(self, args: tuple[str, ...]) -> list[str]:
         if self.lang == "python":
             return [sys.executable, str(self.path), *args]
@@ -301,6 +365,13 @@ def parse(path: Path) -> Program:
             prog.built_by = value
         elif key == "header":
             prog.header = True
+        elif key in ("sanitizer-expect", "sanitizer-skip"):
+            tool, _, why = value.partition(" ")
+            tools = SANITIZER_TOOLS if tool == "all" else (tool,)
+            if tool != "all" and tool not in SANITIZER_TOOLS or not why.strip():
+                raise ValueError(f"{path}: 'course: {key} <{'|'.join(SANITIZER_TOOLS)}|all> <why>', got {value!r}")
+            target = prog.sanitizer_expect if key == "sanitizer-expect" else prog.sanitizer_skip
+            target.update({t: why.strip() for t in tools})
         else:
             raise ValueError(f"{path}: unknown directive 'course: {key}'")
     return prog
@@ -401,11 +472,12 @@ def judge(returncode: int, stdout: str, stderr: str, require_check: bool = True)
     return Outcome(returncode, stdout, stderr, checks, benchmarks, problems)
 
 
-def build(program: Program, arch: str | None = None) -> subprocess.CompletedProcess:
+def build(program: Program, arch: str | None = None, portable: bool = False) -> subprocess.CompletedProcess:
     """Compile a program, unless the same command already built the same sources (a stamp beside the
-    output holds a hash of both), so that several runs of one program build it once."""
-    program.executable.parent.mkdir(parents=True, exist_ok=True)
-    cmd = program.build_command(arch or default_arch())
+    output holds a hash of both), so that several runs of one program build it once. portable: the
+    compile-only build for every architecture in PORTABLE_ARCHS."""
+    cmd = program.portable_build_command() if portable else program.build_command(arch or default_arch())
+    Path(cmd[cmd.index("-o") + 1]).parent.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256(json.dumps(cmd).encode())
     for path in program.sources():
         h.update(path.read_bytes())

@@ -47,6 +47,11 @@ def pytest_addoption(parser):
                     help="write every GPU item's result into records/gpu-record.json (needs a GPU)")
     group.addoption("--gpu-stale-only", action="store_true",
                     help="run only the GPU items with no passing record for their current content")
+    group.addoption("--gpu-shard", metavar="K/N|alone[:K/N]", default=None,
+                    help="run only GPU items: shard K of N of those that may share the GPU (balanced by "
+                         "recorded durations), or 'alone': the benchmarks and profiler runs, which must have "
+                         "the GPU to themselves ('alone:K/N': part K of N of them). .ci/gpu-run.sh --shards N "
+                         "runs the shards side by side, then the alone items one after another")
     group.addoption("--gpu-await", metavar="REASON", default=None,
                     help="declare every GPU item with no passing record as awaiting a GPU run, with this "
                          "reason, in records/awaiting-gpu.json (use with --co; drops declarations that no "
@@ -70,7 +75,7 @@ def _item_hash(item) -> str:
     if block is not None and hasattr(block, "syntax") and hasattr(block, "code"):
         return record.block_hash(block.syntax, block.code, block.marks)
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and isinstance(callspec.params.get("run"), programs.Run):
+    if callspec is not None and isinstance(callspec.params.get("run"), (programs.Run, programs.SanitizerRun)):
         return callspec.params["run"].content_hash()
     # Any other test marked gpu: its module's source, its id, and the course files the module names
     # (spell paths out in full, "kernels/ch/file.cu", so that they count).
@@ -84,7 +89,7 @@ def _item_hash(item) -> str:
 
 def _item_source(item) -> str:
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and isinstance(callspec.params.get("run"), programs.Run):
+    if callspec is not None and isinstance(callspec.params.get("run"), (programs.Run, programs.SanitizerRun)):
         return callspec.params["run"].program.rel
     return item.nodeid.split("::")[0]
 
@@ -118,11 +123,50 @@ def pytest_collection_modifyitems(session, config, items):
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
 
+    if config.getoption("--gpu-shard"):
+        keep = shard_items(items, config.getoption("--gpu-shard"), record.load())
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+
     if not has_gpu():
         skip = pytest.mark.skip(reason="no CUDA GPU")
         for item in items:
             if item.get_closest_marker("gpu") is not None:
                 item.add_marker(skip)
+
+
+def needs_gpu_alone(item) -> bool:
+    """Benchmarks and profiler runs: their figures are only true with nothing else on the GPU."""
+    if item.get_closest_marker("bench") is not None:
+        return True
+    block = getattr(item, "obj", None)
+    text = getattr(block, "code", None) or item.nodeid
+    return bool(re.search(r"\bncu\b|_ncu\.py|--bench\b|--tune\b", text))
+
+
+def shard_items(items, spec: str, rec: dict) -> list:
+    """The GPU items of one shard. Items are dealt longest first (recorded duration, by item id) to
+    the shard with the least work so far, so shards finish together; the deal depends only on the
+    collected items and the record, so every copy of the tree computes the same split."""
+    gpu = [i for i in items if ITEM_HASH in i.stash]
+    alone, _, part = spec.partition(":") if spec.startswith("alone") else ("", "", spec)
+    if spec == "alone":
+        return [i for i in gpu if needs_gpu_alone(i)]
+    try:
+        k, n = (int(x) for x in part.split("/"))
+        assert 1 <= k <= n
+    except (ValueError, AssertionError):
+        raise pytest.UsageError(f"--gpu-shard takes K/N, 'alone' or 'alone:K/N' (1 <= K <= N); got {spec!r}") from None
+    durations = {e["id"]: e.get("duration_s", 5.0) for e in rec["items"].values()}
+    pool = [i for i in gpu if needs_gpu_alone(i) == bool(alone)]
+    shared = sorted(pool, key=lambda i: (-durations.get(i.nodeid, 5.0), i.nodeid))
+    loads, mine = [0.0] * n, []
+    for item in shared:
+        target = loads.index(min(loads))
+        loads[target] += durations.get(item.nodeid, 5.0)
+        if target == k - 1:
+            mine.append(item)
+    return [i for i in items if i in mine]  # collection order
 
 
 def _declare_awaiting(config, gpu_items, reason: str) -> None:

@@ -109,7 +109,36 @@ def page_gpu_items(page: Path) -> list[GpuItem]:
         prog = programs.program_for(path)
         if prog and prog.gpu:
             items += [GpuItem(r.id, r.content_hash(), prog.rel) for r in prog.runs()]
+            items += [GpuItem(s.id, s.content_hash(), prog.rel) for s in prog.sanitizer_runs()]
     return items
+
+
+def sanitizer_summary(page: Path, rec: dict) -> str:
+    """One sentence on what compute-sanitizer said about the GPU programs a page embeds: clean under
+    which tools, which tool reports on purpose and why, which were left out and why."""
+    progs = [programs.program_for(p) for p in embedded_files(page.read_text())]
+    progs = [p for p in progs if p and p.sanitizer_runs() or p and p.sanitizer_skip]
+    if not progs:
+        return ""
+    clean, expected, skipped, missing = set(), [], [], 0
+    for prog in progs:
+        for srun in prog.sanitizer_runs():
+            e = entry(rec, srun.content_hash())
+            if not e or e["outcome"] != "passed":
+                missing += 1
+            elif srun.expected_report:
+                expected.append(f"{srun.tool} reports on {Path(prog.rel).name} by design ({srun.expected_report})")
+            else:
+                clean.add(srun.tool)
+        skipped += [f"{tool} not run on {Path(prog.rel).name} ({why})" for tool, why in prog.sanitizer_skip.items()]
+    parts = []
+    if clean:
+        tools = [t for t in programs.SANITIZER_TOOLS if t in clean]
+        parts.append(f"compute-sanitizer found nothing under {', '.join(tools)}")
+    parts += sorted(set(expected)) + skipped
+    if missing:
+        parts.append(f"{missing} sanitizer run(s) have no passing record for the current code")
+    return "; ".join(parts) + "."
 
 
 # ----------------------------------------------------------------------------- the record file
@@ -241,3 +270,29 @@ def environment(command: str) -> dict:
         "started": now.isoformat(timespec="seconds"),
         "command": command,
     }
+
+
+def merge(target: Path, sources: list[Path]) -> int:
+    """Merge the entries of several record files (the shards of one GPU run) into target: for each
+    item id the entry of the latest run wins, as when one session records item after item."""
+    out = load(target)
+    latest: dict[str, tuple[str, str, dict, dict]] = {}
+    for path in [target, *sources]:
+        rec = load(path)
+        for h, e in rec["items"].items():
+            started = rec["runs"].get(e["run"], {}).get("started", "")
+            if e["id"] not in latest or started >= latest[e["id"]][0]:
+                latest[e["id"]] = (started, h, e, rec["runs"].get(e["run"], {}))
+    out["items"] = {h: e for _, h, e, _ in latest.values()}
+    for _, _, e, run in latest.values():
+        out["runs"][e["run"]] = run
+    save(out, target)
+    return len(latest)
+
+
+if __name__ == "__main__":  # python -m course.record merge TARGET SOURCE...
+    import sys
+
+    if len(sys.argv) < 4 or sys.argv[1] != "merge":
+        sys.exit("usage: python -m course.record merge TARGET.json SOURCE.json [SOURCE.json ...]")
+    print(f"{merge(Path(sys.argv[2]), [Path(a) for a in sys.argv[3:]])} items in {sys.argv[2]}")

@@ -28,6 +28,13 @@ def test_builds_without_warnings(program):
     assert proc.returncode == 0, f"{' '.join(program.build_command(programs.default_arch()))}\n{proc.stdout}{proc.stderr}"
 
 
+@pytest.mark.parametrize("program", [p for p in BUILDABLE if p.lang == "cuda"], ids=lambda p: p.rel)
+def test_builds_for_every_architecture(program):
+    """Compile only, for sm_75, sm_80, sm_90 and sm_100: the course promises Turing and newer."""
+    proc = programs.build(program, portable=True)
+    assert proc.returncode == 0, f"{' '.join(program.portable_build_command())}\n{proc.stdout}{proc.stderr}"
+
+
 @pytest.mark.parametrize("run", _run_params())
 def test_runs_and_checks(run, request):
     prog = run.program

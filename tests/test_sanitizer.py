@@ -1,0 +1,52 @@
+"""Every compiled GPU program under compute-sanitizer: memcheck, racecheck, initcheck and synccheck, on
+its first checked arguments (course.programs.SanitizerRun). The verdict goes to the GPU record with the
+item; pages say their programs are sanitizer-clean, or which tool reports and why.
+
+A program whose intended behaviour trips a tool declares it (`course: sanitizer-expect <tool> <why>`):
+then the tool must report, so the declaration cannot go stale silently. `course: sanitizer-skip`
+leaves a tool out, with the reason shown on the page.
+"""
+
+import re
+import shutil
+from pathlib import Path
+import subprocess
+
+import pytest
+
+from course import programs
+
+ERRORS = 86  # --error-exitcode: what the sanitizer returns when it found something
+RUNS = [s for p in programs.all_programs() for s in p.sanitizer_runs()]
+_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
+
+
+def _sanitizer() -> str:
+    found = shutil.which("compute-sanitizer") or next(
+        (str(p) for p in sorted(Path("/usr/local").glob("cuda*/bin/compute-sanitizer"))), None)
+    if found is None:
+        pytest.fail("compute-sanitizer not found: it ships with the CUDA toolkit (bin/compute-sanitizer)")
+    return found
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("run", RUNS, ids=lambda s: s.id)
+def test_sanitizer(run, request):
+    built = programs.build(run.program)
+    assert built.returncode == 0, built.stderr
+    proc = subprocess.run(run.command(_sanitizer(), ERRORS), cwd=programs.ROOT, capture_output=True, text=True,
+                          timeout=600)
+    out = proc.stdout + proc.stderr
+    errors = sum(int(n) for n in _SUMMARY.findall(out))
+    reported = proc.returncode == ERRORS or errors > 0
+    from course.pytest_plugin import ITEM_OUTCOME
+    request.node.stash[ITEM_OUTCOME] = {"checks": [], "benchmarks": [], "printed": bool(out.strip()),
+                                        "stdout": out[-4000:]}
+    if proc.returncode == programs.EXIT_WAIVED:
+        pytest.skip("waived: the program does not run on this GPU")
+    if run.expected_report:
+        assert reported, f"{run.tool} was declared to report ({run.expected_report}) but found nothing:\n{out[-3000:]}"
+        return
+    assert not reported, f"{run.tool} reported {errors} error(s):\n{out[-6000:]}"
+    assert proc.returncode == 0, f"exit code {proc.returncode} under {run.tool}:\n{out[-3000:]}"
+    assert "ERROR SUMMARY: 0 errors" in out, f"no clean summary from {run.tool}:\n{out[-3000:]}"

@@ -76,8 +76,6 @@ def test_render_all_warns_with_page_and_line():
     assert "claim not supported" in out and warnings and warnings[0].startswith("x.md:3:")
 
 
-@pytest.mark.skipif(not os.environ.get("CI") and not os.environ.get("COURSE_SLOW_TESTS"),
-                    reason="a second full site build; CI runs it (or set COURSE_SLOW_TESTS=1)")
 def test_strict_build_fails_on_a_doctored_record(tmp_path):
     """The real site, built strictly against a copy of the record in which one claimed figure got worse."""
     rec = record.load()

@@ -25,7 +25,10 @@ static float float_from_bits(std::uint32_t bits) {
 }
 // --8<-- [end:named_casts]
 
-int main() {
+int main(int argc, char** argv) {
+  Cli cli;
+  cli_init(&cli, argc, argv);
+  cli_finish(&cli);  // no options: anything on the command line is an error
   int ok = 1;
 
   // --8<-- [start:conversions]

@@ -9,7 +9,6 @@
 // course: run --n 1003
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -55,9 +54,9 @@ constexpr int kThreads = 256;
 
 // --8<-- [start:raii]
 // RAII (resource acquisition is initialisation): the constructor acquires, the destructor releases,
-// so the resource is freed on every path out of the scope, early returns included. Later chapters
-// wrap cudaMalloc/cudaFree the same way. Copying is forbidden (two owners would free twice);
-// moving hands ownership over.
+// so the resource is freed on every path out of the scope, early returns included. The same class
+// could own device memory (cudaMalloc in the constructor, cudaFree in the destructor). Copying is
+// forbidden (two owners would free twice); moving hands ownership over.
 class Buffer {
  public:
   explicit Buffer(std::size_t n) : n_(n), data_(static_cast<float*>(std::malloc(n * sizeof(float)))) {
@@ -89,13 +88,10 @@ class Buffer {
 // --8<-- [end:raii]
 
 int main(int argc, char** argv) {
-  int n = 1000;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--n") == 0) n = std::atoi(argv[i + 1]);
-  if (n < 1 || n > 100000000) {
-    std::fprintf(stderr, "error: --n must be between 1 and 100000000\n");
-    return 1;
-  }
+  Cli cli;
+  cli_init(&cli, argc, argv);
+  const int n = static_cast<int>(cli_long(&cli, "--n", 1000, 1, 100000000));
+  cli_finish(&cli);
   int ok = 1;
 
   std::vector<float> v(n);

@@ -59,7 +59,10 @@ static Status set_positive(int *out, int value) {
 #endif
 /* --8<-- [end:conditional] */
 
-int main(void) {
+int main(int argc, char **argv) {
+  Cli cli;
+  cli_init(&cli, argc, argv);
+  cli_finish(&cli); /* no options: anything on the command line is an error */
   LOG("starting");
   int ok = 1;
   const int bad = SQUARE_BAD(1 + 2), good = SQUARE(1 + 2);

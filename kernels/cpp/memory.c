@@ -4,10 +4,10 @@
  * Taught in docs/cpp/memory.md.
  * Build: mkdir -p build/cpp && gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/memory kernels/cpp/memory.c -lm
  * Debug: gcc -std=c11 -g -O0 -o build/cpp/memory_debug kernels/cpp/memory.c -lm   (then gdb, see the page)
- * Run:   ./build/cpp/memory [n]
+ * Run:   ./build/cpp/memory [--n 1000]
  */
-// course: run 1
-// course: run 4099
+// course: run --n 1
+// course: run --n 4099
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,11 +57,10 @@ static double mean_of(const double *values, size_t n) {
 /* --8<-- [end:mean] */
 
 int main(int argc, char **argv) {
-  const long n = argc > 1 ? strtol(argv[1], NULL, 10) : 1000;
-  if (n < 1 || n > 100000000) {
-    fprintf(stderr, "error: n must be between 1 and 100000000\n");
-    return 1;
-  }
+  Cli cli;
+  cli_init(&cli, argc, argv);
+  const long n = cli_long(&cli, "--n", 1000, 1, 100000000);
+  cli_finish(&cli);
   double *squares = make_squares((size_t)n);
   DoubleVec v = {NULL, 0, 0};
   if (!squares) {

@@ -62,7 +62,10 @@ typedef struct { char tag; double value; char flag; } Padded;   /* 1 + 7 pad + 8
 typedef struct { double value; char tag; char flag; } Packed;   /* 8 + 1 + 1 + 6 pad = 16 */
 /* --8<-- [end:layout] */
 
-int main(void) {
+int main(int argc, char **argv) {
+  Cli cli;
+  cli_init(&cli, argc, argv);
+  cli_finish(&cli); /* no options: anything on the command line is an error */
   enum { IN = 5, OUT = 3 };
   float w[OUT * IN], b[OUT], x[IN], y[OUT];
   for (int i = 0; i < OUT * IN; ++i) w[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;

@@ -8,15 +8,18 @@ Run: python kernels/first-kernels/indexing_sim.py          (no GPU needed)
 """
 # course: run --rows 13 --cols 37
 # course: run --rows 1 --cols 1
-import argparse
 import os
 import sys
+from pathlib import Path
 
 # Must be set before numba.cuda is imported: every @cuda.jit kernel then runs on the CPU simulator.
 os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
 
 # --8<-- [start:kernels]
@@ -39,21 +42,13 @@ def fill_grid_stride(out):
 # --8<-- [end:kernels]
 
 
-def check(name: str, got: np.ndarray, want: np.ndarray) -> bool:
-    ok = got.shape == want.shape and bool(np.array_equal(got, want))
-    print(f"CHECK {'PASS' if ok else 'FAIL'} {name} n={want.size} max_abs_err={0 if ok else 'mismatch'} rtol=0 atol=0")
-    return ok
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser()
+    parser = course_tools.parser("Index arithmetic on Numba's CUDA simulator (runs on the CPU).")
     parser.add_argument("--rows", type=int, default=13)
     parser.add_argument("--cols", type=int, default=37)
     args = parser.parse_args()
     if args.rows < 1 or args.cols < 1 or args.rows * args.cols > 10_000:
-        print("error: --rows and --cols must be at least 1, rows * cols at most 10000 (the simulator is slow)",
-              file=sys.stderr)
-        return 1
+        parser.error("--rows and --cols must be at least 1, rows * cols at most 10000 (the simulator is slow)")
     rows, cols = args.rows, args.cols
     # --8<-- [start:launch]
     block = (16, 4)                                   # (x: columns, y: rows)
@@ -64,14 +59,18 @@ def main() -> int:
     who_2d[grid, block](rows, cols, out_row, out_col, out_block)
     # --8<-- [end:launch]
     r, c = np.indices((rows, cols))
-    ok = check("sim_2d_row", out_row, r.astype(np.int32))
-    ok = check("sim_2d_col", out_col, c.astype(np.int32)) and ok
-    ok = check("sim_2d_block", out_block, ((r // block[1]) * grid[0] + c // block[0]).astype(np.int32)) and ok
+
+    def check(name, got, want):  # integers: exact
+        return course_tools.check_close(name, got, want, rtol=0.0, atol=0.0)
+
+    ok = check("sim_2d_row", out_row, r)
+    ok = check("sim_2d_col", out_col, c) and ok
+    ok = check("sim_2d_block", out_block, (r // block[1]) * grid[0] + c // block[0]) and ok
 
     n = rows * cols * 3 + 1
     out = np.full(n, -1, dtype=np.int64)
     fill_grid_stride[2, 32](out)                      # 64 threads, whatever n is
-    ok = check("sim_grid_stride", out, np.arange(n, dtype=np.int64)) and ok
+    ok = check("sim_grid_stride", out, np.arange(n)) and ok
     return 0 if ok else 1
 
 

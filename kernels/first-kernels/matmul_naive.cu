@@ -13,36 +13,17 @@
 // course: run --m 1 --n 1 --k 1 --batch 1
 // course: run --m 257 --n 33 --k 1 --batch 2
 // course: bench --bench
-#include <cublas_v2.h>
-
+#include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
+#include "../common/gemm_reference.cuh"
 
-#define CUBLAS_CHECK(call)                                                                      \
-  do {                                                                                          \
-    cublasStatus_t st_ = (call);                                                                \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                         \
-      std::fprintf(stderr, "cuBLAS error %d at %s:%d in %s\n", static_cast<int>(st_), __FILE__, \
-                   __LINE__, #call);                                                            \
-      std::exit(course::kExitFail);                                                             \
-    }                                                                                           \
-  } while (0)
-
-// --8<-- [start:reference]
-// CPU reference in double, batch after batch: C[b] = A[b] B[b].
+// The CPU reference is course::gemm_reference (kernels/common/gemm_reference.cuh), called once per
+// matrix of the batch: float64 sums of the float inputs, the one reference every GEMM program shares.
 static void matmul_cpu(const float* a, const float* b, double* c, int batch, int m, int n, int k) {
-  for (int p = 0; p < batch; ++p) {
-    const float* A = a + static_cast<size_t>(p) * m * k;
-    const float* B = b + static_cast<size_t>(p) * k * n;
-    double* C = c + static_cast<size_t>(p) * m * n;
-    for (int i = 0; i < m; ++i)
-      for (int j = 0; j < n; ++j) {
-        double acc = 0.0;
-        for (int l = 0; l < k; ++l) acc += static_cast<double>(A[i * k + l]) * B[l * n + j];
-        C[i * n + j] = acc;
-      }
-  }
+  for (int p = 0; p < batch; ++p)
+    course::gemm_reference(m, n, k, a + static_cast<size_t>(p) * m * k, b + static_cast<size_t>(p) * k * n,
+                           c + static_cast<size_t>(p) * m * n);
 }
-// --8<-- [end:reference]
 
 // --8<-- [start:naive]
 // One thread computes one element C[row][col]: a dot product of a row of A and a column of B.
@@ -148,8 +129,11 @@ static void bench(const Problem& p, cublasHandle_t h) {
   CUDA_CHECK(cudaMalloc(&dA, p.a() * sizeof(float)));
   CUDA_CHECK(cudaMalloc(&dB, p.b() * sizeof(float)));
   CUDA_CHECK(cudaMalloc(&dC, p.c() * sizeof(float)));
-  CUDA_CHECK(cudaMemset(dA, 0, p.a() * sizeof(float)));
-  CUDA_CHECK(cudaMemset(dB, 0, p.b() * sizeof(float)));
+  std::vector<float> a(p.a()), b(p.b());  // random inputs: zeros could take faster paths
+  course::fill_uniform(a, 5);
+  course::fill_uniform(b, 6);
+  CUDA_CHECK(cudaMemcpy(dA, a.data(), p.a() * sizeof(float), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(dB, b.data(), p.b() * sizeof(float), cudaMemcpyHostToDevice));
   const double bytes = 4.0 * (p.a() + p.b() + p.c());  // each matrix read or written once
   const double flops = 2.0 * p.batch * p.m * p.n * static_cast<double>(p.k);
   char name[96];
@@ -169,18 +153,20 @@ static void bench(const Problem& p, cublasHandle_t h) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const Problem p{static_cast<int>(args.get_int("--batch", 3)), static_cast<int>(args.get_int("--m", 131)),
-                  static_cast<int>(args.get_int("--n", 67)), static_cast<int>(args.get_int("--k", 97))};
+  const Problem p{static_cast<int>(args.get_int("--batch", 3, 1, 65535)),
+                  static_cast<int>(args.get_int("--m", 131, 1, 4096)), static_cast<int>(args.get_int("--n", 67, 1, 4096)),
+                  static_cast<int>(args.get_int("--k", 97, 1, 4096))};
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (p.batch < 1 || p.m < 1 || p.n < 1 || p.k < 1 || p.batch > 65535 || p.m > 4096 || p.n > 4096 ||
-      p.k > 4096) {
-    std::fprintf(stderr, "error: --m, --n, --k must be in [1, 4096] and --batch in [1, 65535]\n");
+  const bool run_bench = args.has("--bench");
+  args.finish();
+  if (p.c() > (1ull << 28) || p.a() > (1ull << 28) || p.b() > (1ull << 28)) {  // 1 GiB per matrix batch
+    std::fprintf(stderr, "error: --batch times the matrix sizes must stay within 2^28 elements per operand\n");
     return course::kExitFail;
   }
   cublasHandle_t h;
   CUBLAS_CHECK(cublasCreate(&h));
   bool ok = check(p, seed, h);
-  if (ok && args.has("--bench")) {
+  if (ok && run_bench) {
     bench(Problem{1, 2048, 2048, 2048}, h);
     bench(Problem{32, 512, 512, 512}, h);
   }

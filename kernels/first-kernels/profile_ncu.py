@@ -11,6 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "kernels/first-kernels/vector_add.cu"
 BINARY = ROOT / "build/first-kernels/profile/vector_add"
@@ -21,6 +24,8 @@ def find(tool: str) -> str | None:
 
 
 def main() -> int:
+    course_tools.parser("Profile vector_add.cu's add_v3 with Nsight Compute and check the report.").parse_args()
+    course_tools.require_cuda("torch")  # a GPU first: without one, ncu has nothing to profile
     ncu, nvcc = find("ncu"), find("nvcc")
     if not ncu or not nvcc:
         print(f"WAIVED needs ncu and nvcc on PATH (found ncu={ncu}, nvcc={nvcc})")
@@ -46,7 +51,7 @@ def main() -> int:
         print(("  [program] " + line) if line.startswith("CHECK ") else line)
     if proc.returncode != 0:
         print(proc.stderr, file=sys.stderr)
-        print(f"CHECK FAIL ncu_ran n=1 exit_code={proc.returncode}")
+        course_tools.check_true("ncu_ran", False, 1, f"exit_code={proc.returncode}")
         return 1
     facts = {
         "ncu_profiled_add_v3": "add_v3" in report and "==PROF== Profiling" in proc.stdout + proc.stderr,
@@ -55,7 +60,7 @@ def main() -> int:
         "program_checked_itself": report.count("CHECK PASS add_v") == 3 and "CHECK FAIL" not in report,
     }
     for name, ok in facts.items():
-        print(f"CHECK {'PASS' if ok else 'FAIL'} {name} n=1")
+        course_tools.check_true(name, ok, 1)
     return 0 if all(facts.values()) else 1
 
 

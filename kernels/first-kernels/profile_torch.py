@@ -6,15 +6,16 @@ Run: python kernels/first-kernels/profile_torch.py
 """
 # course: gpu
 import sys
+from pathlib import Path
 
-import torch
-from torch.profiler import ProfilerActivity, profile, record_function
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
 
 def main() -> int:
-    if not torch.cuda.is_available():
-        print("error: no CUDA GPU", file=sys.stderr)
-        return 1
+    course_tools.parser("Profile ten torch.add calls with torch.profiler and check what it saw.").parse_args()
+    torch = course_tools.require_cuda("torch")
+    from torch.profiler import ProfilerActivity, profile, record_function
     n = (1 << 24) + 3
     a = torch.rand(n, device="cuda")
     b = torch.rand(n, device="cuda")
@@ -33,11 +34,9 @@ def main() -> int:
     kernels = [e for e in events if e.device_time_total > 0 and "aten::" not in e.key and "vector add" not in e.key]
     ok_ranges = any(e.key == "vector add x10" for e in events) and any(e.key == "aten::add" and e.count == 10 for e in events)
     ok_kernel = len(kernels) >= 1 and sum(e.count for e in kernels) >= 10
-    want = a.double() + b.double()
-    ok_result = bool(((c.double() - want).abs() <= 1e-6 + 1e-6 * want.abs()).all())
-    print(f"CHECK {'PASS' if ok_ranges else 'FAIL'} profiler_saw_range_and_10_adds n=2")
-    print(f"CHECK {'PASS' if ok_kernel else 'FAIL'} profiler_saw_cuda_kernels n={max(1, len(kernels))}")
-    print(f"CHECK {'PASS' if ok_result else 'FAIL'} torch_add_result n={n} rtol=1e-06 atol=1e-06")
+    ok_ranges = course_tools.check_true("profiler_saw_range_and_10_adds", ok_ranges, 2)
+    ok_kernel = course_tools.check_true("profiler_saw_cuda_kernels", ok_kernel, max(1, len(kernels)))
+    ok_result = course_tools.check_close("torch_add_result", c, a.double() + b.double(), rtol=1e-6, atol=1e-6)
     return 0 if ok_ranges and ok_kernel and ok_result else 1
 
 

@@ -2,7 +2,8 @@
 // compute-sanitizer to find:
 //   --plant-bug oob    the bound check is off by one: the last thread writes one float past the end
 //   --plant-bug race   a missing __syncthreads: threads read shared memory before others wrote it
-// Without the switch the program is correct and checks itself.
+// Without the switch the program is correct and checks itself. With it, the program plants a bug ON
+// PURPOSE, for the sanitizer to report (its own checks may or may not notice).
 //
 // Taught in docs/first-kernels/sanitizer.md. tests/test_first_kernels_sanitizer.py runs the tools.
 // Build: nvcc -O3 -lineinfo -arch=native -o build/first-kernels/sanitizer_demo kernels/first-kernels/sanitizer_demo.cu
@@ -39,24 +40,17 @@ __global__ void reverse_blocks(const float* in, float* out, int n, bool plant_bu
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long n_arg = args.get_int("--n", 1000003);
-  if (n_arg < 1 || n_arg > (1LL << 30)) {
-    std::fprintf(stderr, "error: --n must be in [1, 2^30]\n");
+  const int n = static_cast<int>(args.get_int("--n", 1000003, 1, 1LL << 30));
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
+  const std::string bug = args.get_str("--plant-bug", "none");
+  args.finish();
+  const bool plant_oob = bug == "oob", plant_race = bug == "race";
+  if (!plant_oob && !plant_race && bug != "none") {
+    std::fprintf(stderr, "error: --plant-bug expects 'oob' or 'race', got '%s'\n", bug.c_str());
     return course::kExitFail;
   }
-  const int n = static_cast<int>(n_arg);
-  bool plant_oob = false, plant_race = false;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--plant-bug") != 0) continue;
-    plant_oob = std::strcmp(argv[i + 1], "oob") == 0;
-    plant_race = std::strcmp(argv[i + 1], "race") == 0;
-    if (!plant_oob && !plant_race) {
-      std::fprintf(stderr, "error: --plant-bug expects 'oob' or 'race', got '%s'\n", argv[i + 1]);
-      return course::kExitFail;
-    }
-  }
   std::vector<float> in(n), got(n), want(n);
-  course::fill_uniform(in, static_cast<uint64_t>(args.get_int("--seed", 2026)));
+  course::fill_uniform(in, seed);
   float *d_in = nullptr, *d_out = nullptr;
   CUDA_CHECK(cudaMalloc(&d_in, n * sizeof(float)));
   CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(float)));

@@ -78,13 +78,11 @@ static void producer_consumer(float* d_x, const float* h_x, size_t n, cudaStream
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long n_arg = args.get_int("--n", 1000003);
-  if (n_arg < 1 || n_arg > (1LL << 30)) {
-    std::fprintf(stderr, "error: --n must be in [1, 2^30]\n");
-    return course::kExitFail;
-  }
+  const size_t n = static_cast<size_t>(args.get_int("--n", 1000003, 1, 1LL << 30));
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
   const bool bench = args.has("--bench");
-  const size_t n = static_cast<size_t>(n_arg), big = bench ? static_cast<size_t>(1) << 26 : 0;
+  args.finish();
+  const size_t big = bench ? static_cast<size_t>(1) << 26 : 0;
   const size_t cap = std::max(n, big), bytes = cap * sizeof(float);
 
   // --8<-- [start:pinned]
@@ -100,7 +98,7 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaMalloc(&d_out, bytes));
 
   std::vector<float> src(n), want(n);
-  course::fill_uniform(src, static_cast<uint64_t>(args.get_int("--seed", 2026)));
+  course::fill_uniform(src, seed);
   for (size_t i = 0; i < n; ++i) want[i] = work_cpu(src[i]);
   bool ok = true;
   // Check both pipelines: pinned and pageable host buffers, 8 chunks over 4 streams.

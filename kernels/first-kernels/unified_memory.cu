@@ -55,11 +55,9 @@ static float median_ms(P&& prepare, G&& gpu_part, int repeats = 9) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long n_arg = args.get_int("--n", 1000003);
-  if (n_arg < 1 || n_arg > (1LL << 30)) {
-    std::fprintf(stderr, "error: --n must be in [1, 2^30]\n");
-    return course::kExitFail;
-  }
+  const size_t n = static_cast<size_t>(args.get_int("--n", 1000003, 1, 1LL << 30));
+  const bool run_bench = args.has("--bench");
+  args.finish();
   int device = 0, concurrent = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, device));
@@ -67,7 +65,6 @@ int main(int argc, char** argv) {
     std::printf("WAIVED this system does not migrate managed memory on demand (concurrentManagedAccess = 0)\n");
     return course::kExitWaived;
   }
-  const size_t n = static_cast<size_t>(n_arg);
   std::vector<float> want(n), got(n);
   host_init(want.data(), n);
   for (auto& w : want) w *= 3.0f;
@@ -99,7 +96,7 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaFree(d));
   CUDA_CHECK(cudaFree(m));
 
-  if (ok && args.has("--bench")) {
+  if (ok && run_bench) {
     // --8<-- [start:bench]
     const size_t big = static_cast<size_t>(1) << 26, bytes = big * sizeof(float);
     std::vector<float> h(big);

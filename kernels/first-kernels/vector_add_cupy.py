@@ -8,28 +8,25 @@ Run: python kernels/first-kernels/vector_add_cupy.py --n 1000003
 # course: run --n 1000003
 # course: run --n 1
 # course: run --n 4099
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
+
 KERNEL_FILE = Path(__file__).with_name("vector_add_kernel.cu")
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
+    parser = course_tools.parser("Launch vector_add_kernel.cu through CuPy and check it against NumPy.")
     parser.add_argument("--n", type=int, default=1_000_003)
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
-    if args.n < 1:
-        print("error: --n must be at least 1", file=sys.stderr)
-        return 1
-    try:
-        import cupy as cp
-    except ImportError:
-        print("error: CuPy is not installed (pip install cupy-cuda13x)", file=sys.stderr)
-        return 1
+    if not 1 <= args.n <= 1 << 30:
+        parser.error("--n must be in [1, 2^30]")
+    cp = course_tools.require_cuda("cupy")
 
     # --8<-- [start:load]
     module = cp.RawModule(code=KERNEL_FILE.read_text(), options=("-std=c++17",))
@@ -48,10 +45,7 @@ def main() -> int:
     # --8<-- [end:load]
 
     want = a_host.astype(np.float64) + b_host.astype(np.float64)
-    err = np.abs(got.astype(np.float64) - want)
-    ok = bool(np.all(err <= 1e-6 + 1e-6 * np.abs(want)))  # NaN compares False: fails
-    status = "PASS" if ok else "FAIL"
-    print(f"CHECK {status} cupy_rawmodule_vector_add n={args.n} max_abs_err={np.nanmax(err):.3g} rtol=1e-06 atol=1e-06")
+    ok = course_tools.check_close("cupy_rawmodule_vector_add", got, want, rtol=1e-6, atol=1e-6)
     return 0 if ok else 1
 
 

@@ -10,17 +10,38 @@ Run: python kernels/first-kernels/vector_add_triton.py --n 1000003            (o
 # course: run --n 1
 # course: run --n 4099
 # course: bench --bench
-import argparse
-import json
 import os
 import sys
+from pathlib import Path
 
-import torch
-import triton
-import triton.language as tl
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
 # Triton's interpreter runs the kernel on the CPU with CPU tensors: no GPU needed.
-DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+DEVICE = "cpu" if INTERPRET else "cuda"
+
+
+def parse_args():
+    parser = course_tools.parser("Vector addition in Triton, checked against PyTorch; --bench times it.")
+    parser.add_argument("--n", type=int, default=1_000_003)
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--bench", action="store_true")
+    args = parser.parse_args()
+    if not 1 <= args.n <= 1 << 30:
+        parser.error("--n must be in [1, 2^30]")
+    return args
+
+
+if __name__ == "__main__":
+    ARGS = parse_args()  # before the slow imports below, so that a bad option fails at once
+
+if INTERPRET:
+    import torch
+    import triton
+else:  # without a GPU, torch or triton: one plain line and exit 1
+    torch, triton = course_tools.require_cuda("torch", "triton")
+import triton.language as tl  # noqa: E402
 
 
 # --8<-- [start:kernel]
@@ -42,26 +63,6 @@ def add(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
 # --8<-- [end:kernel]
 
 
-def median_ms(fn, warmup=3, repeats=20):
-    """CUDA events, warm-up, L2 flushed before each repeat, median (like course::time_kernel_ms).
-    A GPU-side sleep before the start event keeps Python's launch overhead out of the timing."""
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for i in range(repeats):
-        flush.fill_(i & 0xFF)
-        torch.cuda._sleep(1_000_000)  # ~0.5 ms of GPU work, so the host queues fn() before the start event runs
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[repeats // 2]
-
-
 def bench(n: int) -> None:
     a = torch.rand(n, device="cuda")
     b = torch.rand(n, device="cuda")
@@ -71,41 +72,26 @@ def bench(n: int) -> None:
     case = f"vector add, {n} floats (Python)"
     moved = 3 * 4 * n
     rows = [
-        ("device copy (Tensor.copy_), same bytes", median_ms(lambda: dst.copy_(src)), 2 * 4 * src.numel(), 0, True),
-        ("torch.add", median_ms(lambda: torch.add(a, b, out=c)), moved, n, False),
-        ("Triton add_kernel", median_ms(lambda: add(a, b, c)), moved, n, False),
+        ("device copy (Tensor.copy_), same bytes", course_tools.time_ms(lambda: dst.copy_(src)), 2 * 4 * src.numel(), 0, True),
+        ("torch.add", course_tools.time_ms(lambda: torch.add(a, b, out=c)), moved, n, False),
+        ("Triton add_kernel", course_tools.time_ms(lambda: add(a, b, c)), moved, n, False),
     ]
     for impl, ms, nbytes, flops, peer in rows:
-        print("BENCH " + json.dumps({"case": case, "impl": impl, "time_ms": ms, "bytes": nbytes, "flops": flops,
-                                     "peer": peer}))
+        course_tools.bench(case, impl, ms, nbytes, flops, peer=peer)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=1_000_003)
-    parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("--bench", action="store_true")
-    args = parser.parse_args()
-    if args.n < 1:
-        print("error: --n must be at least 1", file=sys.stderr)
-        return 1
-    if DEVICE == "cuda" and not torch.cuda.is_available():
-        print("error: no CUDA GPU; run with TRITON_INTERPRET=1 to use Triton's CPU interpreter", file=sys.stderr)
-        return 1
+def main(args) -> int:
     gen = torch.Generator().manual_seed(args.seed)
     a = (torch.rand(args.n, generator=gen) * 2 - 1).to(DEVICE)
     b = (torch.rand(args.n, generator=gen) * 2 - 1).to(DEVICE)
     c = torch.full_like(a, float("nan"))  # poisoned output
-    got = add(a, b, c).cpu().double()
-    want = a.cpu().double() + b.cpu().double()
-    err = (got - want).abs()
-    ok = bool((err <= 1e-6 + 1e-6 * want.abs()).all())
-    print(f"CHECK {'PASS' if ok else 'FAIL'} triton_vector_add_{DEVICE} n={args.n} "
-          f"max_abs_err={err.max().item():.3g} rtol=1e-06 atol=1e-06")
+    got = add(a, b, c)
+    want = a.double() + b.double()
+    ok = course_tools.check_close(f"triton_vector_add_{DEVICE}", got, want, rtol=1e-6, atol=1e-6)
     if ok and args.bench:
         bench(1 << 28)
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(ARGS))

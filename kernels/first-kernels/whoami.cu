@@ -2,6 +2,10 @@
 // in 1D, 2D and 3D launches; the host checks the index arithmetic element by element. Also shows a
 // grid-stride loop with a fixed, small grid, and that the runtime rejects launches beyond its limits.
 //
+// INVALID LAUNCHES ON PURPOSE: check_limits() launches one block of maxThreadsPerBlock + 1 threads
+// and a grid one block taller than maxGridSize[1] allows. The runtime must refuse both (the check
+// passes only if it does); a sanitizer run reports them as launch errors, which is what they are.
+//
 // Taught in docs/first-kernels/indexing.md.
 // Build: nvcc -O3 -arch=native -o build/first-kernels/whoami kernels/first-kernels/whoami.cu
 // Run:   ./build/first-kernels/whoami --nx 37 --ny 19 --nz 5   (sizes of the 3D volume)
@@ -149,20 +153,24 @@ static bool check_limits() {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long nx = args.get_int("--nx", 37), ny = args.get_int("--ny", 19), nz = args.get_int("--nz", 5);
-  const long long n = args.get_int("--n", 1000003);
-  if (nx < 1 || ny < 1 || nz < 1 || n < 1 || nx * ny * nz > (1LL << 28) || n > (1LL << 30)) {
-    std::fprintf(stderr, "error: sizes must be at least 1, nx*ny*nz at most 2^28 and n at most 2^30\n");
+  // Sizes that fit: the 3D volume at most 2^28 cells (each axis at most 2^14), n at most 2^30.
+  const long long nx = args.get_int("--nx", 37, 1, 1 << 14), ny = args.get_int("--ny", 19, 1, 1 << 14),
+                  nz = args.get_int("--nz", 5, 1, 1 << 14);
+  const long long n = args.get_int("--n", 1000003, 1, 1LL << 30);
+  const bool print = args.has("--print");
+  args.finish();
+  if (nx * ny * nz > (1LL << 28)) {
+    std::fprintf(stderr, "error: --nx * --ny * --nz must be at most 2^28 (got %lld)\n", nx * ny * nz);
     return course::kExitFail;
   }
-  if (args.has("--print")) {
+  if (print) {
     // --8<-- [start:print_launch]
     whoami_print<<<dim3(2, 2), dim3(2, 2)>>>();  // 4 blocks of 4 threads, a 4 x 4 grid of threads
     CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaDeviceSynchronize());  // device printf output appears when the host waits
     // --8<-- [end:print_launch]
   }
-  bool ok = check_1d(static_cast<int>(std::min<long long>(n, 1 << 30)));
+  bool ok = check_1d(static_cast<int>(n));
   ok = check_3d(static_cast<int>(nx), static_cast<int>(ny), static_cast<int>(nz)) && ok;
   ok = check_grid_stride(static_cast<size_t>(n)) && ok;
   ok = check_limits() && ok;

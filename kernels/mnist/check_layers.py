@@ -10,7 +10,6 @@
 #
 # course: gpu
 # course: run --batches 37,1
-import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import course_tools  # noqa: E402
 from mnist_torch import LR, MEAN, STD, Net  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,21 +30,14 @@ failed = 0
 
 
 def check(name, got, want, rtol, atol):
-    """|got - want| <= atol + rtol |want| everywhere (NaN fails); prints the harness's CHECK line."""
+    """course_tools.check_close, after checking that the CUDA program dumped as many values as expected."""
     global failed
     got, want = np.asarray(got, np.float64).ravel(), np.asarray(want, np.float64).ravel()
     if got.size != want.size:
-        print(f"CHECK FAIL {name} n={want.size} size_mismatch got={got.size}")
-        failed += 1
-        return
-    err = np.abs(got - want)
-    bad = ~(err <= atol + rtol * np.abs(want))
-    if bad.any():
-        i = int(np.argmax(bad))
-        print(f"CHECK FAIL {name} n={want.size} first_bad={i} got={got[i]:.9g} want={want[i]:.9g}")
-        failed += 1
+        ok = course_tools.check_true(name, False, want.size, f"size_mismatch got={got.size}")
     else:
-        print(f"CHECK PASS {name} n={want.size} max_abs_err={err.max():.3g} rtol={rtol:g} atol={atol:.3g}")
+        ok = course_tools.check_close(name, got, want, rtol, atol)
+    failed += not ok
 
 
 def build(binary: Path):
@@ -108,7 +102,7 @@ def check_tf32(batch, act, loss, grads, params, load, offsets):
 # --8<-- [end:tf32]
 
 
-def check_batch(binary: Path, batch: int, seed: int):
+def check_batch(binary: Path, batch: int, seed: int, tf32: bool):
     out = ROOT / "build" / "mnist" / f"check_b{batch}"
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
@@ -151,25 +145,34 @@ def check_batch(binary: Path, batch: int, seed: int):
             check(f"{tag}_grad_{name}", got_grads[offsets[k]:offsets[k + 1]], g, 2e-3, 2e-3 * scale + 1e-7)
             check(f"{tag}_sgd_{name}", got_params[offsets[k]:offsets[k + 1]], new_params[offsets[k]:offsets[k + 1]],
                   1e-6, LR * 2e-3 * scale + 1e-7)
-    check_tf32(batch, act, loss, grads, params, load, offsets)
+    if tf32:
+        check_tf32(batch, act, loss, grads, params, load, offsets)
     check(f"b{batch}_graph_loss", load("graph.loss"), [loss], 1e-4, 1e-6)
     check(f"b{batch}_graph_params", load("graph.params"), new_params, 1e-6,
           LR * 2e-3 * max(np.abs(g).max() for g in grads) + 1e-7)
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = course_tools.parser("Check every layer of mnist_cnn.cu, forward and backward, against PyTorch in float64.")
     ap.add_argument("--binary", help="a built mnist_cnn (default: build it as build/mnist/mnist_cnn_check)")
-    ap.add_argument("--batches", default="37,1")
+    ap.add_argument("--batches", default="37,1", help="comma-separated batch sizes, each in [1, 1024]")
     args = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("error: no CUDA GPU: the CUDA program needs one", file=sys.stderr)
-        sys.exit(1)
+    try:
+        batches = [int(s) for s in args.batches.split(",")]
+    except ValueError:
+        ap.error(f"--batches expects comma-separated integers, got {args.batches!r}")
+    if not all(1 <= b <= 1024 for b in batches):
+        ap.error("--batches: each batch must be in [1, 1024]")
+    course_tools.require_cuda("torch")  # the CUDA program needs a GPU
+    # Version 4 (TF32 tensor cores) needs compute capability 8.0; mnist_cnn skips it on older GPUs.
+    tf32 = torch.cuda.get_device_capability() >= (8, 0)
+    if not tf32:
+        print("NOTE the TF32 checks are skipped: TF32 tensor cores need compute capability 8.0")
     binary = Path(args.binary) if args.binary else ROOT / "build" / "mnist" / "mnist_cnn_check"
     if not args.binary:
         build(binary)
-    for i, b in enumerate(int(s) for s in args.batches.split(",")):
-        check_batch(binary.resolve(), b, seed=10 + i)
+    for i, b in enumerate(batches):
+        check_batch(binary.resolve(), b, seed=10 + i, tf32=tf32)
     sys.exit(1 if failed else 0)
 
 

@@ -9,7 +9,8 @@
 // split over many blocks (split-K) because j is long (N*H*W) and the result small (Cout x Cin*9).
 // Plain FP32 FMA on CUDA cores: 64 x 64 (or 32 x 64) tiles, 256 threads, 4 x 4 (or 2 x 4) outputs each.
 // With TF32 = true the same tiles are multiplied by the tensor cores instead (WMMA, TF32 inputs,
-// FP32 accumulation), which is what PyTorch's cuDNN convolutions do by default.
+// FP32 accumulation; compute capability 8.0 or newer), the precision PyTorch allows cuDNN's
+// convolutions by default.
 //
 // course: header
 #pragma once
@@ -23,6 +24,17 @@ namespace igemm {
 
 constexpr int kBN = 64, kBK = 16, kThreads = 256;
 
+// TF32 tensor-core instructions exist from compute capability 8.0 (Ampere) on. Device code compiled
+// for an older GPU (sm_75) gets a stub in their place: the TF32 kernels still compile there, and
+// mnist_cnn.cu never launches them on such a GPU (it skips version 4 with a message); the stub traps
+// if one runs anyway.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define MNIST_HAS_TF32_MMA 0
+#else
+#define MNIST_HAS_TF32_MMA 1
+#endif
+
+#if MNIST_HAS_TF32_MMA
 // --8<-- [start:tf32]
 // C[BM][64] (row-major, in shared memory) = A B for one k-tile of 16, on the tensor cores: A is
 // stored k-major (As[k][m], so "column-major" for WMMA), B row-major (Bs[k][j]). Each of the 8
@@ -61,6 +73,14 @@ struct Tf32Tile {
   }
 };
 // --8<-- [end:tf32]
+#else
+template <int BM>
+struct Tf32Tile {  // sm_75 and older: no TF32 tensor cores (see above)
+  __device__ void zero() {}
+  __device__ void mma(const float*, int, const float*) { __trap(); }
+  __device__ void store(float*, int) { __trap(); }
+};
+#endif
 
 // --8<-- [start:igemm]
 // out[n][m][y][x] = sum_q A(m, q) col(q, n, y, x). FLIP selects A for the input gradient:

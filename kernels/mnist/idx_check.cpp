@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../cpp/check.h"  // cli_*: strict command-line options for CPU programs
 #include "mnist_idx.h"
 
 static int g_failed = 0;
@@ -170,12 +171,11 @@ static void real_checks(const std::string& dir) {
 // --8<-- [end:real]
 
 int main(int argc, char** argv) {
-  const char* dir_arg = nullptr;
-  bool synthetic = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--synthetic") synthetic = true;
-    if (std::string(argv[i]) == "--data-dir" && i + 1 < argc) dir_arg = argv[++i];
-  }
+  Cli cli;
+  cli_init(&cli, argc, argv);
+  const bool synthetic = cli_has(&cli, "--synthetic");
+  const char* dir_arg = cli_str(&cli, "--data-dir", nullptr);
+  cli_finish(&cli);
   try {
     if (synthetic) {
       synthetic_checks();

@@ -7,8 +7,10 @@
 //   version 2 "libraries" cuBLAS for the linear layers, implicit-GEMM convolutions (conv_igemm.cuh)
 //   version 3 "fused"     fused batch-norm/ReLU/pool and softmax/loss kernels (layers_fused.cuh),
 //                         and, in "fused + CUDA graph", the whole step replayed as one CUDA graph
-//   version 4 "tf32"      version 3 with the convolutions on the tensor cores in TF32, as PyTorch's
-//                         cuDNN convolutions run by default (always replayed as a graph)
+//   version 4 "tf32"      version 3 with the convolutions on the tensor cores in TF32, the precision
+//                         PyTorch allows its cuDNN convolutions by default (always replayed as a graph).
+//                         It needs compute capability 8.0; on an older GPU (7.5) it is skipped with a
+//                         message and versions 1 to 3 run as usual.
 //
 // Taught in docs/mnist/: index.md (main, training loop), naive.md (layout, forward, backward),
 // libraries.md (cuBLAS), fused.md (the step and its CUDA graph), results.md (timing). The data folder
@@ -24,29 +26,18 @@
 // course: libs cublas
 // course: run
 // course: bench --bench
-#include <cublas_v2.h>
-
 #include <algorithm>
 #include <fstream>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
 #include "conv_igemm.cuh"
 #include "layers_fused.cuh"
 #include "layers_naive.cuh"
 #include "mnist_idx.h"
-
-#define CUBLAS_CHECK(call)                                                                        \
-  do {                                                                                            \
-    cublasStatus_t st_ = (call);                                                                  \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                           \
-      std::fprintf(stderr, "cuBLAS error %d at %s:%d\n  in: %s\n", static_cast<int>(st_), __FILE__, \
-                   __LINE__, #call);                                                              \
-      std::exit(course::kExitFail);                                                               \
-    }                                                                                             \
-  } while (0)
 
 namespace mnist {
 
@@ -425,6 +416,23 @@ static std::vector<float> download(const float* dev, size_t count) {
   return h;
 }
 
+// TF32 tensor cores exist from compute capability 8.0 on (conv_igemm.cuh compiles stubs for older
+// GPUs). On an older GPU version 4 is skipped, with one message, and versions 1 to 3 run as usual.
+static bool tf32_supported() {
+  static int cc = 0;
+  if (!cc) {
+    int device = 0, major = 0, minor = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    cc = major * 10 + minor;
+    if (cc < 80)
+      std::printf("NOTE version 4 (TF32) skipped: TF32 tensor cores need compute capability 8.0, this GPU is "
+                  "%d.%d; versions 1 to 3 (FP32) run as usual\n", major, minor);
+  }
+  return cc >= 80;
+}
+
 // Which implementation runs the step: a version, launched kernel by kernel, or the fused version's graph.
 struct Runner {
   Version v;
@@ -585,6 +593,7 @@ constexpr int kNumRunners = 5;
 static void bench(Net& n, DeviceData& d, float lr) {
   for (int B : {64, 256, 1024}) {
     for (Runner r : kRunners) {
+      if (r.v == kTf32 && !tf32_supported()) continue;
       upload_params(n, init_params(0));
       std::mt19937_64 rng(1);
       std::vector<int> perm_host;
@@ -609,7 +618,8 @@ static bool versions_agree(Net& n, DeviceData& d, int B, float lr) {
   std::vector<int> perm_host;
   const Source src{d.train_images, d.train_labels, d.perm, n.step, d.train_count / B};
   std::vector<float> grads[kNumRunners], params[kNumRunners], loss[kNumRunners];
-  for (int k = 0; k < kNumRunners; ++k) {
+  const int runners = tf32_supported() ? kNumRunners : kNumRunners - 1;  // kTf32 is the last runner
+  for (int k = 0; k < runners; ++k) {
     const Runner r = kRunners[k];
     upload_params(n, init);
     course::poison(n.grads, kTotalParams * sizeof(float));
@@ -631,7 +641,7 @@ static bool versions_agree(Net& n, DeviceData& d, int B, float lr) {
   bool ok = true;
   const char* names[kNumParams] = {"conv1.weight", "bn1.weight", "bn1.bias", "conv2.weight", "bn2.weight",
                                    "bn2.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
-  for (int k = 1; k < kNumRunners; ++k) {
+  for (int k = 1; k < runners; ++k) {
     // TF32 rounds every product's inputs to 10 mantissa bits: a looser tolerance for that version.
     const double tol = kRunners[k].v == kTf32 ? 2e-2 : 2e-3;
     char name[96];
@@ -720,6 +730,7 @@ static int check_layers(const std::string& dir, float lr) {
       {"c2", {n.c2, B * 64u * 196}}, {"p2", {n.p2, B * 3136u}},     {"h", {n.h, B * 128u}},
       {"logits", {n.logits, B * 10u}}};
   for (Version v : {kNaive, kLibraries, kFused, kTf32}) {
+    if (v == kTf32 && !tf32_supported()) continue;  // check_layers.py skips its TF32 checks too
     upload_params(n, params);
     CUDA_CHECK(cudaMemset(n.step, 0, sizeof(int)));
     for (const auto& a : acts) course::poison(a.second.first, a.second.second * sizeof(float));
@@ -755,44 +766,41 @@ static int check_layers(const std::string& dir, float lr) {
   CUDA_CHECK(cudaGraphExecDestroy(exec));
   dump(dir + "/graph.params.f32", n.params, kTotalParams);
   dump(dir + "/graph.loss.f32", n.loss_hist, 1);
-  std::printf("wrote one step of naive, libraries, fused, tf32 and graph to %s (batch %d)\n", dir.c_str(), B);
+  std::printf("wrote one step of naive, libraries, fused, %sgraph to %s (batch %d)\n",
+              tf32_supported() ? "tf32 and " : "", dir.c_str(), B);
   return 0;
 }
 
 // --8<-- [start:main]
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  auto text_arg = [&](const char* name) -> const char* {
-    for (int i = 1; i + 1 < argc; ++i)
-      if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-    return nullptr;
-  };
+  const std::string layers_dir = args.get_str("--check-layers", "");
+  const std::string data_dir = mnist::data_dir(args.get_str("--data-dir", "").c_str());
+  const int epochs = static_cast<int>(args.get_int("--epochs", 8, 1, 1000));
+  const int batch = static_cast<int>(args.get_int("--batch", 64, 1, 1024));
+  const bool bench_mode = args.has("--bench"), train_mode = args.has("--train");
+  const std::string curves[2] = {args.get_str("--curves", ""), args.get_str("--curves-tf32", "")};
+  args.finish();
   const float lr = 0.05f;  // the reference's learning rate (kernels/mnist/mnist_torch.py)
-  if (const char* dir = text_arg("--check-layers")) return check_layers(dir, lr);
+  if (!layers_dir.empty()) return check_layers(layers_dir, lr);
 
   Split train_split, test_split;
-  const std::string data_dir = mnist::data_dir(text_arg("--data-dir"));
-  try {
+  try {  // a missing or damaged file: a clear message and exit code 1, before any GPU work
     train_split = load_split(data_dir, "train", 60000);
     test_split = load_split(data_dir, "t10k", 10000);
   } catch (const IdxError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return course::kExitFail;
   }
-  const int epochs = static_cast<int>(args.get_int("--epochs", 8));
-  const int batch = static_cast<int>(args.get_int("--batch", 64));
-  if (batch < 1 || batch > 1024 || epochs < 1) {
-    std::fprintf(stderr, "error: --batch must be in 1..1024 and --epochs at least 1\n");
-    return course::kExitFail;
-  }
   Net n(1024, 60000);
   DeviceData d = upload(train_split, test_split);
   bool ok = true;
 
-  if (args.has("--bench")) bench(n, d, lr);
-  if (args.has("--bench") || args.has("--train")) {
+  if (bench_mode) bench(n, d, lr);
+  if (bench_mode || train_mode) {
     // The accuracy runs: the two fastest versions (FP32 and TF32), the reference's hyper-parameters.
     for (const Runner r : {Runner{kFused, true}, Runner{kTf32, true}}) {
+      if (r.v == kTf32 && !tf32_supported()) continue;
       const TrainResult t = train(n, d, r, epochs, batch, lr, 0);
       // "Reaches 99%": the first epoch whose test accuracy is at least 99.0%. With a constant learning
       // rate the accuracy goes up and down from epoch to epoch, so the best and the last are printed too.
@@ -807,8 +815,8 @@ int main(int argc, char** argv) {
       ok &= course::check_true(check_name, reached > 0, 10000, detail);
       std::snprintf(kind, sizeof(kind), "train %d epochs", epochs);
       print_bench(kind, batch, r.name(), t.seconds * 1e3, epochs * (d.train_count / batch), t.accuracy.back());
-      const char* path = text_arg(r.v == kTf32 ? "--curves-tf32" : "--curves");
-      if (path) write_curves(path, t, test_split.labels, r.name(), batch, lr, epochs);
+      const std::string& path = curves[r.v == kTf32 ? 1 : 0];
+      if (!path.empty()) write_curves(path.c_str(), t, test_split.labels, r.name(), batch, lr, epochs);
     }
   } else {
     // The checked run: the versions agree on one step (batch 61, a prime), then one epoch trains.

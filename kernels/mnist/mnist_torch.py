@@ -10,7 +10,6 @@
 # course: gpu
 # course: run --train --epochs 8
 # course: bench --bench
-import argparse
 import gzip
 import json
 import math
@@ -26,6 +25,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
+
 # --8<-- [start:hparams]
 # The hyper-parameters both implementations share.
 LR = 0.05           # plain SGD: no momentum, no weight decay, no schedule
@@ -34,6 +36,16 @@ EPOCHS = 8
 MEAN, STD = 0.1307, 0.3081   # MNIST's pixel mean and standard deviation (after /255)
 EVAL_CHUNK = 1000   # the test set is evaluated 1000 images at a time (batch-norm uses batch statistics)
 # --8<-- [end:hparams]
+
+
+# --8<-- [start:precision]
+def set_precision():
+    """PyTorch's default float32 precision, stated explicitly (the fp32_precision API of PyTorch 2.9 and
+    later, which replaces the allow_tf32 flags): cuDNN's convolutions may use TF32 tensor cores, matrix
+    products (the linear layers, through cuBLAS) stay in IEEE FP32."""
+    torch.backends.cudnn.conv.fp32_precision = "tf32"
+    torch.backends.cuda.matmul.fp32_precision = "ieee"
+# --8<-- [end:precision]
 
 FILES = {
     "train_images": "train-images-idx3-ubyte", "train_labels": "train-labels-idx1-ubyte",
@@ -51,7 +63,8 @@ def read_idx(path: Path, magic: int, count: int, dims: tuple) -> np.ndarray:
     candidates = [path.with_name(path.name + ".gz"), path]
     found = next((p for p in candidates if p.is_file()), None)
     if found is None:
-        raise IdxError(f"{path.name}: not found (looked for {' and '.join(str(p) for p in candidates)})")
+        raise IdxError(f"{path.name}: not found (looked for {' and '.join(str(p) for p in candidates)}); "
+                       f"set --data-dir or MNIST_DIR to the folder holding the MNIST files")
     opener = gzip.open if found.suffix == ".gz" else open
     try:
         with opener(found, "rb") as f:
@@ -149,11 +162,6 @@ def make_model(seed: int, device) -> tuple[nn.Module, torch.optim.Optimizer]:
     torch.manual_seed(seed)
     model = Net().to(device)
     return model, torch.optim.SGD(model.parameters(), lr=LR, momentum=0.0)
-
-
-def check_pass(name, ok, n, detail=""):
-    print(f"CHECK {'PASS' if ok and n > 0 else 'FAIL'} {name} n={n} {detail}".rstrip(), flush=True)
-    return ok and n > 0
 
 
 # --8<-- [start:train]
@@ -300,12 +308,11 @@ def bench(data, batches, repeats):
             best = min((r for r in rows if r[0] == b), key=lambda r: r[col])
             for r in (r for r in rows if r[0] == b):
                 steps_in = 1 if kind == "step" else r[4]
-                row = {"case": f"{kind}, batch {b}", "impl": f"PyTorch {r[1]}", "time_ms": round(r[col], 6),
-                       "bytes": steps_in * step_bytes(b, r[5]), "flops": steps_in * step_flops(b),
-                       "peer": r is best, "batch": b, "kind": kind, "steps": steps_in}
                 # Plot fields, each on one kind of row only (as in mnist_cnn.cu).
-                row.update({"step_ms": round(r[col], 6)} if kind == "step" else {"epoch_s": round(r[col] / 1e3, 6)})
-                print("BENCH " + json.dumps(row), flush=True)
+                plot = {"step_ms": round(r[col], 6)} if kind == "step" else {"epoch_s": round(r[col] / 1e3, 6)}
+                course_tools.bench(f"{kind}, batch {b}", f"PyTorch {r[1]}", r[col], steps_in * step_bytes(b, r[5]),
+                                   steps_in * step_flops(b), peer=r is best, batch=b, kind=kind, steps=steps_in,
+                                   **plot)
 
 
 def same_first_step(data, device):
@@ -324,7 +331,7 @@ def same_first_step(data, device):
     lc, pc = results["torch.compile"]
     err = (pc - pe).abs().max().item()
     ok = abs(lc - le) <= 1e-4 * abs(le) + 1e-5 and err <= 1e-4
-    check_pass("torch_compile_step_matches_eager", ok, pe.numel(), f"loss_eager={le:.6f} loss_compile={lc:.6f} max_abs_err={err:.2e}")
+    course_tools.check_true("torch_compile_step_matches_eager", ok, pe.numel(), f"loss_eager={le:.6f} loss_compile={lc:.6f} max_abs_err={err:.2e}")
     # CUDA graph: 3 warm-up steps before the capture, then one replay: four steps, as eager's four.
     model, opt = make_model(0, device)
     g = GraphStep(model, opt, tr_x, tr_y, perm.clone(), 256)   # 3 warm-up steps (batches 0, 1, 2)
@@ -335,11 +342,11 @@ def same_first_step(data, device):
     pg = torch.cat([p.detach().flatten() for p in model.parameters()])
     pe4 = torch.cat([p.detach().flatten() for p in model_e.parameters()])
     err = (pg - pe4).abs().max().item()
-    check_pass("cuda_graph_steps_match_eager", err <= 1e-4, pg.numel(), f"max_abs_err={err:.2e}")
+    course_tools.check_true("cuda_graph_steps_match_eager", err <= 1e-4, pg.numel(), f"max_abs_err={err:.2e}")
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = course_tools.parser("The PyTorch reference of the MNIST CNN: training run and benchmark.")
     ap.add_argument("--data-dir")
     ap.add_argument("--train", action="store_true")
     ap.add_argument("--bench", action="store_true")
@@ -349,14 +356,17 @@ def main():
     ap.add_argument("--curves", help="write the training curves and misclassified digits to this JSON file")
     ap.add_argument("--cpu", action="store_true", help="train on the CPU (slow; for machines without a GPU)")
     args = ap.parse_args()
+    if not (1 <= args.epochs <= 1000 and 1 <= args.batch <= 60000 and 1 <= args.repeats <= 100000):
+        ap.error("--epochs must be in [1, 1000], --batch in [1, 60000] and --repeats in [1, 100000]")
+    if args.cpu and args.bench:
+        ap.error("--bench times the GPU; it cannot be combined with --cpu")
+    if not args.cpu:
+        course_tools.require_cuda("torch")
     try:
         data = load_mnist(data_dir_from(args.data_dir))
     except IdxError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(1)
-    if not torch.cuda.is_available() and not args.cpu:
-        print("error: no CUDA GPU (pass --cpu to train on the CPU)", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(f"error: {e}")  # a missing or damaged file: the message, and exit code 1
+    set_precision()
     device = torch.device("cpu" if args.cpu else "cuda")
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}")
     if args.train or not args.bench:
@@ -366,9 +376,9 @@ def main():
         print(f"trained {args.epochs} epochs at batch {args.batch} in {time.perf_counter() - t0:.1f} s")
         # "Reaches 99%": the first epoch at or above it (the accuracy goes up and down between epochs).
         reached = next((e + 1 for e, a in enumerate(accs) if a >= 99.0), 0)
-        check_pass("reference_test_accuracy_reaches_99", reached > 0, 10000,
-                   f"reached_at_epoch={reached} best={max(accs):.2f}% last={accs[-1]:.2f}% epochs={args.epochs} "
-                   f"batch={args.batch} lr={LR}")
+        course_tools.check_true("reference_test_accuracy_reaches_99", reached > 0, 10000,
+                                f"reached_at_epoch={reached} best={max(accs):.2f}% last={accs[-1]:.2f}% "
+                                f"epochs={args.epochs} batch={args.batch} lr={LR}")
         if args.curves:
             curves.update({"impl": "PyTorch eager", "batch": args.batch, "lr": LR, "epochs": args.epochs,
                            "torch": torch.__version__,

@@ -3,22 +3,21 @@
  *
  * Taught in docs/cpp/build.md, which builds it by hand (gcc -E, -S, -c, link), with make and with CMake.
  * Build: mkdir -p build/cpp/project && gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/project/main kernels/cpp/project/main.c kernels/cpp/project/vec.c -lm
- * Run:   ./build/cpp/project/main [n]
+ * Run:   ./build/cpp/project/main [--n 1000]
  */
 // course: cc-flags kernels/cpp/project/vec.c
-// course: run 1
-// course: run 1009
+// course: run --n 1
+// course: run --n 1009
 #include <stdlib.h>
 
 #include "../check.h"
 #include "vec.h"
 
 int main(int argc, char **argv) {
-  const long n = argc > 1 ? strtol(argv[1], NULL, 10) : 1000;
-  if (n < 1 || n > 10000000) {
-    fprintf(stderr, "error: n must be between 1 and 10000000\n");
-    return 1;
-  }
+  Cli cli;
+  cli_init(&cli, argc, argv);
+  const long n = cli_long(&cli, "--n", 1000, 1, 10000000);
+  cli_finish(&cli);
   float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
   double *got = malloc((size_t)n * sizeof *got), *want = malloc((size_t)n * sizeof *want);
   if (!x || !y || !got || !want) {

@@ -11,14 +11,11 @@ __global__ void clamp_kernel(const float* x, float* y, size_t n, float lo, float
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long n_arg = args.get_int("--n", 1000003);
-  if (n_arg < 1 || n_arg > (1LL << 30)) {
-    std::fprintf(stderr, "error: --n must be in [1, 2^30]\n");
-    return course::kExitFail;
-  }
-  const size_t n = static_cast<size_t>(n_arg);
+  const size_t n = static_cast<size_t>(args.get_int("--n", 1000003, 1, 1LL << 30));
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
+  args.finish();
   std::vector<float> x(n), y(n), want(n);
-  course::fill_uniform(x, static_cast<uint64_t>(args.get_int("--seed", 2026)), -2.0f, 2.0f);
+  course::fill_uniform(x, seed, -2.0f, 2.0f);
   for (size_t i = 0; i < n; ++i) want[i] = std::min(std::max(x[i], -1.0f), 1.0f);
   float *d_x = nullptr, *d_y = nullptr;
   CUDA_CHECK(cudaMalloc(&d_x, n * sizeof(float)));

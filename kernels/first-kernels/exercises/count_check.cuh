@@ -35,12 +35,9 @@ static bool check_count(size_t n, uint64_t seed) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long n = args.get_int("--n", 1000003);
-  if (n < 1 || n > (1LL << 30)) {
-    std::fprintf(stderr, "error: --n must be in [1, 2^30]\n");
-    return course::kExitFail;
-  }
+  const long long n = args.get_int("--n", 1000003, 1, 1LL << 30);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
+  args.finish();
   const bool a = check_count(static_cast<size_t>(n), seed);
   const bool b = check_count(4000037, seed + 1);  // large: a count that loses updates fails here
   return a && b ? 0 : course::kExitFail;

@@ -12,7 +12,8 @@ A page states a measured figure with a directive, inline in a sentence or a tabl
 - `show` is what is rendered: `time` (ms), `gbps`, `tflops`, `speedup` (time of `vs` over time of
   `impl`, as "1.58×"), `pct` (the same as a percentage: impl's speed as a share of vs's), or
   `field:NAME` for any numeric field of the row.
-- `vs` defaults to the case's peer row; `vs_case` compares with a row of another case.
+- `vs` defaults to the case's peer row; `vs_case` compares with a row of another case, and
+  `vs_program` with a row of another program (a framework's benchmark beside the course's, say).
 - `min` and `max` are the bound the sentence asserts ("faster than": show=speedup min=1). A record that
   breaks it, or that lacks a row, is reported through `warn` (the MkDocs hook's log warning, so the
   strict build fails) and the page shows the claim as unsupported.
@@ -30,7 +31,7 @@ from . import programs, record
 
 DIRECTIVE = re.compile(r"<!--\s*claim:\s*(?P<path>\S+)(?P<opts>.*?)-->", re.DOTALL)
 _OPT = re.compile(r'(\w+)=(?:"([^"]*)"|(\S+))')
-KNOWN = {"case", "impl", "show", "vs", "vs_case", "min", "max", "goal_min", "goal_max"}
+KNOWN = {"case", "impl", "show", "vs", "vs_case", "vs_program", "min", "max", "goal_min", "goal_max"}
 UNITS = {"time": " ms", "gbps": " GB/s", "tflops": " TFLOP/s", "speedup": "×", "pct": "%"}
 
 
@@ -81,9 +82,11 @@ def pick(rows: list[dict], case: str, impl: str) -> dict:
     return min(found, key=lambda b: b["time_ms"])
 
 
-def value_of(opts: dict, rows: list[dict]) -> tuple[float, str, str]:
-    """(the figure, its unit, a sentence saying where it comes from)."""
+def value_of(opts: dict, rows: list[dict], vs_rows: list[dict] | None = None) -> tuple[float, str, str]:
+    """(the figure, its unit, a sentence saying where it comes from). vs_rows: the rows `vs` is looked
+    up in, when they come from another program."""
     show = opts["show"]
+    vs_rows = rows if vs_rows is None else vs_rows
     row = pick(rows, opts["case"], opts["impl"])
     what = f"{row['impl']} on {row['case']}: {row['time_ms']:.4g} ms"
     if show == "time":
@@ -99,9 +102,9 @@ def value_of(opts: dict, rows: list[dict]) -> tuple[float, str, str]:
     if show in ("speedup", "pct"):
         vs_case = opts.get("vs_case", opts["case"])
         if "vs" in opts:
-            other = pick(rows, vs_case, opts["vs"])
+            other = pick(vs_rows, vs_case, opts["vs"])
         else:
-            peers = [b for b in rows if fnmatch.fnmatchcase(str(b.get("case")), vs_case) and b.get("peer")]
+            peers = [b for b in vs_rows if fnmatch.fnmatchcase(str(b.get("case")), vs_case) and b.get("peer")]
             if len(peers) != 1:
                 raise ClaimError(f"case {vs_case!r} has {len(peers)} peer rows: name one with vs=")
             other = peers[0]
@@ -145,7 +148,11 @@ def render(path: str, opts_text: str, rec: dict) -> str:
     opts = parse_options(opts_text)
     lo, hi, goal_lo, goal_hi = _bounds(opts)
     rows, runs = program_rows(path, rec)
-    value, unit, what = value_of(opts, rows)
+    vs_rows = None
+    if "vs_program" in opts:
+        vs_rows, vs_runs = program_rows(opts["vs_program"], rec)
+        runs = list(dict.fromkeys(runs + vs_runs))
+    value, unit, what = value_of(opts, rows, vs_rows)
     shown = fmt(value, opts["show"]) + unit
     if lo is not None and not value >= lo:
         raise ClaimError(f"the record gives {shown} ({what}), below the stated minimum {opts['min']}")

@@ -63,6 +63,18 @@ def test_missing_rows_and_stale_records_fail():
         claim('case="4096^3" impl="v10" show=time minimum=3')
 
 
+def test_vs_another_program():
+    rec = _record_with(ROWS)
+    other = programs.program_for("kernels/libraries/cublas_gemm.cu")
+    for run in other.runs():
+        if run.bench:
+            rec["items"][run.content_hash()] = {"id": run.id, "outcome": "passed", "run": "r",
+                                                "benchmarks": [{"case": "4096^3", "impl": "torch", "time_ms": 4.4}]}
+    html = claims.render(PROGRAM, 'case="4096^3" impl="v10" show=speedup vs="torch*" '
+                                  'vs_program="kernels/libraries/cublas_gemm.cu" min=1.5', rec)
+    assert ">2.00×<" in html
+
+
 def test_a_missed_goal_is_shown_not_hidden():
     html = claim('case="4096^3" impl="v9" show=pct goal_min=90')
     assert ">80%<" in html and "missed" in html

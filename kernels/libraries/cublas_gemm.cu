@@ -12,36 +12,10 @@
 // course: run --m 257 --n 131 --k 199 --batch 7
 // course: run --m 1 --n 1 --k 1 --batch 1
 // course: bench --bench
-#include <cublas_v2.h>
 #include <cuda_bf16.h>
 
-#include "../common/course.cuh"
-
-// --8<-- [start:status]
-// Every cuBLAS call returns a cublasStatus_t. The name says what went wrong:
-// CUBLAS_STATUS_NOT_INITIALIZED (no handle), CUBLAS_STATUS_INVALID_VALUE (a bad size, leading
-// dimension or enum), CUBLAS_STATUS_NOT_SUPPORTED (this type combination has no kernel),
-// CUBLAS_STATUS_EXECUTION_FAILED (the kernel failed to launch or run).
-#define CUBLAS_CHECK(call)                                                                     \
-  do {                                                                                         \
-    cublasStatus_t st_ = (call);                                                               \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                        \
-      std::fprintf(stderr, "cuBLAS error %s (%s) at %s:%d\n  in: %s\n", cublasGetStatusName(st_), \
-                   cublasGetStatusString(st_), __FILE__, __LINE__, #call);                     \
-      std::exit(course::kExitFail);                                                            \
-    }                                                                                          \
-  } while (0)
-// --8<-- [end:status]
-
-// CPU reference for row-major C[m][n] = A[m][k] * B[k][n], accumulated in double.
-static void gemm_reference(const float* A, const float* B, double* C, int m, int n, int k) {
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      double acc = 0.0;
-      for (int p = 0; p < k; ++p) acc += static_cast<double>(A[(size_t)i * k + p]) * B[(size_t)p * n + j];
-      C[(size_t)i * n + j] = acc;
-    }
-}
+#include "../common/check_cublas.cuh"
+#include "../common/gemm_reference.cuh"
 
 // Fills device memory with reproducible values in [-1, 1) without a host round trip, so the
 // 8192^3 benchmark does not spend seconds generating and copying inputs.
@@ -103,14 +77,10 @@ static void gemm_strided_batched(cublasHandle_t h, const __nv_bfloat16* A, const
 }
 // --8<-- [end:batched]
 
-static std::vector<float> round_to_bf16(const std::vector<float>& v, std::vector<__nv_bfloat16>& out) {
-  out.resize(v.size());
-  std::vector<float> back(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    out[i] = __float2bfloat16(v[i]);
-    back[i] = __bfloat162float(out[i]);
-  }
-  return back;
+static std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
+  std::vector<__nv_bfloat16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16(v[i]);
+  return out;
 }
 
 static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t seed) {
@@ -125,7 +95,7 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
   CUDA_CHECK(cudaMalloc(&dC, C.size() * sizeof(float)));
   CUDA_CHECK(cudaMemcpy(dA, A.data(), A.size() * sizeof(float), cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(dB, B.data(), B.size() * sizeof(float), cudaMemcpyHostToDevice));
-  gemm_reference(A.data(), B.data(), want.data(), m, n, k);
+  course::gemm_reference(m, n, k, A.data(), B.data(), want.data());
 
   // fp32 in, fp32 math: only summation order differs from the reference.
   course::poison(dC, C.size() * sizeof(float));
@@ -139,12 +109,11 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
   CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
   ok &= course::check_close("gemm_tf32", C.data(), want.data(), C.size(), 1e-2, 2e-2);
 
-  // bf16: compare with a reference computed from the same rounded inputs, so that the tolerance
+  // bf16: the reference reads the same rounded inputs the GPU multiplies, so that the tolerance
   // measures the GEMM and not the rounding of its inputs.
-  std::vector<__nv_bfloat16> A16, B16;
-  const std::vector<float> Ar = round_to_bf16(A, A16), Br = round_to_bf16(B, B16);
+  const std::vector<__nv_bfloat16> A16 = to_bf16(A), B16 = to_bf16(B);
   std::vector<double> want16((size_t)m * n);
-  gemm_reference(Ar.data(), Br.data(), want16.data(), m, n, k);
+  course::gemm_reference(m, n, k, A16.data(), B16.data(), want16.data());
   __nv_bfloat16 *dA16, *dB16;
   CUDA_CHECK(cudaMalloc(&dA16, A16.size() * sizeof(__nv_bfloat16)));
   CUDA_CHECK(cudaMalloc(&dB16, B16.size() * sizeof(__nv_bfloat16)));
@@ -159,12 +128,11 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
   std::vector<float> Ab((size_t)batch * m * k), Bb((size_t)batch * k * n), Cb((size_t)batch * m * n);
   course::fill_uniform(Ab, seed + 2);
   course::fill_uniform(Bb, seed + 3);
-  std::vector<__nv_bfloat16> Ab16, Bb16;
-  const std::vector<float> Abr = round_to_bf16(Ab, Ab16), Bbr = round_to_bf16(Bb, Bb16);
+  const std::vector<__nv_bfloat16> Ab16 = to_bf16(Ab), Bb16 = to_bf16(Bb);
   std::vector<double> wantb(Cb.size());
   for (int b = 0; b < batch; ++b)
-    gemm_reference(Abr.data() + (size_t)b * m * k, Bbr.data() + (size_t)b * k * n, wantb.data() + (size_t)b * m * n,
-                   m, n, k);
+    course::gemm_reference(m, n, k, Ab16.data() + (size_t)b * m * k, Bb16.data() + (size_t)b * k * n,
+                           wantb.data() + (size_t)b * m * n);
   __nv_bfloat16 *dAb, *dBb;
   float* dCb;
   CUDA_CHECK(cudaMalloc(&dAb, Ab16.size() * sizeof(__nv_bfloat16)));
@@ -235,21 +203,22 @@ static void bench(cublasHandle_t h) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long m = args.get_int("--m", 257), n = args.get_int("--n", 131), k = args.get_int("--k", 199);
-  const long long batch = args.get_int("--batch", 7);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (m < 1 || n < 1 || k < 1 || batch < 1 || m > 2048 || n > 2048 || k > 2048 || batch > 64) {
-    std::fprintf(stderr, "error: --m, --n, --k must be in [1, 2048] and --batch in [1, 64] (CPU reference)\n");
-    return course::kExitFail;
-  }
+  // Sizes are bounded by the CPU reference's time, not by cuBLAS.
+  const int m = (int)args.get_int("--m", 257, 1, 2048), n = (int)args.get_int("--n", 131, 1, 2048);
+  const int k = (int)args.get_int("--k", 199, 1, 2048), batch = (int)args.get_int("--batch", 7, 1, 64);
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
+  const bool run_bench = args.has("--bench");
+  args.finish();
   // --8<-- [start:handle]
-  // A handle holds cuBLAS's per-thread state (the stream, the math mode, a workspace). Create one
-  // per thread and device, once: creation costs far more than a small GEMM.
+  // A handle holds cuBLAS's state for the device that was current when it was created (the stream,
+  // the math mode, a workspace). Create it once: creation costs far more than a small GEMM. cuBLAS
+  // calls may share a handle across host threads, but a setting one thread changes (stream, math
+  // mode) applies to every thread's later calls, so NVIDIA advises a handle per thread.
   cublasHandle_t handle;
   CUBLAS_CHECK(cublasCreate(&handle));
   // --8<-- [end:handle]
-  const bool ok = check_all(handle, (int)m, (int)n, (int)k, (int)batch, seed);
-  if (ok && args.has("--bench")) bench(handle);
+  const bool ok = check_all(handle, m, n, k, batch, seed);
+  if (ok && run_bench) bench(handle);
   CUBLAS_CHECK(cublasDestroy(handle));
   return ok ? 0 : course::kExitFail;
 }

@@ -13,19 +13,11 @@
 // course: run --m 1 --n 1 --k 1
 // course: bench --bench
 #include <cublasXt.h>
-#include <cublas_v2.h>
 
-#include "../common/course.cuh"
+#include <cstring>
 
-#define CUBLAS_CHECK(call)                                                                        \
-  do {                                                                                            \
-    cublasStatus_t st_ = (call);                                                                  \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                           \
-      std::fprintf(stderr, "cuBLAS error %s (%s) at %s:%d\n  in: %s\n", cublasGetStatusName(st_), \
-                   cublasGetStatusString(st_), __FILE__, __LINE__, #call);                        \
-      std::exit(course::kExitFail);                                                               \
-    }                                                                                             \
-  } while (0)
+#include "../common/check_cublas.cuh"
+#include "../common/gemm_reference.cuh"
 
 // --8<-- [start:xt]
 // cuBLASXt takes HOST pointers. It cuts C into blockDim x blockDim tiles, deals them out to the
@@ -55,12 +47,7 @@ static bool check(int ngpus, int m, int n, int k, uint64_t seed) {
   course::fill_uniform(B, seed + 1);
   std::fill(C.begin(), C.end(), std::numeric_limits<float>::quiet_NaN());  // poisoned, on the host
   std::vector<double> want(C.size());
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      double acc = 0;
-      for (int p = 0; p < k; ++p) acc += (double)A[(size_t)i * k + p] * B[(size_t)p * n + j];
-      want[(size_t)i * n + j] = acc;
-    }
+  course::gemm_reference(m, n, k, A.data(), B.data(), want.data());
   // A small block size so that even the check's matrices are split into many tiles.
   cublasXtHandle_t xt = make_xt(ngpus, 128);
   xt_sgemm_row_major(xt, A.data(), B.data(), C.data(), m, n, k);  // returns when C is on the host
@@ -73,19 +60,26 @@ static bool check(int ngpus, int m, int n, int k, uint64_t seed) {
 // --8<-- [start:bench]
 // 8192^3 SGEMM with the matrices in pinned host memory: cuBLASXt on every GPU, cuBLAS on one GPU
 // with the copies in and out timed too, and cuBLAS on data already resident on the GPU.
-static void bench(int ngpus) {
+static void bench(int ngpus, uint64_t seed) {
   const size_t s = 8192, e = s * s;
   const double flops = 2.0 * s * s * s, bytes = 3.0 * e * 4;
   float *hA, *hB, *hC, *dA, *dB, *dC;
   CUDA_CHECK(cudaMallocHost(&hA, e * 4));
   CUDA_CHECK(cudaMallocHost(&hB, e * 4));
   CUDA_CHECK(cudaMallocHost(&hC, e * 4));
-  std::memset(hA, 0, e * 4);
-  std::memset(hB, 0, e * 4);
+  {  // random operands (never zeros: the GPU runs faster on them), copied into the pinned buffers
+    std::vector<float> v(e);
+    course::fill_uniform(v, seed);
+    std::memcpy(hA, v.data(), e * 4);
+    course::fill_uniform(v, seed + 1);
+    std::memcpy(hB, v.data(), e * 4);
+  }
   CUDA_CHECK(cudaSetDevice(0));
   CUDA_CHECK(cudaMalloc(&dA, e * 4));
   CUDA_CHECK(cudaMalloc(&dB, e * 4));
   CUDA_CHECK(cudaMalloc(&dC, e * 4));
+  CUDA_CHECK(cudaMemcpy(dA, hA, e * 4, cudaMemcpyHostToDevice));  // for the operands-on-the-GPU row
+  CUDA_CHECK(cudaMemcpy(dB, hB, e * 4, cudaMemcpyHostToDevice));
   cublasHandle_t h;
   CUBLAS_CHECK(cublasCreate(&h));
   const float one = 1.0f, zero = 0.0f;
@@ -115,16 +109,16 @@ static void bench(int ngpus) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long m = args.get_int("--m", 517), n = args.get_int("--n", 301), k = args.get_int("--k", 263);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (m < 1 || n < 1 || k < 1 || m > 2048 || n > 2048 || k > 2048) {
-    std::fprintf(stderr, "error: --m, --n, --k must be in [1, 2048] (CPU reference)\n");
-    return course::kExitFail;
-  }
+  // Sizes are bounded by the CPU reference's time, not by cuBLASXt.
+  const int m = (int)args.get_int("--m", 517, 1, 2048), n = (int)args.get_int("--n", 301, 1, 2048);
+  const int k = (int)args.get_int("--k", 263, 1, 2048);
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
+  const bool run_bench = args.has("--bench");
+  args.finish();
   int ngpus = 0;
   CUDA_CHECK(cudaGetDeviceCount(&ngpus));
   std::printf("%d GPU(s) selected for cuBLASXt\n", ngpus);
-  const bool ok = check(ngpus, (int)m, (int)n, (int)k, seed);
-  if (ok && args.has("--bench")) bench(ngpus);
+  const bool ok = check(ngpus, m, n, k, seed);
+  if (ok && run_bench) bench(ngpus, seed);
   return ok ? 0 : course::kExitFail;
 }

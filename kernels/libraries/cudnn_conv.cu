@@ -1,6 +1,7 @@
 // cudnn_conv.cu: cuDNN's legacy (descriptor) API: a tanh activation, then a 2D convolution forward
-// with the algorithm cuDNN's heuristic proposes and the one its find call measures fastest, the
-// workspace sized for the algorithm that runs.
+// with the algorithm cuDNN's heuristic proposes and the one its find call measures fastest, each
+// with the math type its result names and a workspace sized for it; with --bench, every algorithm
+// find can run, timed the course's way on random inputs.
 //
 // Taught in docs/libraries/cudnn.md. kernels/libraries/cudnn_conv_torch.py checks the same
 // convolution against PyTorch.
@@ -15,27 +16,7 @@
 // course: run --n 1 --c 1 --h 1 --w 1 --k 1 --r 1 --pad 0 --stride 1
 // course: run --n 3 --c 7 --h 17 --w 23 --k 4 --r 5 --pad 2 --stride 2
 // course: bench --bench
-#include <cudnn.h>
-
-#include "../common/course.cuh"
-
-// --8<-- [start:status]
-// cudnnStatus_t names the failure: CUDNN_STATUS_BAD_PARAM (a descriptor that does not match the
-// others, a null pointer), CUDNN_STATUS_NOT_SUPPORTED (no engine for this layout, type or
-// configuration), CUDNN_STATUS_EXECUTION_FAILED (a kernel failed), and since cuDNN 9 finer codes
-// such as CUDNN_STATUS_BAD_PARAM_NULL_POINTER. cudnnGetLastErrorString adds a sentence.
-#define CUDNN_CHECK(call)                                                                        \
-  do {                                                                                           \
-    cudnnStatus_t st_ = (call);                                                                  \
-    if (st_ != CUDNN_STATUS_SUCCESS) {                                                           \
-      char msg_[512];                                                                            \
-      cudnnGetLastErrorString(msg_, sizeof(msg_));                                               \
-      std::fprintf(stderr, "cuDNN error %s at %s:%d\n  in: %s\n  %s\n", cudnnGetErrorString(st_), \
-                   __FILE__, __LINE__, #call, msg_);                                             \
-      std::exit(course::kExitFail);                                                              \
-    }                                                                                            \
-  } while (0)
-// --8<-- [end:status]
+#include "../common/check_cudnn.cuh"
 
 struct ConvShape {
   int n, c, h, w;  // input, NCHW
@@ -68,6 +49,16 @@ static void conv_reference(const std::vector<float>& x, const std::vector<float>
         }
 }
 // --8<-- [end:reference]
+
+static const char* math_name(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH: return "default math";
+    case CUDNN_TENSOR_OP_MATH: return "tensor-op math";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor-op math, conversion allowed";
+    case CUDNN_FMA_MATH: return "FMA math";
+    default: return "unknown math";
+  }
+}
 
 static const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
   switch (a) {
@@ -143,8 +134,8 @@ static void destroy(Conv& d) {
 // --8<-- [start:choose]
 // Two ways to choose an algorithm. The heuristic (Get*_v7) ranks them from the descriptors alone,
 // without running anything. Find runs every algorithm (on buffers it allocates itself; the ...Ex
-// variant uses yours) and ranks them by measured time, so it costs time and memory once. Either way, each result states the workspace it
-// needs: size the workspace from the chosen result, never guess.
+// variant uses yours) and ranks them by its own timing, so it costs time and memory once. Either
+// way, each result names an algorithm, the math type it was ranked with, and the workspace it needs.
 static std::vector<cudnnConvolutionFwdAlgoPerf_t> choose(cudnnHandle_t h, const Conv& d, bool find, bool verbose) {
   int max_algos = 0, got = 0;
   CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos));
@@ -158,22 +149,26 @@ static std::vector<cudnnConvolutionFwdAlgoPerf_t> choose(cudnnHandle_t h, const 
   for (const auto& p : perf)
     if (verbose)
       std::printf("  %s %-22s status=%-28s time=%8.4f ms workspace=%zu B math=%s\n", find ? "find" : "heur",
-                  algo_name(p.algo), cudnnGetErrorString(p.status), p.time, p.memory,
-                  p.mathType == CUDNN_TENSOR_OP_MATH ? "tensor-op" : p.mathType == CUDNN_FMA_MATH ? "fma" : "default");
+                  algo_name(p.algo), cudnnGetErrorString(p.status), p.time, p.memory, math_name(p.mathType));
   return perf;
 }
 // --8<-- [end:choose]
 
 // --8<-- [start:forward]
-static void conv_forward(cudnnHandle_t h, const Conv& d, const cudnnConvolutionFwdAlgoPerf_t& choice, const float* x,
-                         const float* f, float* y) {
+// Run one result of choose(): first apply the math type it was ranked with (the descriptor's own may
+// differ), then ask the workspace for that algorithm and math type. The caller owns the workspace,
+// so that a benchmark allocates it once, outside the timed region.
+static size_t prepare(cudnnHandle_t h, const Conv& d, const cudnnConvolutionFwdAlgoPerf_t& choice) {
+  CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, choice.mathType));
   size_t ws_bytes = 0;
   CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.f, d.conv, d.y, choice.algo, &ws_bytes));
-  void* ws = nullptr;
-  if (ws_bytes) CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
+  return std::max(ws_bytes, choice.memory);
+}
+
+static void conv_forward(cudnnHandle_t h, const Conv& d, cudnnConvolutionFwdAlgo_t algo, const float* x,
+                         const float* f, float* y, void* ws, size_t ws_bytes) {
   const float alpha = 1.0f, beta = 0.0f;
-  CUDNN_CHECK(cudnnConvolutionForward(h, &alpha, d.x, x, d.f, f, d.conv, choice.algo, ws, ws_bytes, &beta, d.y, y));
-  if (ws) CUDA_CHECK(cudaFree(ws));
+  CUDNN_CHECK(cudnnConvolutionForward(h, &alpha, d.x, x, d.f, f, d.conv, algo, ws, ws_bytes, &beta, d.y, y));
 }
 // --8<-- [end:forward]
 
@@ -186,7 +181,7 @@ static void write_raw(const std::string& path, const std::vector<float>& v) {
   std::fclose(fp);
 }
 
-static bool check(cudnnHandle_t h, const ConvShape& s, uint64_t seed, const char* dump) {
+static bool check(cudnnHandle_t h, const ConvShape& s, uint64_t seed, const std::string& dump) {
   bool ok = true;
   const size_t nx = (size_t)s.n * s.c * s.h * s.w, nf = (size_t)s.k * s.c * s.r * s.r;
   const size_t ny = (size_t)s.n * s.k * s.p() * s.q();
@@ -218,18 +213,26 @@ static bool check(cudnnHandle_t h, const ConvShape& s, uint64_t seed, const char
       std::printf("CHECK FAIL cudnn_conv_%s n=0 no algorithm succeeded\n", find ? "find" : "heuristic");
       return false;
     }
-    std::printf("  using %s (%s)\n", algo_name(it->algo), find ? "find's fastest" : "heuristic's first");
+    std::printf("  using %s with %s (%s)\n", algo_name(it->algo), math_name(it->mathType),
+                find ? "find's fastest" : "heuristic's first");
+    const size_t ws_bytes = prepare(h, d, *it);
+    void* ws = nullptr;
+    if (ws_bytes) CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
     course::poison(dy, ny * sizeof(float));
-    conv_forward(h, d, *it, dx, df, dy);
+    conv_forward(h, d, it->algo, dx, df, dy, ws, ws_bytes);
     CUDA_CHECK(cudaMemcpy(y.data(), dy, ny * sizeof(float), cudaMemcpyDeviceToHost));
-    // Tolerance for TF32 (10-bit mantissa) inputs, which default math allows.
-    ok &= course::check_close(find ? "cudnn_conv_find" : "cudnn_conv_heuristic", y.data(), want.data(), ny, 5e-3, 5e-3);
+    if (ws) CUDA_CHECK(cudaFree(ws));
+    // Tolerance for TF32 (10-bit mantissa) inputs, which default and tensor-op math allow, and for
+    // FFT and Winograd algorithms, whose transforms add rounding of their own even in fp32; "conversion
+    // allowed" may round the inputs to fp16 or bf16, which needs more.
+    const double tol = it->mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? 3e-2 : 5e-3;
+    ok &= course::check_close(find ? "cudnn_conv_find" : "cudnn_conv_heuristic", y.data(), want.data(), ny, tol, tol);
   }
-  if (dump) {
+  if (!dump.empty()) {
     y.resize(ny);
-    write_raw(std::string(dump) + "/x.f32", x);
-    write_raw(std::string(dump) + "/w.f32", f);
-    write_raw(std::string(dump) + "/y.f32", y);
+    write_raw(dump + "/x.f32", x);
+    write_raw(dump + "/w.f32", f);
+    write_raw(dump + "/y.f32", y);
   }
   destroy(d);
   for (void* p : {(void*)dx, (void*)df, (void*)dy}) CUDA_CHECK(cudaFree(p));
@@ -237,32 +240,45 @@ static bool check(cudnnHandle_t h, const ConvShape& s, uint64_t seed, const char
 }
 
 // --8<-- [start:bench]
-// A ResNet-50 layer (3x3, 64 -> 64 channels on 56x56, batch 32): every algorithm the find call
-// can run, timed the course's way. Find's fastest is the peer.
-static void bench(cudnnHandle_t h) {
+// A ResNet-50 layer (3x3, 64 -> 64 channels on 56x56, batch 32) on random inputs: every algorithm
+// the find call can run, each with the math type find ranked it with, timed the course's way. One
+// workspace, as large as the largest any of them needs, is allocated before timing starts, so the
+// timed region holds the convolution and nothing else. Find's first choice is the peer; each row
+// names its place in find's ranking.
+static void bench(cudnnHandle_t h, uint64_t seed) {
   const ConvShape s{32, 64, 56, 56, 64, 3, 1, 1};
   const size_t nx = (size_t)s.n * s.c * s.h * s.w, nf = (size_t)s.k * s.c * s.r * s.r;
   const size_t ny = (size_t)s.n * s.k * s.p() * s.q();
+  std::vector<float> hx(nx), hf(nf);
+  course::fill_uniform(hx, seed, -2.0f, 2.0f);
+  course::fill_uniform(hf, seed + 1);
   float *x, *f, *y;
   CUDA_CHECK(cudaMalloc(&x, nx * 4));
   CUDA_CHECK(cudaMalloc(&f, nf * 4));
   CUDA_CHECK(cudaMalloc(&y, ny * 4));
-  CUDA_CHECK(cudaMemset(x, 0, nx * 4));
-  CUDA_CHECK(cudaMemset(f, 0, nf * 4));
+  CUDA_CHECK(cudaMemcpy(x, hx.data(), nx * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(f, hf.data(), nf * 4, cudaMemcpyHostToDevice));
   Conv d = make_conv(s);
-  const auto perf = choose(h, d, /*find=*/true, /*verbose=*/false);
+  const auto perf = choose(h, d, /*find=*/true, /*verbose=*/true);
+  size_t ws_bytes = 0;
+  for (const auto& p : perf)
+    if (p.status == CUDNN_STATUS_SUCCESS) ws_bytes = std::max(ws_bytes, prepare(h, d, p));
+  void* ws = nullptr;
+  if (ws_bytes) CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
   const double flops = 2.0 * ny * s.c * s.r * s.r, bytes = 4.0 * (nx + nf + ny);
   bool first = true;
-  for (const auto& p : perf) {
+  for (size_t rank = 0; rank < perf.size(); ++rank) {
+    const auto& p = perf[rank];
     if (p.status != CUDNN_STATUS_SUCCESS) continue;
-    const float t = course::time_kernel_ms([&] { conv_forward(h, d, p, x, f, y); });
-    char impl[80];
-    std::snprintf(impl, sizeof(impl), "%s (%s math, %zu MiB workspace)", algo_name(p.algo),
-                  p.mathType == CUDNN_TENSOR_OP_MATH ? "tensor-op" : p.mathType == CUDNN_FMA_MATH ? "FMA" : "default",
-                  p.memory >> 20);
+    const size_t need = prepare(h, d, p);  // this result's math type, set on the descriptor
+    const float t = course::time_kernel_ms([&] { conv_forward(h, d, p.algo, x, f, y, ws, need); });
+    char impl[128];
+    std::snprintf(impl, sizeof(impl), "%s, %s, %zu MiB workspace, find rank %zu", algo_name(p.algo),
+                  math_name(p.mathType), need >> 20, rank + 1);
     course::print_bench("conv 3x3, 32x64x56x56 -> 64, fp32 NCHW", impl, t, bytes, flops, first);
     first = false;
   }
+  if (ws) CUDA_CHECK(cudaFree(ws));
   destroy(d);
   for (void* p : {(void*)x, (void*)f, (void*)y}) CUDA_CHECK(cudaFree(p));
 }
@@ -270,16 +286,18 @@ static void bench(cudnnHandle_t h) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const ConvShape s{(int)args.get_int("--n", 2), (int)args.get_int("--c", 3), (int)args.get_int("--h", 31),
-                    (int)args.get_int("--w", 29), (int)args.get_int("--k", 5), (int)args.get_int("--r", 3),
-                    (int)args.get_int("--pad", 1), (int)args.get_int("--stride", 1)};
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  const char* dump = nullptr;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--dump") == 0) dump = argv[i + 1];
-  if (s.n < 1 || s.c < 1 || s.h < 1 || s.w < 1 || s.k < 1 || s.r < 1 || s.pad < 0 || s.stride < 1 || s.n > 64 ||
-      s.c > 64 || s.h > 256 || s.w > 256 || s.k > 64 || s.r > 11 || s.p() < 1 || s.q() < 1) {
-    std::fprintf(stderr, "error: sizes out of range (n,c,k <= 64, h,w <= 256, r <= 11, output at least 1x1)\n");
+  // Sizes are bounded by the CPU reference's time.
+  const ConvShape s{(int)args.get_int("--n", 2, 1, 64), (int)args.get_int("--c", 3, 1, 64),
+                    (int)args.get_int("--h", 31, 1, 256), (int)args.get_int("--w", 29, 1, 256),
+                    (int)args.get_int("--k", 5, 1, 64), (int)args.get_int("--r", 3, 1, 11),
+                    (int)args.get_int("--pad", 1, 0, 5), (int)args.get_int("--stride", 1, 1, 8)};
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
+  const std::string dump = args.get_str("--dump", "");  // a folder for x, w and y as raw float32
+  const bool run_bench = args.has("--bench");
+  args.finish();
+  if (s.h + 2 * s.pad < s.r || s.w + 2 * s.pad < s.r) {
+    std::fprintf(stderr, "error: the padded input (%dx%d) is smaller than the %dx%d filter\n", s.h + 2 * s.pad,
+                 s.w + 2 * s.pad, s.r, s.r);
     return course::kExitFail;
   }
   // --8<-- [start:handle]
@@ -288,7 +306,7 @@ int main(int argc, char** argv) {
   std::printf("cuDNN %zu (headers %d)\n", cudnnGetVersion(), CUDNN_VERSION);
   // --8<-- [end:handle]
   const bool ok = check(handle, s, seed, dump);
-  if (ok && args.has("--bench")) bench(handle);
+  if (ok && run_bench) bench(handle, seed);
   CUDNN_CHECK(cudnnDestroy(handle));
   return ok ? 0 : course::kExitFail;
 }

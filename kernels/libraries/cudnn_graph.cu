@@ -16,6 +16,28 @@
 // harness a rebuild of the frontend's templates, which takes a minute or more.)
 #include "../common/course.cuh"
 
+// The options, read the same way whether or not the frontend's headers are there, so that a typo is
+// an error (exit 1) even in the stub below.
+struct Options {
+  int n, c, h, w, k;
+  uint64_t seed;
+};
+
+static Options parse_options(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  // fp16 tensor-core convolutions want channel counts that are multiples of 8 (16 bytes); the other
+  // bounds keep the CPU reference quick.
+  const Options o{(int)args.get_int("--n", 3, 1, 64), (int)args.get_int("--c", 16, 8, 256),
+                  (int)args.get_int("--h", 19, 1, 256), (int)args.get_int("--w", 13, 1, 256),
+                  (int)args.get_int("--k", 24, 8, 256), static_cast<uint64_t>(args.get_int("--seed", 2026, 0))};
+  args.finish();
+  if (o.c % 8 || o.k % 8) {
+    std::fprintf(stderr, "error: --c and --k must be multiples of 8 (fp16 tensor-core alignment)\n");
+    std::exit(course::kExitFail);
+  }
+  return o;
+}
+
 // The frontend also includes nvrtc.h (for its experimental engines). With dynamic loading it
 // looks cuDNN's functions up through a handle that the program provides, and opens NVRTC only if
 // an engine needs it, so the program links nothing but cuDNN. SKIP_JSON_LIB leaves out the JSON
@@ -24,6 +46,8 @@
 #include <cuda_fp16.h>
 #include <cudnn_frontend.h>
 #include <dlfcn.h>
+
+#include "../common/check_cudnn.cuh"
 
 namespace fe = cudnn_frontend;
 
@@ -71,25 +95,18 @@ static std::vector<__half> to_half(std::vector<float>& v) {  // rounds v in plac
 }
 
 int main(int argc, char** argv) {
-  const course::Args args{argc, argv};
-  const int N = (int)args.get_int("--n", 3), C = (int)args.get_int("--c", 16), H = (int)args.get_int("--h", 19);
-  const int W = (int)args.get_int("--w", 13), K = (int)args.get_int("--k", 24);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  // fp16 tensor-core convolutions want channel counts that are multiples of 8 (16 bytes).
-  if (N < 1 || H < 1 || W < 1 || C < 8 || K < 8 || C % 8 || K % 8 || N > 64 || H > 256 || W > 256 || C > 256 || K > 256) {
-    std::fprintf(stderr, "error: need C and K multiples of 8 in [8, 256], 1 <= N <= 64, 1 <= H, W <= 256\n");
-    return course::kExitFail;
-  }
+  const Options o = parse_options(argc, argv);
+  const int N = o.n, C = o.c, H = o.h, W = o.w, K = o.k;
+  const uint64_t seed = o.seed;
   cudnn_frontend::cudnn_dlhandle = dlopen("libcudnn.so.9", RTLD_NOW);
   if (!cudnn_frontend::cudnn_dlhandle) {
     std::fprintf(stderr, "error: cannot open libcudnn.so.9: %s\n", dlerror());
     return course::kExitFail;
   }
+  int devices = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&devices));  // no GPU: a plain CUDA error rather than cuDNN's
   cudnnHandle_t handle;
-  if (cudnnCreate(&handle) != CUDNN_STATUS_SUCCESS) {
-    std::fprintf(stderr, "error: cudnnCreate failed\n");
-    return course::kExitFail;
-  }
+  CUDNN_CHECK(cudnnCreate(&handle));
 
   // --8<-- [start:graph]
   // Tensors are described by dimensions in NCHW order and strides that say where each element
@@ -165,13 +182,14 @@ int main(int argc, char** argv) {
   const bool ok = course::check_close("cudnn_graph_conv_bias_relu", y.data(), want.data(), ny, 5e-3, 5e-3);
   for (void* p : {(void*)dx, (void*)dw, (void*)db, (void*)dy}) CUDA_CHECK(cudaFree(p));
   if (ws) CUDA_CHECK(cudaFree(ws));
-  cudnnDestroy(handle);
+  CUDNN_CHECK(cudnnDestroy(handle));
   return ok ? 0 : course::kExitFail;
 }
 
 #else  // no cudnn-frontend or NVRTC headers: say so, and count as waived rather than failed
 
-int main() {
+int main(int argc, char** argv) {
+  parse_options(argc, argv);
   std::printf("WAIVED needs the cudnn-frontend and NVRTC headers (pip install nvidia-cudnn-frontend; pass its include/)\n");
   return course::kExitWaived;
 }

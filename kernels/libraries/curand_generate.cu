@@ -12,25 +12,9 @@
 // course: run --n 1000003
 // course: run --n 4099
 // course: bench --bench
-#include <curand.h>
 #include <curand_kernel.h>
 
-#include "../common/course.cuh"
-
-// --8<-- [start:status]
-// curandStatus_t, like cufftResult, has no string function. The ones you will meet:
-// CURAND_STATUS_LENGTH_NOT_MULTIPLE (normal generators produce pairs: ask for an even count),
-// CURAND_STATUS_OUT_OF_RANGE, CURAND_STATUS_TYPE_ERROR (an option this generator type lacks,
-// such as an offset on MT19937), CURAND_STATUS_VERSION_MISMATCH (header and library differ).
-#define CURAND_CHECK(call)                                                                     \
-  do {                                                                                         \
-    curandStatus_t s_ = (call);                                                                \
-    if (s_ != CURAND_STATUS_SUCCESS) {                                                         \
-      std::fprintf(stderr, "cuRAND error %d at %s:%d\n  in: %s\n", (int)s_, __FILE__, __LINE__, #call); \
-      std::exit(course::kExitFail);                                                            \
-    }                                                                                          \
-  } while (0)
-// --8<-- [end:status]
+#include "../common/check_curand.cuh"
 
 static std::vector<float> to_host(const float* d, size_t n) {
   std::vector<float> h(n);
@@ -183,16 +167,15 @@ static void bench() {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long n = args.get_int("--n", 1000003);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (n < 4096 || n > (1LL << 28)) {
-    std::fprintf(stderr, "error: --n must be in [4096, 2^28] (the statistical checks need a sample)\n");
-    return course::kExitFail;
-  }
+  // The statistical checks need a sample of at least 4096 values.
+  const long long n = args.get_int("--n", 1000003, 4096, 1LL << 28);
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
+  const bool run_bench = args.has("--bench");
+  args.finish();
   int version = 0;
   CURAND_CHECK(curandGetVersion(&version));
   std::printf("cuRAND %d (headers %d)\n", version, CURAND_VER_MAJOR * 1000 + CURAND_VER_MINOR * 100 + CURAND_VER_PATCH);
   const bool ok = check((size_t)n, seed);
-  if (ok && args.has("--bench")) bench();
+  if (ok && run_bench) bench();
   return ok ? 0 : course::kExitFail;
 }

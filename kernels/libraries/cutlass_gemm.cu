@@ -17,18 +17,35 @@
 // course: bench --bench
 #include "../common/course.cuh"
 
+// The options, read the same way whether or not the CUTLASS headers are there, so that a typo is an
+// error (exit 1) even in the stub below.
+struct Options {
+  int m, n, k;
+  uint64_t seed;
+  bool bench;
+};
+
+static Options parse_options(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  Options o{};
+  o.m = (int)args.get_int("--m", 251, 1, 2048);  // bounded by the CPU reference's time
+  o.n = (int)args.get_int("--n", 136, 8, 2048);
+  o.k = (int)args.get_int("--k", 72, 8, 2048);
+  o.seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
+  o.bench = args.has("--bench");
+  args.finish();
+  if (o.n % 8 || o.k % 8) {  // the bf16 kernel reads 8 elements (16 bytes) at a time along n and k
+    std::fprintf(stderr, "error: --n and --k must be multiples of 8 (bf16 alignment)\n");
+    std::exit(course::kExitFail);
+  }
+  return o;
+}
+
 #if __has_include(<cutlass/gemm/device/gemm.h>)
-#include <cublas_v2.h>
 #include <cutlass/gemm/device/gemm.h>
 
-#define CUBLAS_CHECK(call)                                                                        \
-  do {                                                                                            \
-    cublasStatus_t st_ = (call);                                                                  \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                           \
-      std::fprintf(stderr, "cuBLAS error %s at %s:%d\n", cublasGetStatusName(st_), __FILE__, __LINE__); \
-      std::exit(course::kExitFail);                                                               \
-    }                                                                                             \
-  } while (0)
+#include "../common/check_cublas.cuh"
+#include "../common/gemm_reference.cuh"
 
 // --8<-- [start:types]
 // A CUTLASS GEMM is a type: element types and layouts of A, B and C, the accumulator type, which
@@ -71,13 +88,10 @@ static cutlass::Status run_gemm(const TA* A, const TA* B, TC* D, int m, int n, i
     CUDA_CHECK_LAUNCH();                                                                          \
   } while (0)
 
-static void reference(const std::vector<float>& A, const std::vector<float>& B, std::vector<double>& C, int m, int n, int k) {
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      double acc = 0;
-      for (int p = 0; p < k; ++p) acc += (double)A[(size_t)i * k + p] * B[(size_t)p * n + j];
-      C[(size_t)i * n + j] = acc;
-    }
+static std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
+  std::vector<__nv_bfloat16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16(v[i]);
+  return out;
 }
 
 template <typename T>
@@ -96,16 +110,17 @@ static bool check(int m, int n, int k, uint64_t seed) {
   float *dA = upload(A), *dB = upload(B), *dC;
   CUDA_CHECK(cudaMalloc(&dC, C.size() * sizeof(float)));
   course::poison(dC, C.size() * sizeof(float));
-  reference(A, B, want, m, n, k);
+  course::gemm_reference(m, n, k, A.data(), B.data(), want.data());
   CUTLASS_CHECK((run_gemm<GemmF32>(dA, dB, dC, m, n, k)));
   CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
   bool ok = course::check_close("cutlass_sgemm_simt", C.data(), want.data(), C.size(), 1e-4, 1e-4);
 
-  std::vector<cutlass::bfloat16_t> A16(A.size()), B16(B.size());
-  for (size_t i = 0; i < A.size(); ++i) { A16[i] = cutlass::bfloat16_t(A[i]); A[i] = float(A16[i]); }
-  for (size_t i = 0; i < B.size(); ++i) { B16[i] = cutlass::bfloat16_t(B[i]); B[i] = float(B16[i]); }
-  reference(A, B, want, m, n, k);  // from the rounded inputs
-  cutlass::bfloat16_t *dA16 = upload(A16), *dB16 = upload(B16);
+  // The reference reads the bf16-rounded inputs, the values the tensor cores multiply.
+  const std::vector<__nv_bfloat16> A16 = to_bf16(A), B16 = to_bf16(B);
+  course::gemm_reference(m, n, k, A16.data(), B16.data(), want.data());
+  // cutlass::bfloat16_t and __nv_bfloat16 are both the 16-bit bf16 format.
+  auto* dA16 = reinterpret_cast<cutlass::bfloat16_t*>(upload(A16));
+  auto* dB16 = reinterpret_cast<cutlass::bfloat16_t*>(upload(B16));
   course::poison(dC, C.size() * sizeof(float));
   CUTLASS_CHECK((run_gemm<GemmBf16>(dA16, dB16, dC, m, n, k)));
   CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
@@ -115,21 +130,18 @@ static bool check(int m, int n, int k, uint64_t seed) {
 }
 
 // --8<-- [start:bench]
-static void bench() {
+static void bench(uint64_t seed) {
   const int s = 4096;
   const size_t e = (size_t)s * s;
   const double flops = 2.0 * s * s * s;
-  float *A, *B, *C;
-  cutlass::bfloat16_t *A16, *B16;
-  CUDA_CHECK(cudaMalloc(&A, e * 4));
-  CUDA_CHECK(cudaMalloc(&B, e * 4));
+  // Random inputs: tensor cores draw less power on zeros, and clocks rise to match.
+  std::vector<float> hA(e), hB(e);
+  course::fill_uniform(hA, seed);
+  course::fill_uniform(hB, seed + 1);
+  float *A = upload(hA), *B = upload(hB), *C;
   CUDA_CHECK(cudaMalloc(&C, e * 4));
-  CUDA_CHECK(cudaMalloc(&A16, e * 2));
-  CUDA_CHECK(cudaMalloc(&B16, e * 2));
-  CUDA_CHECK(cudaMemset(A, 0, e * 4));
-  CUDA_CHECK(cudaMemset(B, 0, e * 4));
-  CUDA_CHECK(cudaMemset(A16, 0, e * 2));
-  CUDA_CHECK(cudaMemset(B16, 0, e * 2));
+  auto* A16 = reinterpret_cast<cutlass::bfloat16_t*>(upload(to_bf16(hA)));
+  auto* B16 = reinterpret_cast<cutlass::bfloat16_t*>(upload(to_bf16(hB)));
   cublasHandle_t h;
   CUBLAS_CHECK(cublasCreate(&h));
   const float one = 1.0f, zero = 0.0f;
@@ -151,21 +163,17 @@ static void bench() {
 }
 
 int main(int argc, char** argv) {
-  const course::Args args{argc, argv};
-  const long long m = args.get_int("--m", 251), n = args.get_int("--n", 136), k = args.get_int("--k", 72);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (m < 1 || n < 8 || k < 8 || n % 8 || k % 8 || m > 2048 || n > 2048 || k > 2048) {
-    std::fprintf(stderr, "error: need 1 <= m <= 2048 and n, k multiples of 8 in [8, 2048] (bf16 alignment)\n");
-    return course::kExitFail;
-  }
-  const bool ok = check((int)m, (int)n, (int)k, seed);
-  if (ok && args.has("--bench")) bench();
+  const Options o = parse_options(argc, argv);
+  course::require_compute_capability(8, 0, "the bf16 GEMM is built for Ampere's mma.sync tensor cores");
+  const bool ok = check(o.m, o.n, o.k, o.seed);
+  if (ok && o.bench) bench(o.seed);
   return ok ? 0 : course::kExitFail;
 }
 
 #else  // no CUTLASS headers: say so, and count as waived rather than failed
 
-int main() {
+int main(int argc, char** argv) {
+  parse_options(argc, argv);
   std::printf("WAIVED needs the CUTLASS headers (pip install nvidia-cutlass; pass cutlass_library/source/include)\n");
   return course::kExitWaived;
 }

@@ -13,24 +13,7 @@
 // course: run --count 1000003
 // course: run --count 1
 // course: bench --bench
-#include <nccl.h>
-
-#include "../common/course.cuh"
-
-// --8<-- [start:status]
-// ncclResult_t: ncclUnhandledCudaError (a CUDA call inside NCCL failed), ncclSystemError (the OS:
-// shared memory, sockets), ncclInvalidArgument / ncclInvalidUsage (your call is wrong, for
-// example a count that differs between ranks), ncclInternalError. NCCL_DEBUG=WARN explains more.
-#define NCCL_CHECK(call)                                                                        \
-  do {                                                                                          \
-    ncclResult_t r_ = (call);                                                                   \
-    if (r_ != ncclSuccess) {                                                                    \
-      std::fprintf(stderr, "NCCL error %s at %s:%d\n  in: %s\n", ncclGetErrorString(r_), __FILE__, \
-                   __LINE__, #call);                                                            \
-      std::exit(course::kExitFail);                                                             \
-    }                                                                                           \
-  } while (0)
-// --8<-- [end:status]
+#include "../common/check_nccl.cuh"
 
 // Rank r's input element i: a value whose sum over ranks is known exactly in float (small
 // integers), so the check can demand the exact sum.
@@ -123,19 +106,24 @@ static bool check(int ndev, size_t count) {
 // For each algorithm: a fresh communicator (NCCL reads NCCL_ALGO when it creates one), then
 // all-reduces from 8 KiB to 256 MiB. algbw = bytes / time; busbw = algbw * 2 (n - 1) / n, the
 // traffic each GPU's links actually carry in a ring all-reduce, comparable across GPU counts.
+// Out of place (as nccl-tests' first column), so that repeats sum the same non-constant inputs
+// instead of growing them in place towards infinity.
 static void bench(int ndev) {
   const size_t max_count = size_t(1) << 26;  // 256 MiB of floats
-  std::vector<float*> buf(ndev);
+  std::vector<float*> send(ndev), recv(ndev);
   for (int i = 0; i < ndev; ++i) {
     CUDA_CHECK(cudaSetDevice(i));
-    CUDA_CHECK(cudaMalloc(&buf[i], max_count * sizeof(float)));
-    CUDA_CHECK(cudaMemset(buf[i], 0, max_count * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&send[i], max_count * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&recv[i], max_count * sizeof(float)));
+    fill_rank<<<1024, 256>>>(send[i], max_count, i);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaDeviceSynchronize());
   }
   for (const char* algo : {"Ring", "Tree"}) {
     setenv("NCCL_ALGO", algo, 1);
     Comms c = init_comms(ndev);
     for (size_t count = 2048; count <= max_count; count *= 8) {
-      for (int w = 0; w < 5; ++w) allreduce(c, buf.data(), buf.data(), count);  // in place
+      for (int w = 0; w < 5; ++w) allreduce(c, send.data(), recv.data(), count);
       sync_all(c);
       const int reps = count >= (size_t(1) << 24) ? 10 : 50;
       CUDA_CHECK(cudaSetDevice(0));
@@ -143,7 +131,7 @@ static void bench(int ndev) {
       CUDA_CHECK(cudaEventCreate(&start));
       CUDA_CHECK(cudaEventCreate(&stop));
       CUDA_CHECK(cudaEventRecord(start, c.stream[0]));
-      for (int r = 0; r < reps; ++r) allreduce(c, buf.data(), buf.data(), count);
+      for (int r = 0; r < reps; ++r) allreduce(c, send.data(), recv.data(), count);
       CUDA_CHECK(cudaSetDevice(0));
       CUDA_CHECK(cudaEventRecord(stop, c.stream[0]));
       sync_all(c);
@@ -166,20 +154,19 @@ static void bench(int ndev) {
   // --8<-- [end:bench]
   for (int i = 0; i < ndev; ++i) {
     CUDA_CHECK(cudaSetDevice(i));
-    CUDA_CHECK(cudaFree(buf[i]));
+    CUDA_CHECK(cudaFree(send[i]));
+    CUDA_CHECK(cudaFree(recv[i]));
   }
 }
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long count = args.get_int("--count", 1000003);
-  // --gpus N uses the first N GPUs (default: all). --gpus 1 runs a one-rank all-reduce, which
+  const long long count = args.get_int("--count", 1000003, 1, 1LL << 28);
+  // --gpus N uses the first N GPUs (default 0: all). --gpus 1 runs a one-rank all-reduce, which
   // only proves that the program works on a one-GPU machine.
-  const long long want_gpus = args.get_int("--gpus", 0);
-  if (count < 1 || count > (1LL << 28)) {
-    std::fprintf(stderr, "error: --count must be in [1, 2^28]\n");
-    return course::kExitFail;
-  }
+  const long long want_gpus = args.get_int("--gpus", 0, 0, 1024);
+  const bool run_bench = args.has("--bench");
+  args.finish();
   // --8<-- [start:env]
   // NVLink multicast (NVLS) stays off on the course's machines; set before NCCL reads it.
   setenv("NCCL_NVLS_ENABLE", "0", 1);
@@ -195,6 +182,6 @@ int main(int argc, char** argv) {
   NCCL_CHECK(ncclGetVersion(&version));
   std::printf("NCCL %d (headers %d), %d GPUs\n", version, NCCL_VERSION_CODE, ndev);
   const bool ok = check(ndev, (size_t)count);
-  if (ok && args.has("--bench")) bench(ndev);
+  if (ok && run_bench) bench(ndev);
   return ok ? 0 : course::kExitFail;
 }

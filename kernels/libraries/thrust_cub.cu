@@ -24,6 +24,7 @@
 #include <thrust/scan.h>
 #include <thrust/sort.h>
 
+#include <exception>
 #include <numeric>
 
 #include "../common/course.cuh"
@@ -172,13 +173,21 @@ static void bench() {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long n = args.get_int("--n", 1000003);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (n < 1 || n > (1 << 21)) {
-    std::fprintf(stderr, "error: --n must be in [1, 2^21] (so that the scan fits in an int)\n");
+  // Values up to 1000 in magnitude: the inclusive scan of 2^21 of them fits in an int.
+  const long long n = args.get_int("--n", 1000003, 1, 1 << 21);
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
+  const bool run_bench = args.has("--bench");
+  args.finish();
+  int devices = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&devices));  // no GPU: a plain error before Thrust throws
+  // Thrust reports CUDA errors (and failed allocations) as exceptions, not return codes: catch them
+  // so that a failure is a message and exit code 1, not std::terminate.
+  try {
+    const bool ok = check((int)n, seed);
+    if (ok && run_bench) bench();
+    return ok ? 0 : course::kExitFail;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
     return course::kExitFail;
   }
-  const bool ok = check((int)n, seed);
-  if (ok && args.has("--bench")) bench();
-  return ok ? 0 : course::kExitFail;
 }

@@ -67,7 +67,10 @@ else
     python3 -m course.record merge "$out/gpu-record.json" "$work"/shard-*.json
     grep -h -E "^(FAILED|ERROR)" "$work"/shard-*.log
   fi
-  if [ "$part" != shards ]; then
+  if [ "$part" != shards ] && [ "$(left)" -lt 60 ]; then
+    echo "no time left for the benchmarks and profiler runs: run them with --part alone" | tee -a "$out/pytest-gpu.log"
+    status=1
+  elif [ "$part" != shards ]; then
     alone=$([ "$part" = all ] && echo alone || echo "$part")
     timeout -s INT "$(left)" python3 -m pytest --gpu-record -q -ra -p no:cacheprovider --gpu-shard "$alone" "$@" 2>&1 \
       | tee -a "$out/pytest-gpu.log"

@@ -17,7 +17,8 @@ __global__ void hello(int* marks) {
 }
 // --8<-- [end:kernel]
 
-int main() {
+int main(int argc, char** argv) {
+  course::Args{argc, argv}.finish();  // no options: anything on the command line is an error
   // --8<-- [start:launch]
   constexpr int kBlocks = 2, kThreadsPerBlock = 4, kThreads = kBlocks * kThreadsPerBlock;
   int* marks = nullptr;

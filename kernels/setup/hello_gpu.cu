@@ -9,7 +9,7 @@
 #include "../common/course.cuh"
 
 // --8<-- [start:kernel]
-// __global__ marks a function that runs on the GPU and is launched from the host.
+// __global__ marks a kernel: it runs on the GPU and is launched with <<<...>>> (here from the host).
 __global__ void hello(int* marks) {
   const int global_id = blockIdx.x * blockDim.x + threadIdx.x;
   printf("hello from thread %d of block %d (global id %d)\n", threadIdx.x, blockIdx.x, global_id);

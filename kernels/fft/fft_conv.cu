@@ -11,7 +11,7 @@
 //           2D FFTs with cuFFT, pointwise product, inverse FFT, crop: O(PQ log PQ) whatever R*S is;
 //           timed with the filter's spectrum computed in every call, and computed once beforehand (a
 //           convolution layer's filter is fixed across calls)
-// Build: nvcc -O3 -arch=native -lcufft -lcudnn -o build/fft/fft_conv kernels/fft/fft_conv.cu
+// Build: nvcc -O3 -arch=native -o build/fft/fft_conv kernels/fft/fft_conv.cu -lcufft -lcudnn
 // Run:   ./build/fft/fft_conv --h 37 --w 53 --r 5 --s 3   (checks all against a float64 direct sum)
 //        ./build/fft/fft_conv --bench                     (2048 x 2048 image, filters 3 to 63)
 //

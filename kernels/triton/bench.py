@@ -147,8 +147,7 @@ def run_benchmarks(add_module, softmax_module):
                 bench(case, f"CUDA course {kernel}", time_ms(cuda_softmax(softmax_module, kernel, x, y)), nbytes,
                       cols=cols)
 
-    for dtype in (torch.float16, torch.bfloat16):
-        name = str(dtype)[6:].replace("float16", "fp16").replace("bfloat16", "bf16")
+    for dtype, name in ((torch.float16, "fp16"), (torch.bfloat16, "bf16")):
         for s in [1024, 2048, 4096]:
             a, b = torch.randn(s, s, device="cuda").to(dtype), torch.randn(s, s, device="cuda").to(dtype)
             c = torch.empty(s, s, device="cuda", dtype=dtype)

@@ -4,7 +4,7 @@
 // Taught in docs/fast-matmul-fft/fft-conv.md. "Full" linear convolution of an H x W image with an
 // R x S filter: out[y][x] = sum_{i,j} img[y - i][x - j] * f[i][j], an (H+R-1) x (W+S-1) result, fp32.
 //   direct  one thread per output, R*S multiply-adds, the filter in constant memory (a broadcast)
-//   cuDNN   cudnnConvolutionForward with the algorithm cudnnFindConvolutionForwardAlgorithm measured
+//   cuDNN   cudnnConvolutionForward with the algorithm cudnnFindConvolutionForwardAlgorithmEx measured
 //           fastest (direct, implicit GEMM, FFT, tiled FFT or Winograd), twice: fp32 arithmetic only
 //           (CUDNN_FMA_MATH, the peer), and cuDNN's default math, which may use TF32 tensor cores
 //   fft     zero-pad both to P x Q >= (H+R-1) x (W+S-1) with small prime factors, real-to-complex
@@ -160,7 +160,7 @@ static void launch_direct(const float* img, float* out, int H, int W, int R, int
 // --8<-- [start:cudnn]
 // cuDNN computes the same full convolution of a 1-channel image with one filter: padding R-1 and S-1,
 // and CUDNN_CONVOLUTION, which flips the filter as the definition above does (CROSS_CORRELATION, what
-// deep-learning layers compute, would not). cudnnFindConvolutionForwardAlgorithm runs every algorithm
+// deep-learning layers compute, would not). cudnnFindConvolutionForwardAlgorithmEx runs every algorithm
 // cuDNN has for the shape and returns them fastest first; the fastest that succeeded is kept, with the
 // math type it ran with. Its workspace is allocated here, outside every timed region.
 static const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
@@ -206,7 +206,32 @@ struct CudnnConv {
     int max_algos = 0, got = 0;
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos));
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max_algos));
-    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(h, x_desc, f_desc, conv, y_desc, max_algos, &got, perf.data()));
+    {
+      // FindEx runs the algorithms on buffers we give it, filled with random values: plain
+      // cudnnFindConvolutionForwardAlgorithm allocates its own and leaves them uninitialised, which
+      // compute-sanitizer's initcheck reports. Its workspace: the most any algorithm asks for.
+      CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, x_desc, f_desc, conv, y_desc, max_algos, &got, perf.data()));
+      size_t find_ws = 0;
+      for (int i = 0; i < got; ++i)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS) find_ws = std::max(find_ws, perf[i].memory);
+      std::vector<float> hx(static_cast<size_t>(H) * W), hf(static_cast<size_t>(R) * S);
+      course::fill_uniform(hx, 1);
+      course::fill_uniform(hf, 2);
+      float *x = nullptr, *f = nullptr, *y = nullptr;
+      void* ws = nullptr;
+      CUDA_CHECK(cudaMalloc(&x, hx.size() * sizeof(float)));
+      CUDA_CHECK(cudaMalloc(&f, hf.size() * sizeof(float)));
+      CUDA_CHECK(cudaMalloc(&y, static_cast<size_t>(oh) * ow * sizeof(float)));
+      if (find_ws) CUDA_CHECK(cudaMalloc(&ws, find_ws));
+      CUDA_CHECK(cudaMemcpy(x, hx.data(), hx.size() * sizeof(float), cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaMemcpy(f, hf.data(), hf.size() * sizeof(float), cudaMemcpyHostToDevice));
+      CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, x_desc, x, f_desc, f, conv, y_desc, y, max_algos, &got,
+                                                         perf.data(), ws, find_ws));
+      CUDA_CHECK(cudaFree(x));
+      CUDA_CHECK(cudaFree(f));
+      CUDA_CHECK(cudaFree(y));
+      if (ws) CUDA_CHECK(cudaFree(ws));
+    }
     int best = -1;
     for (int i = 0; i < got && best < 0; ++i)
       if (perf[i].status == CUDNN_STATUS_SUCCESS) best = i;

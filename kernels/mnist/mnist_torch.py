@@ -460,6 +460,10 @@ def build(cfg: Config, batch: int, images_u8, labels) -> Built:
     notes = {}
     first = everything[:batch]
     if cfg.runner == "compile-step":
+        # The training set never moves: without this, Inductor's CUDA graphs (mode max-autotune) would
+        # copy it into a static buffer of their own before every replay, as they do with inputs.
+        torch._dynamo.mark_static_address(images_u8)
+        torch._dynamo.mark_static_address(labels)
         step_fn, notes = compile_whole_step(step_fn, cfg.mode, first)
     steps = n // batch
     counter = [0]

@@ -47,25 +47,30 @@ else
   status=0
   if [ "$part" = shards ] || [ "$part" = all ]; then
     pids=()
+    work=/tmp/course-shards && rm -rf "$work" && mkdir -p "$work"  # kept out of $OUT: few files come back
     for k in $(seq 1 "$shards"); do
       copy=/tmp/course-shard-$k
       rm -rf "$copy" && mkdir -p "$copy"
       # The tree without its build outputs: each shard compiles into its own build/.
       tar -C "$root" --exclude=./build --exclude=./.git --exclude=./site --exclude=./.venv -cf - . | tar -C "$copy" -xf -
-      cp "$out/gpu-record.json" "$out/shard-$k.json"
-      (cd "$copy" && COURSE_GPU_RECORD="$out/shard-$k.json" timeout -s INT "$(left)" \
+      cp "$out/gpu-record.json" "$work/shard-$k.json"
+      (cd "$copy" && COURSE_GPU_RECORD="$work/shard-$k.json" timeout -s INT "$(left)" \
          python3 -m pytest --gpu-record -q -ra -p no:cacheprovider --gpu-shard "$k/$shards" "$@" \
-         > "$out/shard-$k.log" 2>&1) &
+         > "$work/shard-$k.log" 2>&1) &
       pids+=($!)
     done
     for k in "${!pids[@]}"; do
       wait "${pids[$k]}" || status=1
-      tail -n 3 "$out/shard-$((k + 1)).log"
+      { echo "===== shard $((k + 1))/$shards"; cat "$work/shard-$((k + 1)).log"; } >> "$out/pytest-gpu.log"
+      tail -n 1 "$work/shard-$((k + 1)).log"
     done
-    python3 -m course.record merge "$out/gpu-record.json" "$out"/shard-*.json
-    grep -h -E "^(FAILED|ERROR)" "$out"/shard-*.log | tee -a "$out/pytest-gpu.log"
+    python3 -m course.record merge "$out/gpu-record.json" "$work"/shard-*.json
+    grep -h -E "^(FAILED|ERROR)" "$work"/shard-*.log
   fi
-  if [ "$part" != shards ]; then
+  if [ "$part" != shards ] && [ "$(left)" -lt 60 ]; then
+    echo "no time left for the benchmarks and profiler runs: run them with --part alone" | tee -a "$out/pytest-gpu.log"
+    status=1
+  elif [ "$part" != shards ]; then
     alone=$([ "$part" = all ] && echo alone || echo "$part")
     timeout -s INT "$(left)" python3 -m pytest --gpu-record -q -ra -p no:cacheprovider --gpu-shard "$alone" "$@" 2>&1 \
       | tee -a "$out/pytest-gpu.log"

@@ -9,12 +9,14 @@ Run: python kernels/ecosystem/compile_vs_eager.py --rows 1000 --cols 1027      (
 # course: run --rows 1 --cols 1
 # course: run --rows 1000 --cols 1027
 # course: bench --bench
-import argparse
-import json
 import sys
 import time
+from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
+
+torch = None  # imported in main(), after the arguments are checked
 
 
 # --8<-- [start:function]
@@ -26,47 +28,25 @@ def bias_gelu_residual(x, bias, scale):
 
 
 # --8<-- [start:timing]
-def time_ms(fn, *args, warmup=5, repeats=50):
-    """Median time of fn(*args) with CUDA events, after warm-up, L2 cache flushed before each repeat.
-    A GPU-side sleep before the start event lets the host queue fn's kernels first, so Python's and
-    torch.compile's launch overhead (guards included) is not timed: the figures compare GPU work."""
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
-        fn(*args)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        flush.zero_()  # evict the inputs from L2, as a real model's previous layer would
-        torch.cuda._sleep(1_000_000)  # ~0.5 ms of GPU work, so the host queues fn() before the start event runs
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*args)
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[len(times) // 2]
+def time_call(fn, *args) -> float:
+    """Median GPU time of fn(*args) in ms: course_tools.time_ms (CUDA events, warm-up, L2 flushed before
+    each repeat, a GPU-side sleep so that the host queues fn's kernels before the start event: Python's
+    and torch.compile's launch overhead, guards included, is not timed)."""
+    return course_tools.time_ms(lambda: fn(*args), warmup=5, repeats=50)
 # --8<-- [end:timing]
 
 
-def bench_line(case, impl, t_ms, nbytes, flops, peer, **extra):
-    print("BENCH " + json.dumps({"case": case, "impl": impl, "time_ms": t_ms, "bytes": nbytes,
-                                 "flops": flops, "peer": peer, **extra}), flush=True)
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=1000)
-    parser.add_argument("--cols", type=int, default=1027)
-    parser.add_argument("--bench", action="store_true")
-    parser.add_argument("--seed", type=int, default=2026)
-    args = parser.parse_args()
-    if args.rows < 1 or args.cols < 1:
-        print("error: --rows and --cols must be at least 1", file=sys.stderr)
-        return 1
-    if not torch.cuda.is_available():
-        print("error: no CUDA GPU visible to PyTorch", file=sys.stderr)
-        return 1
+    global torch
+    p = course_tools.parser("a bias + GELU + residual function, eager and under torch.compile, checked and timed")
+    p.add_argument("--rows", type=int, default=1000)
+    p.add_argument("--cols", type=int, default=1027)
+    p.add_argument("--bench", action="store_true", help="also time both on 8192 x 8192")
+    p.add_argument("--seed", type=int, default=2026)
+    args = p.parse_args()
+    if not (1 <= args.rows <= 1 << 16 and 1 <= args.cols <= 1 << 16):
+        p.error("--rows and --cols must be between 1 and 65536")
+    torch = course_tools.require_cuda("torch")
     torch.manual_seed(args.seed)
 
     # --8<-- [start:compile]
@@ -82,14 +62,8 @@ def main() -> int:
     print(f"first compiled call (tracing + code generation + compilation): {time.perf_counter() - started:.1f} s")
     # --8<-- [end:compile]
 
-    rtol, atol = 1e-5, 1e-5
-    ok = True
-    for name, out in (("eager_vs_float64", eager), ("compiled_vs_float64", got)):
-        err = (out.double() - want).abs()
-        good = bool((err <= atol + rtol * want.abs()).all()) and out.numel() > 0
-        ok = ok and good
-        print(f"CHECK {'PASS' if good else 'FAIL'} {name} n={out.numel()} max_abs_err={err.max().item():.3g} "
-              f"rtol={rtol:g} atol={atol:g}")
+    ok = course_tools.check_close("eager_vs_float64", eager, want, 1e-5, 1e-5)
+    ok &= course_tools.check_close("compiled_vs_float64", got, want, 1e-5, 1e-5)
 
     if args.bench and ok:
         rows, cols = 8192, 8192
@@ -100,10 +74,10 @@ def main() -> int:
         nbytes = 2 * x.numel() * x.element_size() + 2 * cols * 4
         flops = 0  # GELU's transcendental work is not counted: this function is memory-bound
         case = f"bias+GELU+residual, {rows}x{cols} float32"
-        bench_line(case, "eager (4 kernels)", time_ms(bias_gelu_residual, x, bias, scale), nbytes, flops, True,
-                   size=x.numel())
-        bench_line(case, "torch.compile (fused)", time_ms(compiled, x, bias, scale), nbytes, flops, False,
-                   size=x.numel())
+        course_tools.bench(case, "eager (4 kernels)", time_call(bias_gelu_residual, x, bias, scale), nbytes, flops,
+                           peer=True, size=x.numel())
+        course_tools.bench(case, "torch.compile (fused)", time_call(compiled, x, bias, scale), nbytes, flops,
+                           size=x.numel())
     return 0 if ok else 1
 
 

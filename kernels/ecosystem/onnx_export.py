@@ -6,7 +6,6 @@ Run: python kernels/ecosystem/onnx_export.py [--batch 7]
 """
 # course: run --batch 1
 # course: run --batch 7
-import argparse
 import importlib.util
 import sys
 import time
@@ -14,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
 
 # --8<-- [start:model]
@@ -32,14 +34,13 @@ class SmallCNN(torch.nn.Module):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--batch", type=int, default=7)
-    parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("--out", default="build/ecosystem/small_cnn.onnx")
-    args = parser.parse_args()
-    if args.batch < 1:
-        print("error: --batch must be at least 1", file=sys.stderr)
-        return 1
+    p = course_tools.parser("export a small CNN to ONNX and check ONNX Runtime against PyTorch (CPU)")
+    p.add_argument("--batch", type=int, default=7)
+    p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--out", default="build/ecosystem/small_cnn.onnx")
+    args = p.parse_args()
+    if not 1 <= args.batch <= 1024:
+        p.error("--batch must be between 1 and 1024 (the exported dynamic dimension's range)")
     missing = [m for m in ("onnx", "onnxruntime", "onnxscript") if importlib.util.find_spec(m) is None]
     if missing:  # exit code 2: the harness reports "waived" (skipped), never "passed"
         print(f"WAIVED needs {', '.join(missing)}: pip install onnx onnxruntime onnxscript")
@@ -75,13 +76,9 @@ def main() -> int:
     ops = sorted({node.op_type for node in onnx.load(str(out)).graph.node})
     print(f"{out}: {out.stat().st_size / 1024:.0f} KiB, ONNX operators: {', '.join(ops)}")
     print(f"ONNX Runtime {ort.__version__} ran batch {args.batch} in {ort_ms:.2f} ms (first call, CPU)")
-    rtol, atol = 1e-4, 1e-5
-    err = np.abs(got.astype(np.float64) - want)
-    ok = got.shape == want.shape and bool(np.all(err <= atol + rtol * np.abs(want)))
-    n = want.size
-    status = "PASS" if ok and n > 0 else "FAIL"
-    print(f"CHECK {status} onnxruntime_matches_pytorch n={n} max_abs_err={err.max():.3g} rtol={rtol:g} atol={atol:g}")
-    return 0 if status == "PASS" else 1
+    ok = course_tools.check_true("onnxruntime_output_shape", got.shape == want.shape, 1, f"shape={got.shape}")
+    ok &= course_tools.check_close("onnxruntime_matches_pytorch", got, want, 1e-4, 1e-5)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

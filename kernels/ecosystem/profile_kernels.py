@@ -10,14 +10,19 @@ Run: python kernels/ecosystem/profile_kernels.py
 # course: run
 import re
 import sys
+from pathlib import Path
 
-import torch
-from torch.profiler import ProfilerActivity, profile
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
+
+torch = None  # imported in main(), after the arguments are checked
 
 
 # --8<-- [start:profile]
 def gpu_kernels(fn, *args):
     """Names of the GPU kernels that one call of fn(*args) launches (after a warm-up call)."""
+    from torch.profiler import ProfilerActivity, profile
+
     fn(*args)
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -41,9 +46,9 @@ FAMILIES = {
 
 
 def main() -> int:
-    if not torch.cuda.is_available():
-        print("error: no CUDA GPU visible to PyTorch", file=sys.stderr)
-        return 1
+    global torch
+    course_tools.parser("name the libraries behind PyTorch's GPU kernels with torch.profiler").parse_args()
+    torch = course_tools.require_cuda("torch")
     torch.manual_seed(2026)
     a, b = torch.randn(1027, 515, device="cuda"), torch.randn(515, 2053, device="cuda")
     a16 = torch.randn(2048, 1024, device="cuda", dtype=torch.bfloat16)
@@ -69,25 +74,20 @@ def main() -> int:
             matching = [n for n in names if FAMILIES[family.split("_")[0]].search(n)]
             for n in names:
                 print(f"  [{family}] {'*' if n in matching else ' '} {n[:150]}")
-            good = bool(matching)
-            ok = ok and good
-            print(f"CHECK {'PASS' if good else 'FAIL'} {family}_kernels_found n={len(names)} "
-                  f"matching={len(matching)}")
+            ok &= course_tools.check_true(f"{family}_kernels_found", bool(matching), len(names),
+                                          f"matching={len(matching)}")
 
         # The kernels must also compute the right thing: compare each with a float64 CPU result.
         checks = {
-            "gemm": (torch.matmul(a, b), a.double().cpu() @ b.double().cpu(), 1e-2),  # TF32 may be on
+            # TF32 may be on (torch.backends.cuda.matmul.fp32_precision = "tf32"): a tolerance that allows it
+            "gemm": (torch.matmul(a, b), a.double().cpu() @ b.double().cpu(), 1e-2),
             "conv": (conv(images), torch.nn.functional.conv2d(images.double().cpu(), conv.weight.double().cpu(),
                                                               conv.bias.double().cpu(), padding=1), 1e-2),
             "triton": (cases["triton"][0](x), torch.nn.functional.gelu(x.double().cpu()) * 2.0 + x.double().cpu(),
                        1e-5),
         }
         for family, (got, want, tol) in checks.items():
-            err = (got.double().cpu() - want).abs()
-            good = bool((err <= tol + tol * want.abs()).all())
-            ok = ok and good
-            print(f"CHECK {'PASS' if good else 'FAIL'} {family}_result n={want.numel()} "
-                  f"max_abs_err={err.max().item():.3g} rtol={tol:g} atol={tol:g}")
+            ok &= course_tools.check_close(f"{family}_result", got, want, tol, tol)
     return 0 if ok else 1
 
 

@@ -23,19 +23,11 @@
 // course: run --n 4096 --batch 3
 // course: run --n 128 --batch 1
 // course: bench --bench
-#include <cufft.h>
+#include <type_traits>
 
+#include "../common/check_cufft.cuh"
 #include "../common/course.cuh"
-
-#define CUFFT_CHECK(call)                                                                            \
-  do {                                                                                               \
-    cufftResult r_ = (call);                                                                         \
-    if (r_ != CUFFT_SUCCESS) {                                                                       \
-      std::fprintf(stderr, "cuFFT error %d at %s:%d in %s\n", static_cast<int>(r_), __FILE__, __LINE__, \
-                   #call);                                                                           \
-      std::exit(course::kExitFail);                                                                  \
-    }                                                                                                \
-  } while (0)
+#include "../matmul/bench_row.cuh"
 
 // ---------------------------------------------------------------------------------------------
 // CPU reference: the DFT by its definition, in float64 (O(N^2) per transform).
@@ -377,12 +369,16 @@ struct FourStep {
   static constexpr int kSlab = P >= 16 ? R1 * kRow : R1 * kRow + (24 - R1 * kRow % 16) % 16;
   // Launch shape, the fastest of the few tried on an H200: one transform per block once it fills a
   // warp (N >= 1024), else 128 threads. kMinBlocks is __launch_bounds__' minimum of resident blocks
-  // per SM: 1 leaves ptxas free to spend registers (it then batches the twiddle loads); at N = 1024,
-  // 24 (all that shared memory holds) caps registers at 80, so 24 transforms fit per SM (ptxas then
-  // spills one 4-byte value).
+  // per SM: 1 leaves ptxas free to spend registers; at N = 1024, 24 (all that shared memory holds on
+  // Hopper) caps the registers so that 24 transforms fit per SM. Turing holds at most 16 blocks per SM,
+  // and ptxas rejects a larger minimum there.
   static constexpr int T = P >= 32 ? 1 : 128 / P;  // transforms per block
   static constexpr int kThreads = P * T;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  static constexpr int kMinBlocks = N == 1024 ? 16 : 1;
+#else
   static constexpr int kMinBlocks = N == 1024 ? 24 : 1;
+#endif
 };
 
 // tw4[k1 * R2 + n2] = W_N^(n2 k1): the R2 threads of a transform read one row, coalesced.
@@ -474,18 +470,21 @@ static void launch_fixed(const Plan& p, const float2* in, float2* out) {
   stockham_fixed<N><<<course::ceil_div(p.batch, T), Fixed<N, 8>::P * T>>>(in, out, p.tw, p.batch);
   CUDA_CHECK_LAUNCH();
 }
+// --8<-- [start:dispatch]
+// Calls f(std::integral_constant<int, N>) for the power of two N = n, trying LO, 2 LO, ... 4096: the one
+// place where a runtime length becomes a template argument. False if n is none of them.
+template <int LO, typename F>
+static bool with_compile_time_n(int n, F&& f) {
+  if (n == LO) return f(std::integral_constant<int, LO>{}), true;
+  if constexpr (LO < 4096) return with_compile_time_n<2 * LO>(n, f);
+  return false;
+}
+// --8<-- [end:dispatch]
+
 // Compile-time N exists for 64..4096; other sizes fall back to v4.
 static void launch_v5(const Plan& p, const float2* in, float2* out) {
-  switch (p.N) {
-    case 64: return launch_fixed<64>(p, in, out);
-    case 128: return launch_fixed<128>(p, in, out);
-    case 256: return launch_fixed<256>(p, in, out);
-    case 512: return launch_fixed<512>(p, in, out);
-    case 1024: return launch_fixed<1024>(p, in, out);
-    case 2048: return launch_fixed<2048>(p, in, out);
-    case 4096: return launch_fixed<4096>(p, in, out);
-    default: return launch_v4(p, in, out);
-  }
+  if (!with_compile_time_n<64>(p.N, [&](auto n) { launch_fixed<decltype(n)::value>(p, in, out); }))
+    launch_v4(p, in, out);
 }
 
 // --8<-- [start:launch_v6]
@@ -495,22 +494,9 @@ static void launch_fourstep(const Plan& p, const float2* in, float2* out) {
   fourstep_kernel<N><<<course::ceil_div(p.batch, F::T), F::kThreads>>>(in, out, p.tw4, p.batch);
   CUDA_CHECK_LAUNCH();
 }
-static void launch_v6(const Plan& p, const float2* in, float2* out) {
-  switch (p.N) {
-    case 2: return launch_fourstep<2>(p, in, out);
-    case 4: return launch_fourstep<4>(p, in, out);
-    case 8: return launch_fourstep<8>(p, in, out);
-    case 16: return launch_fourstep<16>(p, in, out);
-    case 32: return launch_fourstep<32>(p, in, out);
-    case 64: return launch_fourstep<64>(p, in, out);
-    case 128: return launch_fourstep<128>(p, in, out);
-    case 256: return launch_fourstep<256>(p, in, out);
-    case 512: return launch_fourstep<512>(p, in, out);
-    case 1024: return launch_fourstep<1024>(p, in, out);
-    case 2048: return launch_fourstep<2048>(p, in, out);
-    case 4096: return launch_fourstep<4096>(p, in, out);
-    default: return launch_v5(p, in, out);  // not reached: main accepts powers of two up to 4096
-  }
+static void launch_v6(const Plan& p, const float2* in, float2* out) {  // every power of two from 2 to 4096
+  if (!with_compile_time_n<2>(p.N, [&](auto n) { launch_fourstep<decltype(n)::value>(p, in, out); }))
+    launch_v5(p, in, out);  // not reached: main accepts powers of two up to 4096
 }
 // --8<-- [end:launch_v6]
 
@@ -636,7 +622,6 @@ static bool bench_size(int N, uint64_t seed) {
   char cs[64];
   std::snprintf(cs, sizeof(cs), "fft N=%d batch=%d", N, batch);
   const double bytes = 2.0 * n * sizeof(float2), flops = 5.0 * n * log2n;  // 5 N log2 N per transform
-  const double io = 2.0 * n * sizeof(float2);
   bool ok = true;
   for (const Version& v : kVersions) {
     if (v.id != 0) {
@@ -648,13 +633,9 @@ static bool bench_size(int N, uint64_t seed) {
       ok &= course::check_close(name, got.data(), ref.data(), 2 * n, 1e-4, 2e-6 * std::sqrt(N) * (log2n + 1));
     }
     const float ms = course::time_kernel_ms([&] { run_version(v, p, cf, d_in, d_out); });
-    // Workspace: cuFFT's scratch; for ours the twiddle table. Peak: input + output + workspace.
-    const double ws = v.id == 0 ? static_cast<double>(cf.workspace) : N * sizeof(float2);
-    std::printf(
-        "BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
-        "\"peer\": %s, \"size\": %d, \"workspace_bytes\": %.0f, \"peak_bytes\": %.0f}\n",
-        cs, v.name, ms, bytes, flops, v.id == 0 ? "true" : "false", N, ws, io + ws);
-    std::fflush(stdout);
+    // Workspace: cuFFT's scratch; for ours the twiddle tables.
+    const double ws = v.id == 0 ? static_cast<double>(cf.workspace) : (v.id == 6 ? 2.0 : 1.0) * N * sizeof(float2);
+    chapter::print_bench_row(cs, v.name, ms, bytes, flops, v.id == 0, N, ws);
   }
   CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw)));
   CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw4)));
@@ -664,21 +645,50 @@ static bool bench_size(int N, uint64_t seed) {
 }
 // --8<-- [end:bench]
 
+// One launch of one version on random input, for a profiler (kernels/fft/fft_ncu.py); no check.
+static int profile_once(const Version& v, int N, int batch, uint64_t seed) {
+  const size_t n = static_cast<size_t>(N) * batch;
+  std::vector<float> host(2 * n);
+  course::fill_uniform(host, seed);
+  float2 *d_in = nullptr, *d_out = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_in, n * sizeof(float2)));
+  CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(float2)));
+  CUDA_CHECK(cudaMemcpy(d_in, host.data(), n * sizeof(float2), cudaMemcpyHostToDevice));
+  const Plan p{N, ilog2(N), batch, make_twiddles(N), make_fourstep_twiddles(N, ilog2(N))};
+  const CufftPlan cf(N, batch);
+  run_version(v, p, cf, d_in, d_out);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::printf("profiled %s at N=%d batch=%d\n", v.name, N, batch);
+  CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw)));
+  CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw4)));
+  CUDA_CHECK(cudaFree(d_in));
+  CUDA_CHECK(cudaFree(d_out));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long N = args.get_int("--n", 1024), batch = args.get_int("--batch", 7);
+  const long long N = args.get_int("--n", 1024, 2, 4096), batch = args.get_int("--batch", 7, 1);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (N < 2 || N > 4096 || (N & (N - 1)) != 0) {
+  const long long profile = args.get_int("--profile", -1, 0, 6);  // -1: not profiling
+  const bool bench = args.has("--bench");
+  args.finish();
+  if ((N & (N - 1)) != 0) {
     std::fprintf(stderr, "error: --n must be a power of two from 2 to 4096 (got %lld)\n", N);
     return course::kExitFail;
   }
-  if (batch < 1 || N * batch > (1LL << 26)) {
-    std::fprintf(stderr, "error: --batch must be at least 1 and N * batch at most 2^26\n");
+  if (N * batch > (1LL << 26)) {
+    std::fprintf(stderr, "error: N * batch must be at most 2^26 (got %lld)\n", N * batch);
+    return course::kExitFail;
+  }
+  if (profile >= 0 && bench) {
+    std::fprintf(stderr, "error: --profile and --bench are separate modes; give one\n");
     return course::kExitFail;
   }
   allow_large_smem();
+  if (profile >= 0) return profile_once(kVersions[profile], static_cast<int>(N), static_cast<int>(batch), seed);
   bool ok = check_all(static_cast<int>(N), static_cast<int>(batch), seed);
-  if (ok && args.has("--bench"))
+  if (ok && bench)
     for (int n = 64; n <= 4096; n *= 2) ok &= bench_size(n, seed + 10);
   return ok ? 0 : course::kExitFail;
 }

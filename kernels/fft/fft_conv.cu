@@ -1,34 +1,30 @@
-// fft_conv.cu: 2D convolution of an image with a filter, directly and through the FFT, compared in
-// the same run over filter sizes to find where the FFT starts to win.
+// fft_conv.cu: 2D convolution of an image with a filter: a direct kernel, through the FFT, and cuDNN's
+// fastest algorithm, compared in the same run over filter sizes to find where the FFT starts to win.
 //
 // Taught in docs/fast-matmul-fft/fft-conv.md. "Full" linear convolution of an H x W image with an
-// R x S filter: out[y][x] = sum_{i,j} img[y - i][x - j] * f[i][j], an (H+R-1) x (W+S-1) result.
+// R x S filter: out[y][x] = sum_{i,j} img[y - i][x - j] * f[i][j], an (H+R-1) x (W+S-1) result, fp32.
 //   direct  one thread per output, R*S multiply-adds, the filter in constant memory (a broadcast)
+//   cuDNN   cudnnConvolutionForward with the algorithm cudnnFindConvolutionForwardAlgorithm measured
+//           fastest (direct, implicit GEMM, FFT, tiled FFT or Winograd), twice: fp32 arithmetic only
+//           (CUDNN_FMA_MATH, the peer), and cuDNN's default math, which may use TF32 tensor cores
 //   fft     zero-pad both to P x Q >= (H+R-1) x (W+S-1) with small prime factors, real-to-complex
-//           2D FFTs with cuFFT, pointwise product, inverse FFT, crop: O(PQ log PQ) whatever R*S is
-// Build: nvcc -O3 -arch=native -lcufft -o build/fft/fft_conv kernels/fft/fft_conv.cu
-// Run:   ./build/fft/fft_conv --h 37 --w 53 --r 5 --s 3   (checks both against a float64 direct sum)
+//           2D FFTs with cuFFT, pointwise product, inverse FFT, crop: O(PQ log PQ) whatever R*S is;
+//           timed with the filter's spectrum computed in every call, and computed once beforehand (a
+//           convolution layer's filter is fixed across calls)
+// Build: nvcc -O3 -arch=native -o build/fft/fft_conv kernels/fft/fft_conv.cu -lcufft -lcudnn
+// Run:   ./build/fft/fft_conv --h 37 --w 53 --r 5 --s 3   (checks all against a float64 direct sum)
 //        ./build/fft/fft_conv --bench                     (2048 x 2048 image, filters 3 to 63)
 //
 // course: gpu
-// course: libs cufft
+// course: libs cufft cudnn
 // course: run --h 37 --w 53 --r 5 --s 3
 // course: run --h 1 --w 1 --r 1 --s 1
 // course: run --h 64 --w 45 --r 7 --s 8
 // course: bench --bench
-#include <cufft.h>
-
+#include "../common/check_cudnn.cuh"
+#include "../common/check_cufft.cuh"
 #include "../common/course.cuh"
-
-#define CUFFT_CHECK(call)                                                                            \
-  do {                                                                                               \
-    cufftResult r_ = (call);                                                                         \
-    if (r_ != CUFFT_SUCCESS) {                                                                       \
-      std::fprintf(stderr, "cuFFT error %d at %s:%d in %s\n", static_cast<int>(r_), __FILE__, __LINE__, \
-                   #call);                                                                           \
-      std::exit(course::kExitFail);                                                                  \
-    }                                                                                                \
-  } while (0)
+#include "../matmul/bench_row.cuh"
 
 constexpr int kMaxFilter = 64;  // the constant-memory filter holds up to 64 x 64 floats (16 KiB)
 
@@ -126,14 +122,19 @@ struct FftConv {
     cudaFree(img_hat);
     cudaFree(f_hat);
   }
-  void operator()(const float* img, const float* filter, float* out) const {
+  // The filter's spectrum: once per filter. A convolution layer applies one filter to many images.
+  void set_filter(const float* filter) const {
+    const dim3 block(32, 8), grid_pq(course::ceil_div(Q, 32), course::ceil_div(P, 8));
+    pad<<<grid_pq, block>>>(filter, R, S, f_pad, P, Q);
+    CUDA_CHECK_LAUNCH();
+    CUFFT_CHECK(cufftExecR2C(fwd, f_pad, f_hat));
+  }
+  // The convolution of one image with the filter whose spectrum set_filter computed.
+  void apply(const float* img, float* out) const {
     const dim3 block(32, 8), grid_pq(course::ceil_div(Q, 32), course::ceil_div(P, 8));
     pad<<<grid_pq, block>>>(img, H, W, img_pad, P, Q);
     CUDA_CHECK_LAUNCH();
-    pad<<<grid_pq, block>>>(filter, R, S, f_pad, P, Q);
-    CUDA_CHECK_LAUNCH();
     CUFFT_CHECK(cufftExecR2C(fwd, img_pad, img_hat));
-    CUFFT_CHECK(cufftExecR2C(fwd, f_pad, f_hat));
     const size_t spectrum = static_cast<size_t>(P) * (Q / 2 + 1);
     multiply_spectra<<<static_cast<unsigned>(course::ceil_div<size_t>(spectrum, 256)), 256>>>(
         img_hat, f_hat, spectrum, 1.0f / (static_cast<float>(P) * Q));
@@ -143,6 +144,10 @@ struct FftConv {
     crop<<<dim3(course::ceil_div(OW, 32), course::ceil_div(OH, 8)), block>>>(img_pad, Q, out, OH, OW);
     CUDA_CHECK_LAUNCH();
   }
+  void operator()(const float* img, const float* filter, float* out) const {  // both, every call
+    set_filter(filter);
+    apply(img, out);
+  }
 };
 // --8<-- [end:fft_conv]
 
@@ -151,6 +156,87 @@ static void launch_direct(const float* img, float* out, int H, int W, int R, int
   conv_direct<<<grid, block>>>(img, out, H, W, R, S);
   CUDA_CHECK_LAUNCH();
 }
+
+// --8<-- [start:cudnn]
+// cuDNN computes the same full convolution of a 1-channel image with one filter: padding R-1 and S-1,
+// and CUDNN_CONVOLUTION, which flips the filter as the definition above does (CROSS_CORRELATION, what
+// deep-learning layers compute, would not). cudnnFindConvolutionForwardAlgorithm runs every algorithm
+// cuDNN has for the shape and returns them fastest first; the fastest that succeeded is kept, with the
+// math type it ran with. Its workspace is allocated here, outside every timed region.
+static const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+    default: return "other";
+  }
+}
+
+struct CudnnConv {
+  cudnnHandle_t h;
+  cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
+  cudnnFilterDescriptor_t f_desc = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnConvolutionFwdAlgoPerf_t choice{};
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  // math: CUDNN_FMA_MATH (fp32 arithmetic only) or CUDNN_DEFAULT_MATH (TF32 tensor cores allowed).
+  CudnnConv(cudnnHandle_t handle, int H, int W, int R, int S, cudnnMathType_t math) : h(handle) {
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&x_desc));
+    CUDNN_CHECK(cudnnCreateTensorDescriptor(&y_desc));
+    CUDNN_CHECK(cudnnCreateFilterDescriptor(&f_desc));
+    CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, H, W));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(f_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 1, 1, R, S));
+    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, R - 1, S - 1, 1, 1, 1, 1, CUDNN_CONVOLUTION, CUDNN_DATA_FLOAT));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
+    int n = 0, c = 0, oh = 0, ow = 0;
+    CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv, x_desc, f_desc, &n, &c, &oh, &ow));
+    if (n != 1 || c != 1 || oh != H + R - 1 || ow != W + S - 1) {
+      std::fprintf(stderr, "error: cuDNN's output shape %dx%d differs from the full convolution's %dx%d\n", oh, ow,
+                   H + R - 1, W + S - 1);
+      std::exit(course::kExitFail);
+    }
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, oh, ow));
+    int max_algos = 0, got = 0;
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(max_algos));
+    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(h, x_desc, f_desc, conv, y_desc, max_algos, &got, perf.data()));
+    int best = -1;
+    for (int i = 0; i < got && best < 0; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS) best = i;
+    if (best < 0) {
+      std::fprintf(stderr, "error: no cuDNN algorithm ran for a %dx%d image and a %dx%d filter\n", H, W, R, S);
+      std::exit(course::kExitFail);
+    }
+    choice = perf[best];
+    CUDNN_CHECK(cudnnSetConvolutionMathType(conv, choice.mathType));  // run it as it was measured
+    CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, x_desc, f_desc, conv, y_desc, choice.algo, &workspace_bytes));
+    workspace_bytes = std::max(workspace_bytes, choice.memory);
+    if (workspace_bytes) CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
+  }
+  ~CudnnConv() {
+    cudaFree(workspace);
+    cudnnDestroyTensorDescriptor(x_desc);
+    cudnnDestroyTensorDescriptor(y_desc);
+    cudnnDestroyFilterDescriptor(f_desc);
+    cudnnDestroyConvolutionDescriptor(conv);
+  }
+  void operator()(const float* img, const float* filter, float* out) const {
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_desc, img, f_desc, filter, conv, choice.algo, workspace,
+                                        workspace_bytes, &zero, y_desc, out));
+  }
+  const char* math_name() const {
+    return choice.mathType == CUDNN_FMA_MATH ? "FMA" : choice.mathType == CUDNN_TENSOR_OP_MATH ? "TENSOR_OP" : "DEFAULT";
+  }
+};
+// --8<-- [end:cudnn]
 
 struct Buffers {
   float *img = nullptr, *filter = nullptr, *out = nullptr;
@@ -169,10 +255,27 @@ struct Buffers {
   }
 };
 
-// FFT convolution's error is absolute, relative to the size of the signals, not to each output.
+// FFT convolution's error is absolute, relative to the size of the signals, not to each output. cuDNN's
+// fp32 algorithms include FFTs, so its check uses the same bound.
 static double fft_atol(int R, int S) { return 1e-4 * std::sqrt(static_cast<double>(R) * S); }
+// TF32 keeps 10 of fp32's 23 mantissa bits: each product may be off by about 1e-3 of its size, and R*S
+// such errors of random sign add up like sqrt(R*S).
+static double tf32_atol(int R, int S) { return 3e-3 * std::sqrt(static_cast<double>(R) * S) + 1e-3; }
 
-static bool check(int H, int W, int R, int S, uint64_t seed) {
+// Runs `launch` on a NaN-poisoned output and compares it with `want`.
+template <typename F, typename T>
+static bool check_one(const char* what, int H, int W, int R, int S, const T* want, float* d_out, size_t n_out,
+                      double rtol, double atol, F&& launch) {
+  std::vector<float> got(n_out);
+  course::poison(d_out, n_out * sizeof(float));
+  launch();
+  CUDA_CHECK(cudaMemcpy(got.data(), d_out, n_out * sizeof(float), cudaMemcpyDeviceToHost));
+  char name[96];
+  std::snprintf(name, sizeof(name), "%s_%dx%d_f%dx%d", what, H, W, R, S);
+  return course::check_close(name, got.data(), want, n_out, rtol, atol);
+}
+
+static bool check(cudnnHandle_t h, int H, int W, int R, int S, uint64_t seed) {
   std::vector<float> img(static_cast<size_t>(H) * W), f(static_cast<size_t>(R) * S);
   course::fill_uniform(img, seed);
   course::fill_uniform(f, seed + 1);
@@ -180,67 +283,88 @@ static bool check(int H, int W, int R, int S, uint64_t seed) {
   std::vector<double> want(n_out);
   conv_reference(H, W, R, S, img.data(), f.data(), want.data());
   Buffers b(img, f, n_out);
-  std::vector<float> got(n_out);
-  char name[64];
-  course::poison(b.out, n_out * sizeof(float));
-  launch_direct(b.img, b.out, H, W, R, S);
-  CUDA_CHECK(cudaMemcpy(got.data(), b.out, n_out * sizeof(float), cudaMemcpyDeviceToHost));
-  std::snprintf(name, sizeof(name), "conv_direct_%dx%d_f%dx%d", H, W, R, S);
-  bool ok = course::check_close(name, got.data(), want.data(), n_out, 1e-5, 1e-6 * R * S);
+  const double* w = want.data();
+  bool ok = check_one("conv_direct", H, W, R, S, w, b.out, n_out, 1e-5, 1e-6 * R * S,
+                      [&] { launch_direct(b.img, b.out, H, W, R, S); });
   const FftConv fft(H, W, R, S);
-  course::poison(b.out, n_out * sizeof(float));
-  fft(b.img, b.filter, b.out);
-  CUDA_CHECK(cudaMemcpy(got.data(), b.out, n_out * sizeof(float), cudaMemcpyDeviceToHost));
-  std::snprintf(name, sizeof(name), "conv_fft_%dx%d_f%dx%d", H, W, R, S);
-  ok &= course::check_close(name, got.data(), want.data(), n_out, 1e-4, fft_atol(R, S));
+  ok &= check_one("conv_fft", H, W, R, S, w, b.out, n_out, 1e-4, fft_atol(R, S), [&] { fft(b.img, b.filter, b.out); });
+  const FftConv fft_pre(H, W, R, S);  // a fresh plan: the spectrum comes from set_filter alone
+  fft_pre.set_filter(b.filter);
+  ok &= check_one("conv_fft_precomputed_filter", H, W, R, S, w, b.out, n_out, 1e-4, fft_atol(R, S),
+                  [&] { fft_pre.apply(b.img, b.out); });
+  const CudnnConv fp32(h, H, W, R, S, CUDNN_FMA_MATH);
+  ok &= check_one("conv_cudnn_fp32", H, W, R, S, w, b.out, n_out, 1e-4, fft_atol(R, S),
+                  [&] { fp32(b.img, b.filter, b.out); });
+  const CudnnConv tf32(h, H, W, R, S, CUDNN_DEFAULT_MATH);
+  ok &= check_one("conv_cudnn_default_math", H, W, R, S, w, b.out, n_out, 5e-3, tf32_atol(R, S),
+                  [&] { tf32(b.img, b.filter, b.out); });
   return ok;
 }
 
 // --8<-- [start:bench]
-static bool bench_filter(int H, int W, int R, uint64_t seed) {
+// Every row is checked against the direct kernel's output on the same inputs before it is timed; the
+// filter's spectrum for the "precomputed" row and cuDNN's algorithm choice and workspace are made
+// before the timed runs, as a convolution layer would make them once.
+static bool bench_filter(cudnnHandle_t h, int H, int W, int R, uint64_t seed) {
   std::vector<float> img(static_cast<size_t>(H) * W), f(static_cast<size_t>(R) * R);
   course::fill_uniform(img, seed);
   course::fill_uniform(f, seed + 1);
   const int OH = H + R - 1, OW = W + R - 1;
   const size_t n_out = static_cast<size_t>(OH) * OW;
   Buffers b(img, f, n_out);
-  std::vector<float> direct(n_out), via_fft(n_out);
+  std::vector<float> direct(n_out);
   launch_direct(b.img, b.out, H, W, R, R);
   CUDA_CHECK(cudaMemcpy(direct.data(), b.out, n_out * sizeof(float), cudaMemcpyDeviceToHost));
   const FftConv fft(H, W, R, R);
-  course::poison(b.out, n_out * sizeof(float));
-  fft(b.img, b.filter, b.out);
-  CUDA_CHECK(cudaMemcpy(via_fft.data(), b.out, n_out * sizeof(float), cudaMemcpyDeviceToHost));
-  char name[64], cs[64];
-  std::snprintf(name, sizeof(name), "conv_fft_vs_direct_f%d", R);
-  const bool ok = course::check_close(name, via_fft.data(), direct.data(), n_out, 1e-4, fft_atol(R, R));
+  const CudnnConv fp32(h, H, W, R, R, CUDNN_FMA_MATH), dflt(h, H, W, R, R, CUDNN_DEFAULT_MATH);
+  std::printf("CUDNN filter=%d fp32: %s (%s math), default math: %s (%s math)\n", R, algo_name(fp32.choice.algo),
+              fp32.math_name(), algo_name(dflt.choice.algo), dflt.math_name());
+  const float* want = direct.data();
+  bool ok = true;
+  ok &= check_one("conv_fft_vs_direct", H, W, R, R, want, b.out, n_out, 1e-4, fft_atol(R, R),
+                  [&] { fft(b.img, b.filter, b.out); });
+  fft.set_filter(b.filter);
+  ok &= check_one("conv_fft_precomputed_vs_direct", H, W, R, R, want, b.out, n_out, 1e-4, fft_atol(R, R),
+                  [&] { fft.apply(b.img, b.out); });
+  ok &= check_one("conv_cudnn_fp32_vs_direct", H, W, R, R, want, b.out, n_out, 1e-4, fft_atol(R, R),
+                  [&] { fp32(b.img, b.filter, b.out); });
+  ok &= check_one("conv_cudnn_default_vs_direct", H, W, R, R, want, b.out, n_out, 5e-3, tf32_atol(R, R),
+                  [&] { dflt(b.img, b.filter, b.out); });
+  char cs[64];
   std::snprintf(cs, sizeof(cs), "conv %dx%d image, %dx%d filter", H, W, R, R);
   const double bytes = sizeof(float) * (static_cast<double>(H) * W + R * R + n_out);
-  const double flops_direct = 2.0 * H * static_cast<double>(W) * R * R;  // each input meets each tap once
+  const double flops = 2.0 * H * static_cast<double>(W) * R * R;  // the direct method's: each input meets each tap once
   const float t_direct = course::time_kernel_ms([&] { launch_direct(b.img, b.out, H, W, R, R); });
+  const float t_fp32 = course::time_kernel_ms([&] { fp32(b.img, b.filter, b.out); });
+  const float t_dflt = course::time_kernel_ms([&] { dflt(b.img, b.filter, b.out); });
   const float t_fft = course::time_kernel_ms([&] { fft(b.img, b.filter, b.out); });
-  const char* fmt =
-      "BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
-      "\"peer\": %s, \"size\": %d, \"workspace_bytes\": %.0f, \"peak_bytes\": %.0f}\n";
-  std::printf(fmt, cs, "direct", t_direct, bytes, flops_direct, "true", R, 0.0, bytes);
-  std::printf(fmt, cs, "FFT (cuFFT)", t_fft, bytes, flops_direct, "false", R, static_cast<double>(fft.workspace),
-              bytes + fft.workspace);
-  std::fflush(stdout);
+  fft.set_filter(b.filter);  // the timed calls below reuse this spectrum
+  const float t_pre = course::time_kernel_ms([&] { fft.apply(b.img, b.out); });
+  const double fft_ws = static_cast<double>(fft.workspace);
+  chapter::print_bench_row(cs, "direct (one thread per output)", t_direct, bytes, flops, false, R, 0.0);
+  chapter::print_bench_row(cs, "cuDNN fp32 (fastest algorithm, FMA math)", t_fp32, bytes, flops, true, R,
+                           static_cast<double>(fp32.workspace_bytes));
+  chapter::print_bench_row(cs, "cuDNN default math (TF32 allowed)", t_dflt, bytes, flops, false, R,
+                           static_cast<double>(dflt.workspace_bytes));
+  chapter::print_bench_row(cs, "FFT (cuFFT), filter spectrum in every call", t_fft, bytes, flops, false, R, fft_ws);
+  chapter::print_bench_row(cs, "FFT (cuFFT), filter spectrum precomputed", t_pre, bytes, flops, false, R, fft_ws);
   return ok;
 }
 // --8<-- [end:bench]
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long H = args.get_int("--h", 37), W = args.get_int("--w", 53);
-  const long long R = args.get_int("--r", 5), S = args.get_int("--s", 3);
+  const long long H = args.get_int("--h", 37, 1, 4096), W = args.get_int("--w", 53, 1, 4096);
+  const long long R = args.get_int("--r", 5, 1, kMaxFilter), S = args.get_int("--s", 3, 1, kMaxFilter);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (H < 1 || W < 1 || H > 4096 || W > 4096 || R < 1 || S < 1 || R > kMaxFilter || S > kMaxFilter) {
-    std::fprintf(stderr, "error: image 1..4096 on each side, filter 1..%d on each side\n", kMaxFilter);
-    return course::kExitFail;
-  }
-  bool ok = check(static_cast<int>(H), static_cast<int>(W), static_cast<int>(R), static_cast<int>(S), seed);
-  if (ok && args.has("--bench"))
-    for (int r : {3, 5, 9, 17, 33, 63}) ok &= bench_filter(2048, 2048, r, seed + 10);
+  const bool bench = args.has("--bench");
+  args.finish();
+  CUDA_CHECK(cudaFree(nullptr));  // a missing GPU is reported by CUDA, before cuDNN is asked for a handle
+  cudnnHandle_t h = nullptr;
+  CUDNN_CHECK(cudnnCreate(&h));
+  bool ok = check(h, static_cast<int>(H), static_cast<int>(W), static_cast<int>(R), static_cast<int>(S), seed);
+  if (ok && bench)
+    for (int r : {3, 5, 9, 17, 33, 63}) ok &= bench_filter(h, 2048, 2048, r, seed + 10);
+  CUDNN_CHECK(cudnnDestroy(h));
   return ok ? 0 : course::kExitFail;
 }

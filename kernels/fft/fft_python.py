@@ -8,10 +8,14 @@
 # course: run --n 64
 # course: run --n 1
 # course: run --n 8
-import argparse
 import cmath
+import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
 
 # --8<-- [start:dft]
@@ -39,28 +43,24 @@ def fft(x):
 # --8<-- [end:fft]
 
 
-def check(name, got, want, rtol, atol):
-    got, want = np.asarray(got), np.asarray(want)
-    err = np.abs(got - want)
-    if got.size == 0 or not np.all(err <= atol + rtol * np.abs(want)):
-        print(f"CHECK FAIL {name} n={got.size}")
-        return False
-    print(f"CHECK PASS {name} n={got.size} max_abs_err={err.max():.3g} rtol={rtol} atol={atol}")
-    return True
+def as_real(z):
+    """Complex values as (real, imaginary) pairs: the shared check compares real numbers."""
+    z = np.asarray(z, dtype=np.complex128)
+    return np.stack([z.real, z.imag], axis=-1)
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = course_tools.parser("the DFT by its definition and the recursive FFT, checked against numpy.fft")
     ap.add_argument("--n", type=int, default=64)
     ap.add_argument("--seed", type=int, default=2026)
     a = ap.parse_args()
     if a.n < 1 or a.n > 4096 or a.n & (a.n - 1):
-        raise SystemExit("error: --n must be a power of two from 1 to 4096")
+        ap.error("--n must be a power of two from 1 to 4096")
     rng = np.random.default_rng(a.seed)
     x = rng.uniform(-1, 1, a.n) + 1j * rng.uniform(-1, 1, a.n)
     want = np.fft.fft(x)
-    ok = check("python_dft", dft(list(x)), want, 1e-9, 1e-9 * a.n)
-    ok &= check("python_recursive_fft", fft(list(x)), want, 1e-9, 1e-9 * a.n)
+    ok = course_tools.check_close("python_dft", as_real(dft(list(x))), as_real(want), 1e-9, 1e-9 * a.n)
+    ok &= course_tools.check_close("python_recursive_fft", as_real(fft(list(x))), as_real(want), 1e-9, 1e-9 * a.n)
     raise SystemExit(0 if ok else 1)
 
 

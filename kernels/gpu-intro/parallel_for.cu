@@ -80,12 +80,9 @@ static bool check(const char* name, Launch launch, int n, float a, const std::ve
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long n = args.get_int("--n", 1000003);
+  const long long n = args.get_int("--n", 1000003, 1, 1LL << 30);  // an int index covers it
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (n < 1 || n > (1LL << 30)) {
-    std::fprintf(stderr, "error: --n must be between 1 and %lld\n", 1LL << 30);
-    return course::kExitFail;
-  }
+  args.finish();
   const float a = 2.5f;
   std::vector<float> x(n), y0(n);
   course::fill_uniform(x, seed);

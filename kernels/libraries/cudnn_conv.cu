@@ -133,17 +133,26 @@ static void destroy(Conv& d) {
 
 // --8<-- [start:choose]
 // Two ways to choose an algorithm. The heuristic (Get*_v7) ranks them from the descriptors alone,
-// without running anything. Find runs every algorithm (on buffers it allocates itself; the ...Ex
-// variant uses yours) and ranks them by its own timing, so it costs time and memory once. Either
-// way, each result names an algorithm, the math type it was ranked with, and the workspace it needs.
-static std::vector<cudnnConvolutionFwdAlgoPerf_t> choose(cudnnHandle_t h, const Conv& d, bool find, bool verbose) {
+// without running anything. Find runs every algorithm and ranks them by its own timing, so it costs
+// time and memory once. The ...Ex variant used here runs them on your buffers, with a workspace you
+// give it; plain cudnnFindConvolutionForwardAlgorithm allocates its own buffers and leaves them
+// uninitialised, which compute-sanitizer's initcheck reports as reads of uninitialised memory.
+// Either way, each result names an algorithm, the math type it was ranked with, and its workspace.
+static std::vector<cudnnConvolutionFwdAlgoPerf_t> choose(cudnnHandle_t h, const Conv& d, bool find, bool verbose,
+                                                         const float* x, const float* f, float* y) {
   int max_algos = 0, got = 0;
   CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_algos));
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(max_algos);
+  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.f, d.conv, d.y, max_algos, &got, perf.data()));
   if (find) {
-    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(h, d.x, d.f, d.conv, d.y, max_algos, &got, perf.data()));
-  } else {
-    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.f, d.conv, d.y, max_algos, &got, perf.data()));
+    size_t ws_bytes = 0;  // room for every algorithm the heuristic knows about
+    for (int i = 0; i < got; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS) ws_bytes = std::max(ws_bytes, perf[i].memory);
+    void* ws = nullptr;
+    if (ws_bytes) CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
+    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x, d.f, f, d.conv, d.y, y, max_algos, &got,
+                                                       perf.data(), ws, ws_bytes));
+    if (ws) CUDA_CHECK(cudaFree(ws));
   }
   perf.resize(got);
   for (const auto& p : perf)
@@ -207,7 +216,7 @@ static bool check(cudnnHandle_t h, const ConvShape& s, uint64_t seed, const std:
   conv_reference(x, f, want, s);
   // Run both the heuristic's first choice and find's fastest, each with its own workspace.
   for (bool find : {false, true}) {
-    const auto perf = choose(h, d, find, true);
+    const auto perf = choose(h, d, find, true, dx, df, dy);
     const auto it = std::find_if(perf.begin(), perf.end(), [](const auto& p) { return p.status == CUDNN_STATUS_SUCCESS; });
     if (it == perf.end()) {
       std::printf("CHECK FAIL cudnn_conv_%s n=0 no algorithm succeeded\n", find ? "find" : "heuristic");
@@ -259,7 +268,7 @@ static void bench(cudnnHandle_t h, uint64_t seed) {
   CUDA_CHECK(cudaMemcpy(x, hx.data(), nx * 4, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(f, hf.data(), nf * 4, cudaMemcpyHostToDevice));
   Conv d = make_conv(s);
-  const auto perf = choose(h, d, /*find=*/true, /*verbose=*/true);
+  const auto perf = choose(h, d, /*find=*/true, /*verbose=*/true, x, f, y);
   size_t ws_bytes = 0;
   for (const auto& p : perf)
     if (p.status == CUDNN_STATUS_SUCCESS) ws_bytes = std::max(ws_bytes, prepare(h, d, p));

@@ -11,6 +11,9 @@
 // Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -lcublas -o build/matmul/gemm_wgmma kernels/matmul/gemm_wgmma.cu
 // Run:   ./build/matmul/gemm_wgmma --m 200 --n 135 --k 72
 //        ./build/matmul/gemm_wgmma --bench
+// It runs only on compute capability 9.0 (H100, H200) and waives itself elsewhere. The wgmma, TMA and
+// mbarrier code is compiled only where __CUDA_ARCH_FEAT_SM90_ALL is defined (the compute_90a pass), so the
+// file also builds for sm_75 to sm_100, where the kernel is an empty stub; main refuses to run a stub.
 //
 // course: gpu
 // course: libs cublas
@@ -19,38 +22,18 @@
 // course: run --m 1 --n 1 --k 8
 // course: run --m 129 --n 257 --k 520
 // course: bench --bench
-#include <cublas_v2.h>
 #include <cuda.h>  // CUtensorMap and the driver API's types (the function itself is fetched at run time)
 #include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 
+#include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
-
-#define CUBLAS_CHECK(call)                                                                    \
-  do {                                                                                        \
-    cublasStatus_t st_ = (call);                                                              \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                       \
-      std::fprintf(stderr, "cuBLAS error %d at %s:%d in %s\n", static_cast<int>(st_), __FILE__, \
-                   __LINE__, #call);                                                          \
-      std::exit(course::kExitFail);                                                           \
-    }                                                                                         \
-  } while (0)
+#include "../common/gemm_reference.cuh"
+#include "bench_row.cuh"
 
 using bf16 = __nv_bfloat16;
 
-// CPU reference: C[i][j] = sum_k A[i][k] * B[j][k] in float64 from the bf16 inputs.
-static void gemm_nt_reference(int M, int N, int K, const bf16* A, const bf16* B, double* C) {
-  std::vector<double> a(K);
-  for (int i = 0; i < M; ++i) {
-    for (int k = 0; k < K; ++k) a[k] = __bfloat162float(A[static_cast<size_t>(i) * K + k]);
-    for (int j = 0; j < N; ++j) {
-      double acc = 0.0;
-      const bf16* b = B + static_cast<size_t>(j) * K;
-      for (int k = 0; k < K; ++k) acc += a[k] * static_cast<double>(__bfloat162float(b[k]));
-      C[static_cast<size_t>(i) * N + j] = acc;
-    }
-  }
-}
+// CPU reference: course::gemm_reference with BLayout::kNxK (C = A B^T in float64 from the bf16 inputs).
 
 constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4;
 constexpr int CONSUMERS = 2, THREADS = (CONSUMERS + 1) * 128;
@@ -58,6 +41,8 @@ constexpr int A_TILE = BM * BK, B_TILE = BN * BK;  // elements per stage
 constexpr int STAGE_BYTES = (A_TILE + B_TILE) * static_cast<int>(sizeof(bf16));
 constexpr size_t kSmemBytes = static_cast<size_t>(STAGES) * STAGE_BYTES + 1024;  // + room to align to 1 KiB
 
+// The device code below uses sm_90a-only instructions: it exists only in the compute_90a pass.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // --8<-- [start:mbarrier]
 // mbarrier: a barrier object in shared memory with an arrival count and a transaction (byte) count.
 // A phase completes when the expected arrivals have arrived and the expected bytes have landed; waiters
@@ -142,6 +127,7 @@ __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.a
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
 // --8<-- [end:wgmma]
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 // --8<-- [start:kernel]
 __global__ void __launch_bounds__(THREADS, 1)
@@ -219,8 +205,11 @@ __global__ void __launch_bounds__(THREADS, 1)
 }
 // --8<-- [end:kernel]
 
-// The harness also builds for the plain target (-arch); that code has no wgmma and an empty kernel.
-// This probe says which code the driver picked for this GPU.
+// Which code did the driver load? The file is built for several targets (the harness adds sm_75 to
+// sm_100 to the page's sm_90a). In the course's recorded runs on H100 and H200, a binary holding both
+// sm_90 and sm_90a code ran the sm_90a code (those runs printed this kernel's BENCH rows); should a driver
+// ever pick the sm_90 stub instead, this probe says so and main stops with an error rather than time an
+// empty kernel.
 __global__ void built_for_sm90a(int* out) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   *out = 1;
@@ -319,7 +308,7 @@ static bool check_all(int M, int N, int K, uint64_t seed) {
   const size_t nc = static_cast<size_t>(M) * N;
   const auto A = random_bf16(static_cast<size_t>(M) * K, seed), B = random_bf16(static_cast<size_t>(N) * K, seed + 1);
   std::vector<double> want(nc);
-  gemm_nt_reference(M, N, K, A.data(), B.data(), want.data());
+  course::gemm_reference(M, N, K, A.data(), B.data(), want.data(), course::BLayout::kNxK);
   DeviceMats d(A, B, nc);
   const Problem p{M, N, K, d.A, d.B, d.C};
   const Wgmma wgmma(p);
@@ -356,39 +345,49 @@ static bool bench_size(int S, uint64_t seed, double cublas_bytes) {
   const double flops = 2.0 * S * S * static_cast<double>(S), bytes = 3.0 * n * sizeof(bf16);
   const float t0 = course::time_kernel_ms([&] { launch_cublas(p); });
   const float t1 = course::time_kernel_ms([&] { wgmma(p); });
-  const char* fmt =
-      "BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
-      "\"peer\": %s, \"size\": %d, \"workspace_bytes\": %.0f, \"peak_bytes\": %.0f}\n";
-  std::printf(fmt, cs, "v0 cuBLAS bf16 (A*B^T)", t0, bytes, flops, "true", S, cublas_bytes, bytes + cublas_bytes);
-  std::printf(fmt, cs, "v1 wgmma + TMA", t1, bytes, flops, "false", S, 0.0, bytes);
-  std::fflush(stdout);
+  chapter::print_bench_row(cs, "v0 cuBLAS bf16 (A*B^T)", t0, bytes, flops, true, S, cublas_bytes);
+  chapter::print_bench_row(cs, "v1 wgmma + TMA", t1, bytes, flops, false, S, 0.0);
   return ok;
+}
+
+// sm_90a code runs on compute capability 9.0 only: not on Ampere, and not on Blackwell (10.x), which
+// has no wgmma. require_compute_capability checks "at least", so the check here is exact.
+static void require_hopper() {
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major != 9 || minor != 0) {
+    std::printf("WAIVED needs compute capability exactly 9.0 (wgmma is an sm_90a instruction; sm_90a code "
+                "runs on no other GPU); this GPU is %d.%d\n", major, minor);
+    std::exit(course::kExitWaived);
+  }
+  int* flag = nullptr;
+  int have = 0;
+  CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
+  built_for_sm90a<<<1, 1>>>(flag);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaMemcpy(&have, flag, sizeof(int), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaFree(flag));
+  if (!have) {
+    std::fprintf(stderr, "error: the driver loaded code without wgmma (not built for sm_90a) on this 9.0 GPU; "
+                         "build with -gencode=arch=compute_90a,code=sm_90a\n");
+    std::exit(course::kExitFail);
+  }
 }
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long M = args.get_int("--m", 200), N = args.get_int("--n", 135), K = args.get_int("--k", 72);
+  const long long M = args.get_int("--m", 200, 1, 16384), N = args.get_int("--n", 135, 1, 16384);
+  const long long K = args.get_int("--k", 72, 8, 16384);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (M < 1 || N < 1 || K < 8 || M > 16384 || N > 16384 || K > 16384 || K % 8 != 0) {
-    std::fprintf(stderr, "error: --m and --n must be 1..16384, --k a multiple of 8 in 8..16384 (TMA needs "
-                         "16-byte row strides)\n");
+  const bool bench = args.has("--bench");
+  args.finish();
+  if (K % 8 != 0) {
+    std::fprintf(stderr, "error: --k must be a multiple of 8 (TMA needs 16-byte row strides), got %lld\n", K);
     return course::kExitFail;
   }
-  course::require_compute_capability(9, 0, "wgmma and TMA are Hopper instructions");
-  {
-    int* flag = nullptr;
-    int have = 0;
-    CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
-    built_for_sm90a<<<1, 1>>>(flag);
-    CUDA_CHECK_LAUNCH();
-    CUDA_CHECK(cudaMemcpy(&have, flag, sizeof(int), cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaFree(flag));
-    if (!have) {
-      std::printf("WAIVED the code loaded for this GPU was not built for sm_90a: build with "
-                  "-gencode=arch=compute_90a,code=sm_90a\n");
-      return course::kExitWaived;
-    }
-  }
+  require_hopper();
   CUDA_CHECK(cudaFuncSetAttribute(gemm_wgmma_tma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(kSmemBytes)));
   size_t free0 = 0, free1 = 0, total = 0;
@@ -398,7 +397,7 @@ int main(int argc, char** argv) {
   bool ok = check_all(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), seed);
   CUDA_CHECK(cudaMemGetInfo(&free1, &total));
   const double cublas_bytes = free0 > free1 ? static_cast<double>(free0 - free1) : 0.0;
-  if (ok && args.has("--bench"))
+  if (ok && bench)
     for (int S : {256, 512, 1024, 2048, 4096, 8192}) ok &= bench_size(S, seed + 10, cublas_bytes);
   CUBLAS_CHECK(cublasDestroy(g_cublas));
   return ok ? 0 : course::kExitFail;

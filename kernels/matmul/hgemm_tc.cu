@@ -8,6 +8,7 @@
 // Build: nvcc -O3 -arch=native -lcublas -o build/matmul/hgemm_tc kernels/matmul/hgemm_tc.cu
 // Run:   ./build/matmul/hgemm_tc --m 264 --n 136 --k 200     (checks both against a float64 reference)
 //        ./build/matmul/hgemm_tc --bench                     (also times 256 to 8192)
+// Needs compute capability 8.0 (bf16 WMMA and cp.async); older GPUs get an empty kernel and a waiver.
 //
 // course: gpu
 // course: libs cublas
@@ -15,36 +16,17 @@
 // course: run --m 1 --n 1 --k 1
 // course: run --m 264 --n 136 --k 200
 // course: bench --bench
-#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <mma.h>
 
+#include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
-
-#define CUBLAS_CHECK(call)                                                                    \
-  do {                                                                                        \
-    cublasStatus_t st_ = (call);                                                              \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                       \
-      std::fprintf(stderr, "cuBLAS error %d at %s:%d in %s\n", static_cast<int>(st_), __FILE__, \
-                   __LINE__, #call);                                                          \
-      std::exit(course::kExitFail);                                                           \
-    }                                                                                         \
-  } while (0)
+#include "../common/gemm_reference.cuh"
+#include "bench_row.cuh"
 
 using bf16 = __nv_bfloat16;
 
-// CPU reference: float64 sums of the bf16 inputs (exactly what the GPU multiplies).
-static void gemm_reference(int M, int N, int K, const bf16* A, const bf16* B, double* C) {
-  std::vector<double> row(N);
-  for (int i = 0; i < M; ++i) {
-    std::fill(row.begin(), row.end(), 0.0);
-    for (int k = 0; k < K; ++k) {
-      const double a = __bfloat162float(A[static_cast<size_t>(i) * K + k]);
-      for (int j = 0; j < N; ++j) row[j] += a * static_cast<double>(__bfloat162float(B[static_cast<size_t>(k) * N + j]));
-    }
-    for (int j = 0; j < N; ++j) C[static_cast<size_t>(i) * N + j] = row[j];
-  }
-}
+// CPU reference: course::gemm_reference, float64 sums of the bf16 inputs (exactly what the GPU multiplies).
 
 // ---------------------------------------------------------------------------------------------
 // --8<-- [start:cp_async]
@@ -99,6 +81,9 @@ __device__ void load_tiles(bf16* as, bf16* bs, const bf16* A, const bf16* B, int
 using namespace nvcuda;
 template <bool ALIGNED>
 __global__ void __launch_bounds__(THREADS) hgemm_wmma(int M, int N, int K, const bf16* A, const bf16* B, bf16* C) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  // Turing has neither bf16 fragments nor cp.async: an empty kernel, never launched (main waives first).
+#else
   extern __shared__ __align__(128) unsigned char smem_raw[];
   bf16* As = reinterpret_cast<bf16*>(smem_raw);
   bf16* Bs = As + STAGES * A_STAGE;
@@ -152,6 +137,7 @@ __global__ void __launch_bounds__(THREADS) hgemm_wmma(int M, int N, int K, const
       }
       __syncwarp();
     }
+#endif
 }
 // --8<-- [end:wmma_kernel]
 
@@ -222,7 +208,7 @@ static bool check_all(int M, int N, int K, uint64_t seed) {
   const size_t nc = static_cast<size_t>(M) * N;
   const auto A = random_bf16(static_cast<size_t>(M) * K, seed), B = random_bf16(static_cast<size_t>(K) * N, seed + 1);
   std::vector<double> want(nc);
-  gemm_reference(M, N, K, A.data(), B.data(), want.data());
+  course::gemm_reference(M, N, K, A.data(), B.data(), want.data());
   DeviceMats d(A, B, nc);
   std::vector<bf16> got(nc);
   bool ok = true;
@@ -261,24 +247,19 @@ static bool bench_size(int S, uint64_t seed, double cublas_bytes) {
       ok &= course::check_close(name, to_float(got).data(), ref_f.data(), n, 1.6e-2, 1e-2);
     }
     const float ms = course::time_kernel_ms([&] { v.launch(p); });
-    const double ws = v.id == 0 ? cublas_bytes : 0.0;
-    std::printf(
-        "BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
-        "\"peer\": %s, \"size\": %d, \"workspace_bytes\": %.0f, \"peak_bytes\": %.0f}\n",
-        cs, v.name, ms, bytes, flops, v.id == 0 ? "true" : "false", S, ws, bytes + ws);
-    std::fflush(stdout);
+    chapter::print_bench_row(cs, v.name, ms, bytes, flops, v.id == 0, S, v.id == 0 ? cublas_bytes : 0.0);
   }
   return ok;
 }
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long M = args.get_int("--m", 264), N = args.get_int("--n", 136), K = args.get_int("--k", 200);
+  const long long M = args.get_int("--m", 264, 1, 16384), N = args.get_int("--n", 136, 1, 16384);
+  const long long K = args.get_int("--k", 200, 1, 16384);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (M < 1 || N < 1 || K < 1 || M > 16384 || N > 16384 || K > 16384) {
-    std::fprintf(stderr, "error: --m, --n and --k must be between 1 and 16384\n");
-    return course::kExitFail;
-  }
+  const bool bench = args.has("--bench");
+  args.finish();
+  course::require_compute_capability(8, 0, "bf16 WMMA fragments and cp.async");
   CUDA_CHECK(cudaFuncSetAttribute(hgemm_wmma<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   CUDA_CHECK(cudaFuncSetAttribute(hgemm_wmma<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   size_t free0 = 0, free1 = 0, total = 0;
@@ -288,7 +269,7 @@ int main(int argc, char** argv) {
   bool ok = check_all(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), seed);
   CUDA_CHECK(cudaMemGetInfo(&free1, &total));  // after cuBLAS has run once: handle + workspace
   const double cublas_bytes = free0 > free1 ? static_cast<double>(free0 - free1) : 0.0;
-  if (ok && args.has("--bench"))
+  if (ok && bench)
     for (int S : {256, 512, 1024, 2048, 4096, 8192}) ok &= bench_size(S, seed + 10, cublas_bytes);
   CUBLAS_CHECK(cublasDestroy(g_cublas));
   return ok ? 0 : course::kExitFail;

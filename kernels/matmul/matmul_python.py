@@ -7,10 +7,14 @@
 #
 # course: run --m 37 --n 29 --k 41
 # course: run --m 1 --n 1 --k 1
-import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
 
 # --8<-- [start:loops]
@@ -35,33 +39,22 @@ def matmul_numpy(alpha, A, B, beta, C):
 # --8<-- [end:numpy]
 
 
-def check(name, got, want, rtol, atol):
-    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
-    bad = ~(np.abs(got - want) <= atol + rtol * np.abs(want))
-    if bad.any() or got.size == 0:
-        i = int(np.argmax(bad)) if got.size else 0
-        print(f"CHECK FAIL {name} n={got.size} first_bad={i}")
-        return False
-    print(f"CHECK PASS {name} n={got.size} max_abs_err={np.abs(got - want).max():.3g} rtol={rtol} atol={atol}")
-    return True
-
-
 def main():
-    ap = argparse.ArgumentParser()
+    ap = course_tools.parser("C = alpha A B + beta C with Python loops and with NumPy, checked in float64")
     ap.add_argument("--m", type=int, default=37)
     ap.add_argument("--n", type=int, default=29)
     ap.add_argument("--k", type=int, default=41)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--time", type=int, default=0, help="also time both on an S x S x S problem")
     a = ap.parse_args()
-    if min(a.m, a.n, a.k) < 1:
-        raise SystemExit("error: --m, --n and --k must be at least 1")
+    if min(a.m, a.n, a.k) < 1 or a.time < 0:
+        ap.error("--m, --n and --k must be at least 1, --time at least 0")
     rng = np.random.default_rng(a.seed)
     A, B, C = (rng.uniform(-1, 1, s).astype(np.float32) for s in ((a.m, a.k), (a.k, a.n), (a.m, a.n)))
     alpha, beta = 1.5, -0.5
     want = alpha * (A.astype(np.float64) @ B.astype(np.float64)) + beta * C.astype(np.float64)
-    ok = check("python_loops", matmul_loops(alpha, A.tolist(), B.tolist(), beta, C.tolist()), want, 1e-6, 1e-9)
-    ok &= check("numpy_float32", matmul_numpy(np.float32(alpha), A, B, np.float32(beta), C), want, 1e-4, 1e-6 * a.k)
+    ok = course_tools.check_close("python_loops", matmul_loops(alpha, A.tolist(), B.tolist(), beta, C.tolist()), want, 1e-6, 1e-9)
+    ok &= course_tools.check_close("numpy_float32", matmul_numpy(np.float32(alpha), A, B, np.float32(beta), C), want, 1e-4, 1e-6 * a.k)
     if a.time:
         S = a.time
         A, B, C = (rng.uniform(-1, 1, (S, S)).astype(np.float32) for _ in range(3))

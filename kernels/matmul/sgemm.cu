@@ -30,38 +30,20 @@
 // course: run --m 257 --n 129 --k 513
 // course: run --m 260 --n 196 --k 132
 // course: bench --bench
-#include <cublas_v2.h>
-
+#include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
-
-#define CUBLAS_CHECK(call)                                                                    \
-  do {                                                                                        \
-    cublasStatus_t st_ = (call);                                                              \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                       \
-      std::fprintf(stderr, "cuBLAS error %d at %s:%d in %s\n", static_cast<int>(st_), __FILE__, \
-                   __LINE__, #call);                                                          \
-      std::exit(course::kExitFail);                                                           \
-    }                                                                                         \
-  } while (0)
+#include "../common/gemm_reference.cuh"
+#include "bench_row.cuh"
 
 // ---------------------------------------------------------------------------------------------
 // CPU reference in float64.
 // --8<-- [start:reference]
+// The product A B comes from the course's float64 reference (kernels/common/gemm_reference.cuh);
+// alpha and beta are applied on top, and C0 is not read when beta is 0, as BLAS promises.
 static void sgemm_reference(int M, int N, int K, double alpha, const float* A, const float* B, double beta,
                             const float* C0, double* C) {
-  std::vector<double> row(N);
-  for (int i = 0; i < M; ++i) {
-    std::fill(row.begin(), row.end(), 0.0);
-    for (int k = 0; k < K; ++k) {  // i-k-j order: the inner loop walks rows of B and C contiguously
-      const double a = A[static_cast<size_t>(i) * K + k];
-      const float* b = B + static_cast<size_t>(k) * N;
-      for (int j = 0; j < N; ++j) row[j] += a * b[j];
-    }
-    for (int j = 0; j < N; ++j) {
-      const size_t idx = static_cast<size_t>(i) * N + j;
-      C[idx] = alpha * row[j] + (beta != 0.0 ? beta * C0[idx] : 0.0);
-    }
-  }
+  course::gemm_reference(M, N, K, A, B, C);
+  for (size_t i = 0; i < static_cast<size_t>(M) * N; ++i) C[i] = alpha * C[i] + (beta != 0.0 ? beta * C0[i] : 0.0);
 }
 // --8<-- [end:reference]
 
@@ -649,8 +631,9 @@ static const std::vector<Candidate> kPrefetchCandidates = {
 // --8<-- [end:v10launch]
 
 // --8<-- [start:autotune]
-// v9: time each candidate on this problem (short warm-up, median of a few runs) and remember the
-// winner per size. The tuning runs happen once per size, before the timed runs.
+// v9: time each candidate on this problem exactly as the benchmark times a version (warm-up, L2 flushed
+// before every run, median) and remember the winner per size. The tuning runs happen once per size,
+// before the timed runs.
 static int autotune_pick(const std::vector<Candidate>& cands, const Problem& p) {
   struct Entry {
     const std::vector<Candidate>* list;
@@ -664,7 +647,7 @@ static int autotune_pick(const std::vector<Candidate>& cands, const Problem& p) 
   int best = 0;
   float best_ms = 1e30f;
   for (int c = 0; c < static_cast<int>(cands.size()); ++c) {
-    const float ms = course::time_kernel_ms([&] { cands[c].launch(p); }, 2, 5, false);
+    const float ms = course::time_kernel_ms([&] { cands[c].launch(p); });
     if (ms < best_ms) best_ms = ms, best = c;
   }
   cache.push_back({&cands, key, best});
@@ -716,6 +699,14 @@ struct DeviceMats {
     CUDA_CHECK(cudaMalloc(&A, a * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&B, b * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&C, c * sizeof(float)));
+  }
+  // Random A and B, for runs that are not checked (warm-up, profiling): never multiply memory that
+  // nothing wrote (compute-sanitizer's initcheck reports it), and never time zeros.
+  void fill_random(size_t a, size_t b, uint64_t seed) {
+    std::vector<float> h(std::max(a, b));
+    course::fill_uniform(h, seed);
+    CUDA_CHECK(cudaMemcpy(A, h.data(), a * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(B, h.data(), b * sizeof(float), cudaMemcpyHostToDevice));
   }
   ~DeviceMats() {
     cudaFree(A);
@@ -773,15 +764,6 @@ static bool check_all(int M, int N, int K, uint64_t seed) {
 }
 
 // --8<-- [start:bench]
-static void bench_line(const char* cs, const char* impl, double ms, double bytes, double flops, bool peer,
-                       int size, double workspace, double peak) {
-  std::printf(
-      "BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
-      "\"peer\": %s, \"size\": %d, \"workspace_bytes\": %.0f, \"peak_bytes\": %.0f}\n",
-      cs, impl, ms, bytes, flops, peer ? "true" : "false", size, workspace, peak);
-  std::fflush(stdout);
-}
-
 // Times every version on S x S x S (alpha = 1, beta = 0) in the same run as cuBLAS, after checking
 // each result against cuBLAS's on the same inputs.
 static bool bench_size(int S, uint64_t seed, double cublas_workspace) {
@@ -813,8 +795,7 @@ static bool bench_size(int S, uint64_t seed, double cublas_workspace) {
     const float once = course::time_kernel_ms([&] { v.launch(p); }, 1, 1);
     const int repeats = once > 50.0f ? 3 : 20;
     const float ms = course::time_kernel_ms([&] { v.launch(p); }, repeats > 3 ? 3 : 1, repeats);
-    const double ws = v.id == 0 ? cublas_workspace : 0.0;
-    bench_line(cs, v.name, ms, bytes, flops, v.id == 0, S, ws, bytes + ws);
+    chapter::print_bench_row(cs, v.name, ms, bytes, flops, v.id == 0, S, v.id == 0 ? cublas_workspace : 0.0);
   }
   if (S >= 1024) {
     std::printf("AUTOTUNE size=%d picked=%s\n", S, kCandidates[autotune_pick(kCandidates, p)].name);
@@ -826,10 +807,23 @@ static bool bench_size(int S, uint64_t seed, double cublas_workspace) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long M = args.get_int("--m", 127), N = args.get_int("--n", 255), K = args.get_int("--k", 65);
+  const long long M = args.get_int("--m", 127, 1, 16384), N = args.get_int("--n", 255, 1, 16384);
+  const long long K = args.get_int("--k", 65, 1, 16384);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (M < 1 || N < 1 || K < 1 || M > 16384 || N > 16384 || K > 16384) {
-    std::fprintf(stderr, "error: --m, --n and --k must be between 1 and 16384\n");
+  const long long profile = args.get_int("--profile", -1, 0, 10);  // -1: not profiling
+  const long long cand = args.get_int("--cand", -1, 0, 1000);
+  const bool tune = args.has("--tune"), bench = args.has("--bench");
+  args.finish();
+  // --cand C with --profile 9 or 10: launch v9's candidate C, or the prefetching kernel's candidate C,
+  // directly, so that the profiled launch is not one of the autotuner's trial runs.
+  const std::vector<Candidate>* cands = profile == 9 ? &kCandidates : profile == 10 ? &kPrefetchCandidates : nullptr;
+  if (cand >= 0 && (!cands || cand >= static_cast<long long>(cands->size()))) {
+    std::fprintf(stderr, "error: --cand needs --profile 9 (candidates 0 to %zu) or --profile 10 (0 to %zu)\n",
+                 kCandidates.size() - 1, kPrefetchCandidates.size() - 1);
+    return course::kExitFail;
+  }
+  if (static_cast<int>(profile >= 0) + static_cast<int>(tune) + static_cast<int>(bench) > 1) {
+    std::fprintf(stderr, "error: --profile, --tune and --bench are separate modes; give one\n");
     return course::kExitFail;
   }
   // cuBLAS's own device memory (handle and workspace), measured as the drop in free memory.
@@ -839,6 +833,7 @@ int main(int argc, char** argv) {
   CUBLAS_CHECK(cublasCreate(&g_cublas));
   {
     DeviceMats warm(64 * 64, 64 * 64, 64 * 64);
+    warm.fill_random(64 * 64, 64 * 64, seed);
     CUDA_CHECK(cudaMemGetInfo(&free1, &total));
     launch_v0({64, 64, 64, 1.0f, 0.0f, warm.A, warm.B, warm.C});
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -847,16 +842,10 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaMemGetInfo(&free1, &total));
   const double cublas_bytes = free0 > free1 ? static_cast<double>(free0 - free1) : 0.0;
 
-  if (args.has("--profile")) {  // one launch of one version, for a profiler; no check
-    const long long v = args.get_int("--profile", 5), cand = args.get_int("--cand", -1);
-    // --cand C with version 9 or 10: launch v9's candidate C, or the prefetching kernel's candidate C,
-    // directly, so that the profiled launch is not one of the autotuner's trial runs.
-    const std::vector<Candidate>* cands = v == 9 ? &kCandidates : v == 10 ? &kPrefetchCandidates : nullptr;
-    if (v < 0 || v > 10 || (cand >= 0 && (!cands || cand >= static_cast<long long>(cands->size())))) {
-      std::fprintf(stderr, "error: --profile takes a version from 0 to 10 (--cand: a candidate of 9 or 10)\n");
-      return course::kExitFail;
-    }
+  if (profile >= 0) {  // one launch of one version, for a profiler; no check
+    const long long v = profile;
     DeviceMats d(M * K, K * N, M * N);
+    d.fill_random(M * K, K * N, seed);
     const Problem p{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, 0.0f, d.A, d.B, d.C};
     if (cand >= 0)
       (*cands)[cand].launch(p);
@@ -869,7 +858,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (args.has("--tune")) {  // every candidate of v9 and v10 timed on this size, and checked, beside cuBLAS
+  if (tune) {  // every candidate of v9 and v10 timed on this size, and checked, beside cuBLAS
     const size_t na = static_cast<size_t>(M) * K, nb = static_cast<size_t>(K) * N;
     std::vector<float> hA(na), hB(nb);
     course::fill_uniform(hA, seed);
@@ -908,7 +897,7 @@ int main(int argc, char** argv) {
   }
 
   bool ok = check_all(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), seed);
-  if (ok && args.has("--bench")) {
+  if (ok && bench) {
     std::printf("cuBLAS device memory (handle + workspace, via cudaMemGetInfo): %.0f bytes\n", cublas_bytes);
     for (int S : {256, 512, 1024, 2048, 4096, 8192}) ok &= bench_size(S, seed + 10, cublas_bytes);
   }

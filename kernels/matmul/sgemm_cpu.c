@@ -12,6 +12,7 @@
  * course: run --m 1 --n 1 --k 1
  */
 #define _POSIX_C_SOURCE 199309L
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,17 +69,45 @@ static int check(const char* name, const float* got, const double* want, size_t 
   return n > 0;
 }
 
-static int arg(int argc, char** argv, const char* name, int fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (strcmp(argv[i], name) == 0) return atoi(argv[i + 1]);
-  return fallback;
+/* Options: --m, --n, --k and --time, each with an integer. Anything else, a missing value or a malformed
+ * or out-of-range number prints the usage and exits 1 (never a silent default). */
+static int parse_int(const char* name, const char* text, long lo, long hi, int* out) {
+  char* end = NULL;
+  errno = 0;
+  const long v = strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
+    fprintf(stderr, "error: %s expects an integer from %ld to %ld, got '%s'\n", name, lo, hi, text);
+    return 0;
+  }
+  *out = (int)v;
+  return 1;
+}
+
+static int parse_args(int argc, char** argv, int* M, int* N, int* K, int* S) {
+  const char* names[] = {"--m", "--n", "--k", "--time"};
+  int* slots[] = {M, N, K, S};
+  const long lo[] = {1, 1, 1, 0}, hi[] = {4096, 4096, 4096, 2048};
+  for (int i = 1; i < argc; i += 2) {
+    int which = -1;
+    for (int o = 0; o < 4; ++o)
+      if (strcmp(argv[i], names[o]) == 0) which = o;
+    if (which < 0) {
+      fprintf(stderr, "error: unknown argument '%s'\n", argv[i]);
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "error: %s needs a value\n", argv[i]);
+      return 0;
+    }
+    if (!parse_int(argv[i], argv[i + 1], lo[which], hi[which], slots[which])) return 0;
+  }
+  return 1;
 }
 
 int main(int argc, char** argv) {
-  const int M = arg(argc, argv, "--m", 127), N = arg(argc, argv, "--n", 255), K = arg(argc, argv, "--k", 65);
-  const int S = arg(argc, argv, "--time", 0);
-  if (M < 1 || N < 1 || K < 1 || M > 4096 || N > 4096 || K > 4096 || S < 0 || S > 2048) {
-    fprintf(stderr, "error: --m, --n, --k must be 1..4096 and --time 0..2048\n");
+  int M = 127, N = 255, K = 65, S = 0;
+  if (!parse_args(argc, argv, &M, &N, &K, &S)) {
+    fprintf(stderr, "usage: %s [--m 1..4096] [--n 1..4096] [--k 1..4096] [--time 0..2048]\n", argv[0]);
     return 1;
   }
   unsigned state = 2026u;

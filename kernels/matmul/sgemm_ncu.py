@@ -16,7 +16,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from course.programs import parse  # noqa: E402  (the harness knows the build flags and libraries)
+sys.path.insert(0, str(ROOT / "kernels" / "common"))
+import course_tools  # noqa: E402
+# The binary is built by the test harness's own build command (course/programs.py), not the pages'
+# `nvcc -arch=native -lcublas` line, for two reasons: the profiled code is then compiled with exactly the
+# flags of the benchmark whose times the pages show (-O3 -lineinfo and the rest), and the harness finds
+# cuBLAS where the toolkit lacks it (NVIDIA's pip wheels), as on the machines that record these runs.
+from course.programs import parse  # noqa: E402
 
 SIZE = 4096
 # What each row launches. v9 and v10 are autotuned; profiling them through the autotuner would catch a
@@ -37,6 +43,7 @@ METRICS = {
     "smem_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "fma_pct": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
     "occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "registers": "launch__registers_per_thread",
     "stall_mio": "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
     "stall_lg": "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
     "stall_short": "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
@@ -59,6 +66,8 @@ def known_metrics(ncu):
 
 
 def main():
+    course_tools.parser("profile sgemm.cu's versions at 4096^3 with Nsight Compute; one row of metrics each").parse_args()
+    course_tools.require_cuda("torch")  # a GPU must be visible before nvcc and ncu are run
     ncu = find_ncu()
     if ncu is None:
         print("WAIVED ncu (Nsight Compute) is not installed")
@@ -99,7 +108,7 @@ def main():
     cols = [("time_us", "time us", "{:.0f}"), ("sm_pct", "SM %", "{:.0f}"), ("mem_pct", "mem %", "{:.0f}"),
             ("dram_pct", "DRAM %", "{:.0f}"), ("sect_per_req", "sect/req", "{:.1f}"),
             ("smem_conflicts", "smem confl", "{:.2g}"), ("fma_pct", "FMA pipe %", "{:.0f}"),
-            ("occupancy_pct", "occup %", "{:.0f}"),
+            ("occupancy_pct", "occup %", "{:.0f}"), ("registers", "regs", "{:.0f}"),
             ("stall_lg", "stall L/G", "{:.1f}"), ("stall_mio", "stall MIO", "{:.1f}"),
             ("stall_short", "stall short", "{:.1f}"), ("stall_barrier", "stall bar", "{:.1f}")]
     print(f"ncu metrics, sgemm.cu at {SIZE}^3, one launch per version (stalls: cycles per issued instruction)")

@@ -58,15 +58,12 @@ static void print_bench_stride(const char* case_name, const char* impl, float ms
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
+  const bool bench = args.has("--bench");
+  const long long blocks = args.get_int("--blocks", 3, 1, 65535), iters = args.get_int("--iters", 1000, 1, 1 << 20);
+  args.finish();
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const bool bench = args.has("--bench");
-  const long long blocks = args.get_int("--blocks", 3), iters = args.get_int("--iters", 1000);
-  if (blocks < 1 || blocks > 65535 || iters < 1 || iters > (1 << 20)) {
-    std::fprintf(stderr, "error: need 1 <= --blocks <= 65535 and 1 <= --iters <= 2^20\n");
-    return course::kExitFail;
-  }
   const int bench_blocks = 8 * sms, bench_iters = 4096;  // 8 blocks of 256 threads fill an SM
   const size_t out_count = static_cast<size_t>(std::max<long long>(blocks, bench_blocks)) * kThreads;
   float* d_out = nullptr;

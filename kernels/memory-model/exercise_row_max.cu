@@ -60,10 +60,11 @@ __global__ void row_max(const float* __restrict__ x, float* __restrict__ out, in
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long rows = args.get_int("--rows", 1009), cols = args.get_int("--cols", 997);
+  const long long rows = args.get_int("--rows", 1009, 1, 1LL << 28), cols = args.get_int("--cols", 997, 1, 1LL << 28);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (rows < 1 || cols < 1 || rows * cols > (1LL << 28)) {
-    std::fprintf(stderr, "error: need rows >= 1, cols >= 1 and rows * cols <= 2^28 (got %lld x %lld)\n", rows, cols);
+  args.finish();
+  if (rows * cols > (1LL << 28)) {
+    std::fprintf(stderr, "error: --rows x --cols must be at most 2^28 elements (got %lld x %lld)\n", rows, cols);
     return course::kExitFail;
   }
   const int R = static_cast<int>(rows), C = static_cast<int>(cols);

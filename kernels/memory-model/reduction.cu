@@ -108,12 +108,9 @@ static bool check(const Version& v, const float* d_in, float* d_out, long long n
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
   const bool bench = args.has("--bench"), plant_race = args.has("--plant-race");
-  const long long n = args.get_int("--n", bench ? (1LL << 28) : 1000003);
+  const long long n = args.get_int("--n", bench ? (1LL << 28) : 1000003, 1, 1LL << 31);  // 8 GiB at most
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (n < 1 || n > (1LL << 31)) {
-    std::fprintf(stderr, "error: --n must be between 1 and 2^31 (got %lld)\n", n);
-    return course::kExitFail;
-  }
+  args.finish();
   const size_t bytes = static_cast<size_t>(n) * sizeof(float);
   std::vector<float> h_in(static_cast<size_t>(n));
   course::fill_uniform(h_in, seed);

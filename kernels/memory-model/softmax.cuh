@@ -9,13 +9,29 @@
 //   3 softmax_warp         one warp per row: lanes stride over the row, shuffles combine them
 //   4 softmax_block        one block per row, same two passes, block-wide combine
 //   5 softmax_block_regs_* one block per row, the row held in registers: read once, written once
-//                          (_256x32: 256 threads x 32 floats; _v4_256x8: 256 threads x 8 float4s,
-//                          needs cols % 4 == 0; both need cols <= 8192)
+//                          (_256x32: 256 threads x 32 floats; _v4_256x8 and _v4_512x4: 256 x 8 or
+//                          512 x 4 float4s, need cols % 4 == 0; all need cols <= 8192)
+// Every version follows the same conventions: a masked score is -inf and contributes 0; a fully
+// masked row (every element -inf) gives all zeros (as FlashAttention does; torch.softmax gives NaN);
+// a NaN anywhere in a row makes the whole row's output NaN.
 //
 // course: header
 #pragma once
 
 #define SOFTMAX_NEG_INF __int_as_float(0xff800000)  // -infinity, without <cmath>
+
+// --8<-- [start:rules]
+// The -inf rule. Masked scores are -inf, and exp(x - m) with x = m = -inf is exp(-inf + inf) =
+// exp(NaN) = NaN, not the 0 that a masked element must contribute. A maximum (running or final) of
+// -inf means "every element seen so far is -inf": use 0 as the base instead, so that every
+// exp(-inf - 0) is 0 and the sum stays 0.
+__device__ inline float softmax_base(float m) { return m == SOFTMAX_NEG_INF ? 0.0f : m; }
+
+// 1 / d, except for a fully masked row (every element -inf, so d == 0), whose output the course
+// defines as zeros, as FlashAttention does. d >= 1 otherwise: the maximum contributes exp(0). A NaN
+// in the row makes d NaN, and NaN * anything is NaN: the whole row's output is NaN.
+__device__ inline float softmax_inv_sum(float d) { return d == 0.0f ? 0.0f : 1.0f / d; }
+// --8<-- [end:rules]
 
 // --8<-- [start:naive]
 extern "C" __global__ void softmax_naive(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
@@ -25,19 +41,22 @@ extern "C" __global__ void softmax_naive(const float* __restrict__ x, float* __r
   float* out = y + (long long)r * cols;
   float m = SOFTMAX_NEG_INF;
   for (int c = 0; c < cols; ++c) m = fmaxf(m, in[c]);  // pass 1: the maximum (for stability)
+  const float base = softmax_base(m);
   float d = 0.0f;
-  for (int c = 0; c < cols; ++c) d += expf(in[c] - m);  // pass 2: the denominator
-  const float inv = 1.0f / d;
-  for (int c = 0; c < cols; ++c) out[c] = expf(in[c] - m) * inv;  // pass 3: the output
+  for (int c = 0; c < cols; ++c) d += expf(in[c] - base);  // pass 2: the denominator
+  const float inv = softmax_inv_sum(d);
+  for (int c = 0; c < cols; ++c) out[c] = expf(in[c] - base) * inv;  // pass 3: the output
 }
 // --8<-- [end:naive]
 
 // --8<-- [start:online]
 // Keep a running maximum m and a running sum d of exp(x - m). When a larger x arrives, every term
 // already in d was scaled by exp(-m_old) and must be by exp(-m_new): multiply d by exp(m_old - m_new).
+// While every x so far is -inf, m_new is -inf: the base 0 keeps d at 0 instead of NaN.
 __device__ inline void online_update(float& m, float& d, float x) {
-  const float m_new = fmaxf(m, x);
-  d = d * expf(m - m_new) + expf(x - m_new);  // with m = -inf at the start, d * 0 + exp(0)
+  const float m_new = fmaxf(m, x);  // fmaxf ignores a NaN x, but exp(NaN - base) makes d NaN below
+  const float base = softmax_base(m_new);
+  d = d * expf(m - base) + expf(x - base);
   m = m_new;
 }
 
@@ -48,8 +67,8 @@ extern "C" __global__ void softmax_online(const float* __restrict__ x, float* __
   float* out = y + (long long)r * cols;
   float m = SOFTMAX_NEG_INF, d = 0.0f;
   for (int c = 0; c < cols; ++c) online_update(m, d, in[c]);  // pass 1: max and sum together
-  const float inv = 1.0f / d;
-  for (int c = 0; c < cols; ++c) out[c] = expf(in[c] - m) * inv;  // pass 2: the output
+  const float base = softmax_base(m), inv = softmax_inv_sum(d);
+  for (int c = 0; c < cols; ++c) out[c] = expf(in[c] - base) * inv;  // pass 2: the output
 }
 // --8<-- [end:online]
 
@@ -63,9 +82,14 @@ __device__ inline float warp_add(float v) {
   return v;
 }
 
+// The merge rule: partial results (m_k, d_k) over disjoint parts of a row combine at the row's
+// maximum M as d = sum_k d_k * exp(m_k - M). A part that saw only -inf (or no column at all) has
+// m_k = -inf and d_k = 0, and must contribute 0: with the base softmax_base(M) it does, even when M
+// itself is -inf (exp(-inf - 0) = 0, where exp(-inf - (-inf)) would be NaN).
+__device__ inline float rescaled_sum(float m, float d, float row_base) { return d * expf(m - row_base); }
+
 // Each lane keeps (m, d) over columns lane, lane + 32, ... (coalesced: a warp reads 128 bytes at a
-// time). To combine, take the warp's maximum M, rescale each lane's d by exp(m - M) and add them up.
-// A lane that saw no column has m = -inf and d = 0, and contributes 0.
+// time). To combine, take the warp's maximum, rescale each lane's d to it and add them up.
 extern "C" __global__ void softmax_warp(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
   const int lane = threadIdx.x % 32;
   const int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -74,10 +98,9 @@ extern "C" __global__ void softmax_warp(const float* __restrict__ x, float* __re
   float* out = y + (long long)r * cols;
   float m = SOFTMAX_NEG_INF, d = 0.0f;
   for (int c = lane; c < cols; c += 32) online_update(m, d, in[c]);
-  const float row_max = warp_max(m);
-  const float row_sum = warp_add(d == 0.0f ? 0.0f : d * expf(m - row_max));
-  const float inv = 1.0f / row_sum;
-  for (int c = lane; c < cols; c += 32) out[c] = expf(in[c] - row_max) * inv;
+  const float base = softmax_base(warp_max(m));
+  const float inv = softmax_inv_sum(warp_add(rescaled_sum(m, d, base)));
+  for (int c = lane; c < cols; c += 32) out[c] = expf(in[c] - base) * inv;
 }
 // --8<-- [end:warp]
 
@@ -102,10 +125,9 @@ extern "C" __global__ void softmax_block(const float* __restrict__ x, float* __r
   float* out = y + (long long)blockIdx.x * cols;
   float m = SOFTMAX_NEG_INF, d = 0.0f;
   for (int c = threadIdx.x; c < cols; c += blockDim.x) online_update(m, d, in[c]);
-  const float row_max = block_allreduce<true>(m, scratch);
-  const float row_sum = block_allreduce<false>(d == 0.0f ? 0.0f : d * expf(m - row_max), scratch);
-  const float inv = 1.0f / row_sum;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) out[c] = expf(in[c] - row_max) * inv;
+  const float base = softmax_base(block_allreduce<true>(m, scratch));
+  const float inv = softmax_inv_sum(block_allreduce<false>(rescaled_sum(m, d, base), scratch));
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) out[c] = expf(in[c] - base) * inv;
   (void)rows;  // one block per row: the grid has exactly `rows` blocks
 }
 // --8<-- [end:block]
@@ -128,14 +150,14 @@ __device__ inline void softmax_regs_body(const float* __restrict__ x, float* __r
     v[k] = c < cols ? in[c] : SOFTMAX_NEG_INF;
     m = fmaxf(m, v[k]);
   }
-  const float row_max = block_allreduce<true>(m, scratch);
+  const float base = softmax_base(block_allreduce<true>(m, scratch));
   float d = 0.0f;
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
-    v[k] = expf(v[k] - row_max);  // exp(-inf) = 0 for the padding
+    v[k] = expf(v[k] - base);  // exp(-inf - base) = 0 for masked elements and the padding
     d += v[k];
   }
-  const float inv = 1.0f / block_allreduce<false>(d, scratch);
+  const float inv = softmax_inv_sum(block_allreduce<false>(d, scratch));
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const int c = k * kThreads + threadIdx.x;
@@ -166,15 +188,14 @@ __device__ inline void softmax_regs_vec4_body(const float* __restrict__ x, float
     v[k] = c < cols4 ? in[c] : make_float4(ninf, ninf, ninf, ninf);
     m = fmaxf(m, fmaxf(fmaxf(v[k].x, v[k].y), fmaxf(v[k].z, v[k].w)));
   }
-  const float row_max = block_allreduce<true>(m, scratch);
+  const float base = softmax_base(block_allreduce<true>(m, scratch));
   float d = 0.0f;
 #pragma unroll
   for (int k = 0; k < kVecPerThread; ++k) {
-    v[k] = make_float4(expf(v[k].x - row_max), expf(v[k].y - row_max), expf(v[k].z - row_max),
-                       expf(v[k].w - row_max));
+    v[k] = make_float4(expf(v[k].x - base), expf(v[k].y - base), expf(v[k].z - base), expf(v[k].w - base));
     d += (v[k].x + v[k].y) + (v[k].z + v[k].w);
   }
-  const float inv = 1.0f / block_allreduce<false>(d, scratch);
+  const float inv = softmax_inv_sum(block_allreduce<false>(d, scratch));
 #pragma unroll
   for (int k = 0; k < kVecPerThread; ++k) {
     const int c = k * kThreads + threadIdx.x;

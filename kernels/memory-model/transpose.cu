@@ -58,13 +58,13 @@ static void launch(const Version& v, const float* in, float* out, int rows, int 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
   const bool bench = args.has("--bench");
-  const long long rows = args.get_int("--rows", bench ? 8192 : 1009);
-  const long long cols = args.get_int("--cols", bench ? 8192 : 997);
+  // Grid y is limited to 65535 blocks of kTile rows; the matrix to 2^31 elements (8 GiB).
+  const long long rows = args.get_int("--rows", bench ? 8192 : 1009, 1, 65535LL * kTile);
+  const long long cols = args.get_int("--cols", bench ? 8192 : 997, 1, 1LL << 30);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  // Grid y is limited to 65535 blocks; keep the matrix under 2^31 elements and 8 GiB.
-  if (rows < 1 || cols < 1 || rows > 65535LL * kTile || cols > (1LL << 30) || rows * cols > (1LL << 31)) {
-    std::fprintf(stderr, "error: need 1 <= rows <= %lld, 1 <= cols, rows * cols <= 2^31 (got %lld x %lld)\n",
-                 65535LL * kTile, rows, cols);
+  args.finish();
+  if (rows * cols > (1LL << 31)) {
+    std::fprintf(stderr, "error: --rows x --cols must be at most 2^31 elements (got %lld x %lld)\n", rows, cols);
     return course::kExitFail;
   }
   const int R = static_cast<int>(rows), C = static_cast<int>(cols);

@@ -11,22 +11,20 @@
 # course: gpu
 # course: run
 # course: bench --bench
-import argparse
 import sys
 from pathlib import Path
 
-try:
-    import cupy as cp
-    import torch
-except ImportError as e:  # the course's 'gpu' extra installs both
-    sys.exit(f"error: {e.name} is not installed; install the course's GPU extra: pip install -e '.[gpu]'")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
+cp = torch = None  # imported in main(), after the arguments are parsed (course_tools.require_cuda)
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = {
     "transpose": "kernels/memory-model/transpose.cuh",
     "reduction": "kernels/memory-model/reduction.cuh",
     "softmax": "kernels/memory-model/softmax.cuh",
 }
+bench, check_close, time_ms = course_tools.bench, course_tools.check_close, course_tools.time_ms
 
 
 # --8<-- [start:load]
@@ -38,49 +36,6 @@ def load(name: str) -> "cp.RawModule":
 def as_cupy(t: "torch.Tensor") -> "cp.ndarray":
     return cp.from_dlpack(t)  # the same memory, no copy
 # --8<-- [end:load]
-
-
-# --8<-- [start:timing]
-def time_ms(fn, warmup: int = 3, repeats: int = 20) -> float:
-    """Median time of fn() with CUDA events, after warm-up, writing a buffer twice the size of L2
-    before each repeat (as course::time_kernel_ms does). CuPy launches on the same (default)
-    stream as PyTorch, so the events bracket exactly the work fn enqueues. Python takes tens of
-    microseconds to launch a kernel (torch.compile's guards more): a GPU-side sleep before the start
-    event lets the CPU queue all of fn's work first, so that the host's overhead is not timed."""
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for i in range(repeats):
-        flush.fill_(i & 0xFF)
-        torch.cuda._sleep(1_000_000)  # about half a millisecond of GPU time
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[repeats // 2]
-
-
-def bench(case: str, impl: str, ms: float, nbytes: float, flops: float = 0, peer: bool = False) -> None:
-    print(f'BENCH {{"case": "{case}", "impl": "{impl}", "time_ms": {ms:.6g}, "bytes": {nbytes:.0f}, '
-          f'"flops": {flops:.0f}, "peer": {"true" if peer else "false"}}}', flush=True)
-# --8<-- [end:timing]
-
-
-def check(name: str, got: "torch.Tensor", want: "torch.Tensor", rtol: float, atol: float) -> bool:
-    got, want = got.double().flatten(), want.double().flatten()
-    err = (got - want).abs()
-    bad = ~(err <= atol + rtol * want.abs())  # NaN compares false: fails
-    if got.numel() == 0 or bool(bad.any()):
-        i = int(bad.nonzero()[0]) if got.numel() else 0
-        print(f"CHECK FAIL {name} n={got.numel()} first_bad={i} got={got[i]:.9g} want={want[i]:.9g}")
-        return False
-    print(f"CHECK PASS {name} n={got.numel()} max_abs_err={float(err.max()):.3g} rtol={rtol:.1g} atol={atol:.1g}")
-    return True
 
 
 # --8<-- [start:launchers]
@@ -153,7 +108,7 @@ def run_transpose(mod, shapes, do_bench: bool) -> bool:
                 continue
             out.fill_(float("nan"))  # poisoned
             make_transpose(mod, kernel, x, out)()
-            ok &= check(f"{kernel}_{rows}x{cols}", out, want, 0.0, 0.0)
+            ok &= check_close(f"{kernel}_{rows}x{cols}", out, want, 0.0, 0.0)
         if do_bench and ok:
             # --8<-- [start:bench_transpose]
             case, nbytes = f"transpose {rows} x {cols} fp32", 2.0 * x.numel() * 4
@@ -177,8 +132,8 @@ def run_sum(mod, sizes, do_bench: bool) -> bool:
         for kernel in SUM_KERNELS:
             out.fill_(float("nan"))  # poisoned
             make_sum(mod, kernel, x, out)()
-            ok &= check(f"{kernel}_{n}", out, want, 0.0, atol)
-        ok &= check(f"torch_sum_{n}", torch.sum(x).reshape(1), want, 0.0, atol)
+            ok &= check_close(f"{kernel}_{n}", out, want, 0.0, atol)
+        ok &= check_close(f"torch_sum_{n}", torch.sum(x).reshape(1), want, 0.0, atol)
         if do_bench and ok:
             # --8<-- [start:bench_sum]
             case, nbytes = f"sum of {n} fp32", 4.0 * n
@@ -192,21 +147,75 @@ def run_sum(mod, sizes, do_bench: bool) -> bool:
     return ok
 
 
+# --8<-- [start:softmax_rows]
+def adversarial_rows(rows: int, cols: int) -> "torch.Tensor":
+    """Random scores in [-8, 8], with row r % 8 of the kinds softmax.cu checks: a long run of -inf
+    first, a causal mask (-inf after column r), fully masked, a single finite score, a NaN after a run
+    of -inf, a NaN among random scores."""
+    x = (torch.rand(rows, cols) * 2 - 1) * 8  # built on the host, then copied once
+    inf = float("inf")
+    for r in range(rows):
+        kind = r % 8
+        if kind == 1:
+            x[r, : 3 * (cols // 4)] = -inf
+        elif kind == 2:
+            x[r, r + 1:] = -inf
+        elif kind == 3:
+            x[r] = -inf
+        elif kind == 4:
+            keep = cols - 1 if (r // 8) % 2 else (131 * r) % cols
+            v = x[r, keep].item()
+            x[r] = -inf
+            x[r, keep] = v
+        elif kind == 5:
+            x[r, : cols // 2] = -inf
+            x[r, cols // 2] = float("nan")
+        elif kind == 7:
+            x[r, (7 * r) % cols] = float("nan")
+    return x.cuda()
+
+
+def softmax_reference(x: "torch.Tensor") -> "torch.Tensor":
+    """float64 softmax with the course's conventions: torch.softmax gives NaN for a fully masked row
+    (exp(-inf - (-inf))); the course gives zeros. A row with a NaN stays NaN in both."""
+    want = torch.softmax(x.double(), dim=1)
+    fully_masked = (x == float("-inf")).all(dim=1, keepdim=True)
+    return torch.where(fully_masked, torch.zeros_like(want), want)
+# --8<-- [end:softmax_rows]
+
+
+def check_softmax_kernel(name: str, run, x, out, want) -> bool:
+    """Rows whose reference is NaN must come out NaN, checked after a run into zeros (a row the
+    kernel never wrote cannot pass); every other row after a run into a NaN-poisoned output."""
+    nan_rows = want.isnan().any(dim=1)
+    out.fill_(float("nan"))  # poisoned
+    run()
+    ok = check_close(name, out[~nan_rows], want[~nan_rows], 1e-4, 1e-9)
+    if bool(nan_rows.any()):
+        out.zero_()
+        run()
+        got = out[nan_rows]
+        ok &= course_tools.check_true(f"{name}_nan_rows", bool(got.isnan().all()), got.numel(),
+                                      f"not_nan={int((~got.isnan()).sum())}")
+    return ok
+
+
 def run_softmax(mod, shapes, do_bench: bool, compiled) -> bool:
     ok = True
     for rows, cols in shapes:
-        x = (torch.rand(rows, cols, device="cuda") * 2 - 1) * 8
-        want = torch.softmax(x.double(), dim=1)
+        x = adversarial_rows(rows, cols)
+        want = softmax_reference(x)
         out = torch.empty_like(x)
         for kernel in SOFTMAX_KERNELS:
-            if not softmax_applies(kernel, cols):
-                continue
-            out.fill_(float("nan"))  # poisoned
-            make_softmax(mod, kernel, x, out)()
-            ok &= check(f"{kernel}_{rows}x{cols}", out, want, 1e-4, 1e-9)
-        ok &= check(f"torch_softmax_{rows}x{cols}", torch.softmax(x, dim=1), want, 1e-4, 1e-9)
+            if softmax_applies(kernel, cols):
+                ok &= check_softmax_kernel(f"{kernel}_{rows}x{cols}", make_softmax(mod, kernel, x, out), x, out, want)
+        # PyTorch's own convention differs only on fully masked rows: compare it on random rows, and
+        # record what it returns for a fully masked one.
+        x = (torch.rand(rows, cols, device="cuda") * 2 - 1) * 8
+        want = torch.softmax(x.double(), dim=1)
+        ok &= check_close(f"torch_softmax_{rows}x{cols}", torch.softmax(x, dim=1), want, 1e-4, 1e-9)
         if compiled is not None:
-            ok &= check(f"torch_compile_softmax_{rows}x{cols}", compiled(x), want, 1e-4, 1e-9)
+            ok &= check_close(f"torch_compile_softmax_{rows}x{cols}", compiled(x), want, 1e-4, 1e-9)
         if do_bench and ok:
             # --8<-- [start:bench_softmax]
             case, nbytes = f"softmax {rows} x {cols} fp32", 2.0 * x.numel() * 4
@@ -218,17 +227,19 @@ def run_softmax(mod, shapes, do_bench: bool, compiled) -> bool:
                 if softmax_applies(kernel, cols):
                     bench(case, f"course {kernel}", time_ms(make_softmax(mod, kernel, x, out)), nbytes)
             # --8<-- [end:bench_softmax]
+    masked = torch.full((1, 37), float("-inf"), device="cuda")
+    ok &= course_tools.check_true("torch_softmax_fully_masked_row_is_nan", bool(torch.softmax(masked, dim=1).isnan().all()),
+                                  masked.numel(), "torch.softmax of an all -inf row")
     return ok
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    global cp, torch
+    parser = course_tools.parser("The chapter's transpose, sum and softmax kernels against PyTorch")
     parser.add_argument("--bench", action="store_true", help="also time every kernel against PyTorch")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile (it takes a minute)")
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("error: PyTorch sees no CUDA GPU", file=sys.stderr)
-        return 1
+    cp, torch = course_tools.require_cuda("cupy", "torch")
     torch.manual_seed(2026)
     compiled = None
     if not args.no_compile:
@@ -236,7 +247,7 @@ def main() -> int:
         compiled = torch.compile(lambda t: torch.softmax(t, dim=1), dynamic=False)
     ok = run_transpose(load("transpose"), [(1, 1), (1009, 997), (1004, 100)], False)
     ok &= run_sum(load("reduction"), [1, 4099, 1000003], False)
-    ok &= run_softmax(load("softmax"), [(1, 1), (97, 997), (37, 8192), (3, 1000)], False, compiled)
+    ok &= run_softmax(load("softmax"), [(1, 1), (97, 997), (37, 8192), (3, 1000), (24, 20), (40, 33)], False, compiled)
     if args.bench and ok:
         ok &= run_transpose(load("transpose"), [(8192, 8192)], True)
         ok &= run_sum(load("reduction"), [1 << 28], True)

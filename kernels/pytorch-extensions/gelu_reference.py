@@ -10,16 +10,24 @@
 # course: run
 import math
 import sys
+from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
+from course_tools import check_close, check_true  # noqa: E402,F401  (the chapter's programs import them from here)
+
 # --8<-- [start:composite]
+# Python floats are float64: a float64 tensor is computed with these exact constants, and a float32
+# one with the constants rounded to float32 by PyTorch.
 K0 = math.sqrt(2.0 / math.pi)
 K1 = 0.044715
 
 
 def gelu_composite(x: torch.Tensor) -> torch.Tensor:
-    """y = x/2 (1 + tanh(k0 (x + k1 x^3))): six elementwise PyTorch ops, six kernels when eager."""
+    """y = x/2 (1 + tanh(k0 (x + k1 x^3))): nine elementwise PyTorch ops (k1 * x, * x, * x, x +,
+    k0 *, tanh, 1 +, 0.5 * x, the final product): nine kernels and eight intermediate tensors when eager."""
     return 0.5 * x * (1.0 + torch.tanh(K0 * (x + K1 * x * x * x)))
 
 
@@ -28,21 +36,6 @@ def gelu_backward_composite(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor
     t = torch.tanh(K0 * (x + K1 * x * x * x))
     return grad * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * K0 * (1.0 + 3.0 * K1 * x * x))
 # --8<-- [end:composite]
-
-
-def check_close(name, got, want, rtol, atol):
-    """Print the course's CHECK line for |got - want| <= atol + rtol * |want| (NaN fails)."""
-    got64, want64 = got.detach().double().cpu(), want.detach().double().cpu()
-    err = (got64 - want64).abs()
-    ok = got64.shape == want64.shape and got64.numel() > 0 and bool(((err <= atol + rtol * want64.abs()) & ~got64.isnan()).all())
-    worst = float(err.max()) if err.numel() else float("nan")
-    print(f"CHECK {'PASS' if ok else 'FAIL'} {name} n={got64.numel()} max_abs_err={worst:.3g} rtol={rtol:g} atol={atol:g}")
-    return ok
-
-
-def check_true(name, ok, n, detail=""):
-    print(f"CHECK {'PASS' if ok and n > 0 else 'FAIL'} {name} n={n} {detail}".rstrip())
-    return bool(ok and n > 0)
 
 
 def raises(fn, *exceptions):
@@ -100,6 +93,7 @@ def check_operator(label: str, op, device: str, dtypes=(torch.float32,), bad_dev
 
 
 def main() -> int:
+    course_tools.parser("check the hand-derived GELU derivative against autograd (CPU, float64)").parse_args()
     torch.manual_seed(0)
     x = (torch.randn(10007, dtype=torch.float64) * 3).requires_grad_()
     y = gelu_composite(x)

@@ -13,15 +13,13 @@ import sys
 import time
 from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "kernels/pytorch-extensions/csrc/fused_gelu.cu"
 os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(ROOT / "build/torch_extensions"))
-
-from torch.utils.cpp_extension import load_inline  # noqa: E402
-
-from gelu_reference import check_operator  # noqa: E402
+torch = None  # imported in main(), after the arguments are checked
 
 # --8<-- [start:load_inline]
 # load_inline compiles the C++ sources with the host compiler and the CUDA sources with nvcc, and
@@ -37,6 +35,8 @@ using course_ext::gelu_backward;
 
 
 def build():
+    from torch.utils.cpp_extension import load_inline
+
     return load_inline(
         name="fused_gelu_jit",                # the cache folder and the Python module's name
         cpp_sources=DECLARATIONS,
@@ -66,9 +66,10 @@ def make_op(ext):
 
 
 def main() -> int:
-    if not torch.cuda.is_available():
-        print("error: the extension's kernels need a CUDA GPU (and a CUDA build of PyTorch)", file=sys.stderr)
-        return 1
+    global torch
+    course_tools.parser("build the fused GELU with load_inline and check it").parse_args()
+    torch = course_tools.require_cuda("torch")        # the extension's kernels need a CUDA GPU and CUDA torch
+    from gelu_reference import check_operator
     print(f"torch {torch.__version__} (CUDA {torch.version.cuda}), {torch.cuda.get_device_name()}")
     print(f"build cache: {os.environ['TORCH_EXTENSIONS_DIR']}")
     start = time.perf_counter()
@@ -78,7 +79,8 @@ def main() -> int:
     build()
     print(f"load_inline: second call took {time.perf_counter() - start:.2f} s (already loaded)")
     op = make_op(ext)
-    ok = check_operator("jit", op, "cuda", dtypes=(torch.float32, torch.float16, torch.bfloat16), bad_device="cpu")
+    ok = check_operator("jit", op, "cuda", dtypes=(torch.float32, torch.float64, torch.float16, torch.bfloat16),
+                        bad_device="cpu")
 
     # torch.compile cannot see inside a pybind11 function: it splits the graph around the call.
     def f(x):

@@ -14,15 +14,15 @@
 # course: gpu
 # course: run
 # course: bench --bench
-import argparse
 import hashlib
-import json
 import subprocess
 import sys
 from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
+torch = None  # imported in main(), after the arguments are checked
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kernels/pytorch-extensions"
 SITE = ROOT / "build/pytorch-extensions/site"
@@ -49,7 +49,7 @@ def install_package() -> None:
 
 def check_compiled(label, op) -> bool:
     """The operator inside a torch.compile'd function: one graph, same values, same gradients."""
-    from gelu_reference import check_close, check_true
+    from course_tools import check_close, check_true
 
     def f(x):
         return op(x * 2.0 - 1.0) * 3.0
@@ -72,7 +72,7 @@ def check_compiled(label, op) -> bool:
 # --8<-- [start:opcheck]
 def run_opcheck(label, op_overload) -> bool:
     """torch.library.opcheck: schema, fake kernel, autograd registration and AOT dispatch agree."""
-    from gelu_reference import check_true
+    from course_tools import check_true
 
     samples = [torch.randn(33, 7, device="cuda", requires_grad=True),
                torch.randn(5, device="cuda", dtype=torch.float64),
@@ -86,26 +86,6 @@ def run_opcheck(label, op_overload) -> bool:
         print(f"  opcheck {label}: {f}")
     return check_true(f"{label}_opcheck", not failures, tests, f"samples={len(samples)}")
 # --8<-- [end:opcheck]
-
-
-def time_ms(fn, warmup=3, repeats=20) -> float:
-    """Median time of fn() in ms with CUDA events, after warm-up, with L2 flushed before each repeat.
-    A GPU-side sleep before the start event keeps the host's dispatch overhead out of the timing."""
-    scratch = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for i in range(repeats):
-        scratch.fill_(i & 0xFF)
-        torch.cuda._sleep(1_000_000)  # ~0.5 ms of GPU work, so the host queues fn() before the start event runs
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[repeats // 2]
 
 
 # --8<-- [start:bench]
@@ -124,20 +104,17 @@ def run_benchmarks(impls) -> None:
                 else:
                     y = op(x)                     # the graph is built once; only backward is timed
                     fn = lambda y=y: torch.autograd.grad(y, x, g, retain_graph=True)  # noqa: E731
-                t = time_ms(fn)
-                print("BENCH " + json.dumps({"case": case, "impl": impl, "time_ms": round(t, 6), "bytes": moved,
-                                             "flops": 0, "peer": impl.startswith("eager"), "n": n,
-                                             "direction": direction}), flush=True)
+                course_tools.bench(case, impl, course_tools.time_ms(fn), moved, peer=impl.startswith("eager"), n=n,
+                                   direction=direction)
 # --8<-- [end:bench]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="build, check and time the packaged fused GELU")
-    parser.add_argument("--bench", action="store_true")
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("error: course_ext's kernels need a CUDA GPU (and a CUDA build of PyTorch)", file=sys.stderr)
-        return 1
+    global torch
+    p = course_tools.parser("build, check and time the packaged fused GELU")
+    p.add_argument("--bench", action="store_true", help="also time every implementation")
+    args = p.parse_args()
+    torch = course_tools.require_cuda("torch")        # course_ext's kernels need a CUDA GPU and CUDA torch
     print(f"torch {torch.__version__} (CUDA {torch.version.cuda}), {torch.cuda.get_device_name()}")
     install_package()
     sys.path.insert(0, str(SITE))
@@ -147,7 +124,7 @@ def main() -> int:
     from triton_gelu import triton_gelu
 
     ok = check_operator("package", course_ext.fused_gelu, "cuda",
-                        dtypes=(torch.float32, torch.float16, torch.bfloat16), bad_device="cpu")
+                        dtypes=(torch.float32, torch.float64, torch.float16, torch.bfloat16), bad_device="cpu")
     ok &= run_opcheck("package", torch.ops.course_ext.fused_gelu.default)
     ok &= check_compiled("package", course_ext.fused_gelu)
     ok &= run_opcheck("triton", torch.ops.course_triton.gelu.default)

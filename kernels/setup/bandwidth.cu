@@ -61,7 +61,7 @@ static bool check_all_paths(size_t floats, uint64_t seed) {
 }
 
 // --8<-- [start:bench]
-static void bench_all_paths(size_t floats) {
+static void bench_all_paths(size_t floats, uint64_t seed) {
   const size_t bytes = floats * sizeof(float);
   const double b = static_cast<double>(bytes);
   // Two cases, so that "% of peer" compares device copies only with the device copy peer.
@@ -69,7 +69,8 @@ static void bench_all_paths(size_t floats) {
   std::snprintf(host_case, sizeof(host_case), "host <-> device, %.0f MiB", b / 1048576.0);
   std::snprintf(device_case, sizeof(device_case), "device <-> device, %.0f MiB", b / 1048576.0);
 
-  std::vector<float> pageable(floats, 1.0f);
+  std::vector<float> pageable(floats);
+  course::fill_uniform(pageable, seed);
   float* pinned = nullptr;  // page-locked: the copy engine can DMA straight from it
   CUDA_CHECK(cudaMallocHost(&pinned, bytes));
   std::memcpy(pinned, pageable.data(), bytes);
@@ -103,13 +104,12 @@ static void bench_all_paths(size_t floats) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long floats = args.get_int("--floats", 1000003);
+  const long long floats = args.get_int("--floats", 1000003, 1, 1LL << 30);  // 4 GiB per buffer at most
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  if (floats < 1) {
-    std::fprintf(stderr, "error: --floats must be at least 1\n");
-    return course::kExitFail;
-  }
+  const bool bench = args.has("--bench");
+  const long long bench_mib = args.get_int("--bench-mib", 256, 1, 4096);
+  args.finish();
   if (!check_all_paths(static_cast<size_t>(floats), seed)) return course::kExitFail;
-  if (args.has("--bench")) bench_all_paths(static_cast<size_t>(args.get_int("--bench-mib", 256)) << 18);
+  if (bench) bench_all_paths(static_cast<size_t>(bench_mib) << 18, seed);
   return 0;
 }

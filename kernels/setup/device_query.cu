@@ -78,7 +78,8 @@ static bool describe(int device) {
   return course::check_true("device_query", ok, checked, prop.name);
 }
 
-int main() {
+int main(int argc, char** argv) {
+  course::Args{argc, argv}.finish();  // no options: anything on the command line is an error
   int runtime_version = 0, driver_version = 0;
   CUDA_CHECK(cudaRuntimeGetVersion(&runtime_version));
   // The driver version is the newest CUDA the installed driver supports, not the toolkit's.

@@ -9,7 +9,7 @@
 #include "../common/course.cuh"
 
 // --8<-- [start:kernel]
-// __global__ marks a function that runs on the GPU and is launched from the host.
+// __global__ marks a kernel: it runs on the GPU and is launched with <<<...>>> (here from the host).
 __global__ void hello(int* marks) {
   const int global_id = blockIdx.x * blockDim.x + threadIdx.x;
   printf("hello from thread %d of block %d (global id %d)\n", threadIdx.x, blockIdx.x, global_id);
@@ -17,7 +17,8 @@ __global__ void hello(int* marks) {
 }
 // --8<-- [end:kernel]
 
-int main() {
+int main(int argc, char** argv) {
+  course::Args{argc, argv}.finish();  // no options: anything on the command line is an error
   // --8<-- [start:launch]
   constexpr int kBlocks = 2, kThreadsPerBlock = 4, kThreads = kBlocks * kThreadsPerBlock;
   int* marks = nullptr;

@@ -1,170 +1,184 @@
-# bench.py: the Triton chapter's three kernels compiled on the GPU, checked, and timed beside
-# PyTorch (the peer) and the CUDA versions in kernels/triton/cuda_peers.cu.
+# bench.py: the Triton chapter's three kernels compiled on the GPU, checked, and timed in one run beside
+# the strongest peers at hand: PyTorch, cuBLAS and the course's own fast CUDA kernels.
 #
 # Taught in docs/triton/programming-model.md, docs/triton/softmax.md and docs/triton/matmul.md.
-# Imports the kernels from vector_add.py, softmax.py and matmul.py; builds cuda_peers.cu with nvcc
-# into build/triton/libcuda_peers.so and calls it through ctypes.
+# Imports the Triton kernels from vector_add.py, softmax.py and matmul.py. The CUDA peers are compiled at
+# run time with CuPy (NVRTC) and launched on PyTorch's tensors without copies, as
+# kernels/memory-model/versus_pytorch.py does:
+#   vector add  kernels/triton/cuda_peers.cu: float4 loads and stores in a grid-stride loop
+#   softmax     kernels/memory-model/softmax.cuh: the memory-model chapter's kernels (one block per row,
+#               the row in registers where it fits; softmax_block, two passes, for longer rows)
+#   matmul      cuBLAS through torch.matmul, in the same precision as the Triton kernel (fp16 or bf16
+#               inputs and output, fp32 accumulation, reduced-precision reductions switched off)
 # Run:   python kernels/triton/bench.py            (checks every kernel at odd sizes on the GPU)
 #        python kernels/triton/bench.py --bench    (also times them)
 #
 # course: gpu
 # course: run
 # course: bench --bench
-import argparse
-import ctypes
-import json
-import subprocess
 import sys
 from pathlib import Path
 
-import torch
-
-if not torch.cuda.is_available():
-    print("error: bench.py times compiled kernels and needs a CUDA GPU "
-          "(the other programs in kernels/triton/ run on the CPU too)", file=sys.stderr)
-    sys.exit(1)
-
-import triton  # noqa: E402
-
-from matmul import matmul, matmul_kernel  # noqa: E402
-from softmax import softmax, softmax_reference  # noqa: E402
-from vector_add import add, check_close  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-CUDA_SOURCE = ROOT / "kernels/triton/cuda_peers.cu"
-LIBRARY = ROOT / "build/triton/libcuda_peers.so"
+ADD_SOURCE = ROOT / "kernels/triton/cuda_peers.cu"
+SOFTMAX_SOURCE = ROOT / "kernels/memory-model/softmax.cuh"
+# The memory-model chapter's softmax kernels: name -> (threads per block, needs cols % 4 == 0, most cols).
+SOFTMAX_KERNELS = {
+    "softmax_block_regs_256x32": (256, False, 8192),
+    "softmax_block_regs_v4_256x8": (256, True, 8192),
+    "softmax_block_regs_v4_512x4": (512, True, 8192),
+    "softmax_block": (256, False, None),  # any row length: two passes over the row (as softmax.cu)
+}
+torch = cp = None  # imported in main(), after the arguments are checked
 
 
-def load_cuda_peers() -> ctypes.CDLL:
-    """Build kernels/triton/cuda_peers.cu for this GPU and load it."""
-    major, minor = torch.cuda.get_device_capability()
-    LIBRARY.parent.mkdir(parents=True, exist_ok=True)
-    cmd = ["nvcc", "-O3", f"-arch=sm_{major}{minor}", "-shared", "-Xcompiler", "-fPIC",
-           "-o", str(LIBRARY), str(CUDA_SOURCE)]
-    subprocess.run(cmd, check=True)
-    lib = ctypes.CDLL(str(LIBRARY))
-    for name in ("launch_add", "launch_softmax", "launch_matmul"):
-        getattr(lib, name).restype = ctypes.c_int
-    return lib
+# --8<-- [start:peers]
+def cuda_add(module, a, b, c):
+    """A function that launches the float4 grid-stride add: c = a + b, one wave of blocks over the GPU."""
+    if any(t.data_ptr() % 16 for t in (a, b, c)):
+        raise ValueError("cuda_add: float4 accesses need 16-byte aligned tensors")
+    n, threads = a.numel(), 256
+    props = torch.cuda.get_device_properties(0)
+    resident = props.multi_processor_count * (props.max_threads_per_multi_processor // threads)
+    blocks = max(1, min((max(n // 4, n % 4) + threads - 1) // threads, resident))
+    fn = module.get_function("add_vec4_grid_stride")
+    args = (cp.from_dlpack(a), cp.from_dlpack(b), cp.from_dlpack(c), cp.uint64(n))
+    return lambda: fn((blocks,), (threads,), args)
 
 
-def cuda_call(lib, name, *args):
-    """Call an extern "C" launcher with device pointers, on PyTorch's current stream."""
-    conv = [ctypes.c_void_p(a.data_ptr()) if isinstance(a, torch.Tensor) else
-            (ctypes.c_longlong(a) if name == "launch_add" else ctypes.c_int(a)) for a in args]
-    err = getattr(lib, name)(*conv, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
-    if err != 0:
-        raise RuntimeError(f"{name} failed with cudaError_t {err}")
+def softmax_applies(kernel: str, cols: int) -> bool:
+    _, needs_vec4, most = SOFTMAX_KERNELS[kernel]
+    return (most is None or cols <= most) and (cols % 4 == 0 or not needs_vec4)
 
 
-# --8<-- [start:timer]
-def time_ms(fn, warmup: int = 3, repeats: int = 20) -> float:
-    """Median time of fn() in ms with CUDA events, after warm-up, with L2 flushed before each repeat.
-    A GPU-side sleep before the start event lets the host queue fn()'s work first, so Triton's Python
-    launch path (argument checks, autotuner lookup) is not timed: the figures compare GPU work."""
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    scratch = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):           # also triggers Triton's compilation and autotuning
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for i in range(repeats):
-        scratch.fill_(i & 0xFF)       # evict what the last repeat left in L2
-        torch.cuda._sleep(1_000_000)  # ~0.5 ms of GPU work, so the host queues fn() before the start event runs
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[repeats // 2]
-# --8<-- [end:timer]
-
-
-def bench(case, impl, fn, bytes_, flops, peer=False, **extra):
-    t = time_ms(fn)
-    print("BENCH " + json.dumps({"case": case, "impl": impl, "time_ms": round(t, 6), "bytes": bytes_,
-                                 "flops": flops, "peer": peer, **extra}), flush=True)
+def cuda_softmax(module, kernel: str, x, y):
+    """A function that launches one of the memory-model chapter's kernels: softmax of x's rows into y."""
+    rows, cols = x.shape
+    threads = SOFTMAX_KERNELS[kernel][0]
+    fn = module.get_function(kernel)
+    if kernel == "softmax_block":
+        args = (cp.from_dlpack(x), cp.from_dlpack(y), cp.int32(rows), cp.int32(cols))
+    else:
+        args = (cp.from_dlpack(x), cp.from_dlpack(y), cp.int32(cols))
+    return lambda: fn((rows,), (threads,), args)
+# --8<-- [end:peers]
 
 
 def nan_like(t):
     return torch.full_like(t, float("nan"))
 
 
-def check_all(lib) -> bool:
-    """Triton (compiled) and CUDA against float64 references, at sizes that fit no block evenly."""
+def check_all(add_module, softmax_module) -> bool:
+    """Triton (compiled) and the CUDA peers against float64 references, at sizes that fit no block
+    evenly, with every output poisoned first."""
+    from matmul import matmul, matmul_kernel
+    from softmax import check_adversarial, softmax, softmax_reference
+    from vector_add import add
+
     torch.manual_seed(1)
     ok = True
-    n = 1_000_003
-    a, b = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
-    want = a.double() + b.double()
-    ok &= check_close("triton_add_gpu", add(a, b, out=nan_like(a)), want, 1e-6, 1e-6)
-    c = nan_like(a)
-    cuda_call(lib, "launch_add", a, b, c, n)
-    ok &= check_close("cuda_add_gpu", c, want, 1e-6, 1e-6)
+    for n in (1, 3, 1_000_003):
+        a, b = torch.rand(n, device="cuda") * 2 - 1, torch.rand(n, device="cuda") * 2 - 1
+        want = a.double() + b.double()
+        ok &= course_tools.check_close(f"triton_add_{n}", add(a, b, out=nan_like(a)), want, 1e-6, 1e-6)
+        c = nan_like(a)
+        cuda_add(add_module, a, b, c)()
+        ok &= course_tools.check_close(f"cuda_add_vec4_{n}", c, want, 1e-6, 1e-6)
 
-    x = (torch.rand(1023, 1000, device="cuda") * 2 - 1) * 100
-    want = softmax_reference(x)
-    ok &= check_close("triton_softmax_gpu", softmax(x, out=nan_like(x)), want, 1e-5, 1e-6)
-    y = nan_like(x)
-    cuda_call(lib, "launch_softmax", x, y, x.shape[0], x.shape[1])
-    ok &= check_close("cuda_softmax_gpu", y, want, 1e-5, 1e-6)
+    for rows, cols in ((1, 1), (1023, 1000), (37, 8192), (5, 16387)):
+        x = (torch.rand(rows, cols, device="cuda") * 2 - 1) * 100
+        want = softmax_reference(x)
+        ok &= course_tools.check_close(f"triton_softmax_{rows}x{cols}", softmax(x, out=nan_like(x)), want, 1e-5, 1e-6)
+        for kernel in SOFTMAX_KERNELS:
+            if softmax_applies(kernel, cols):
+                y = nan_like(x)
+                cuda_softmax(softmax_module, kernel, x, y)()
+                ok &= course_tools.check_close(f"cuda_{kernel}_{rows}x{cols}", y, want, 1e-5, 1e-6)
+    # Leading -inf, causal masks, one finite value, fully masked rows (zeros) and NaN rows, compiled:
+    for cols in (1000, 4099):
+        ok &= check_adversarial("triton_softmax_gpu", lambda t, o: softmax(t, out=o), cols, "cuda")
+        for kernel in SOFTMAX_KERNELS:
+            if softmax_applies(kernel, cols):
+                ok &= check_adversarial(f"cuda_{kernel}", lambda t, o, k=kernel: cuda_softmax(softmax_module, k, t, o)(),
+                                        cols, "cuda")
 
     M, N, K = 1000, 777, 513
-    a = (torch.rand(M, K, device="cuda") * 2 - 1).half()
-    b = (torch.rand(K, N, device="cuda") * 2 - 1).half()
-    want = a.double() @ b.double()
-    tol = dict(rtol=2e-3, atol=1e-3 * K ** 0.5)
-    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
-    ok &= check_close("triton_matmul_gpu", matmul(a, b, out=c), want, **tol)
-    print(f"autotuning chose, for {M}x{N}x{K}: {matmul_kernel.best_config}")
-    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
-    cuda_call(lib, "launch_matmul", a, b, c, M, N, K)
-    ok &= check_close("cuda_matmul_gpu", c, want, **tol)
+    for dtype, rtol in ((torch.float16, 2e-3), (torch.bfloat16, 1.6e-2)):
+        a = (torch.rand(M, K, device="cuda") * 2 - 1).to(dtype)
+        b = (torch.rand(K, N, device="cuda") * 2 - 1).to(dtype)
+        want = a.double() @ b.double()              # exact products of the rounded inputs
+        tol = dict(rtol=rtol, atol=1e-3 * K ** 0.5)  # fp32 sums, then one rounding to fp16 or bf16
+        name = str(dtype)[6:]
+        c = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
+        ok &= course_tools.check_close(f"triton_matmul_{name}", matmul(a, b, out=c), want, **tol)
+        print(f"autotuning chose, for {M}x{N}x{K} {name}: {matmul_kernel.best_config}")
+        c = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
+        ok &= course_tools.check_close(f"cublas_matmul_{name}", torch.matmul(a, b, out=c), want, **tol)
     return bool(ok)
 
 
 # --8<-- [start:bench]
-def run_benchmarks(lib):
+def run_benchmarks(add_module, softmax_module):
+    from matmul import matmul, matmul_kernel
+    from softmax import softmax
+    from vector_add import add
+
+    time_ms, bench = course_tools.time_ms, course_tools.bench
     for n in [1 << 16, 1 << 20, 1 << 24, 1 << 26]:
         a, b = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
         c = torch.empty_like(a)
-        case = f"vector add, n = 2^{n.bit_length() - 1}"
-        bench(case, "PyTorch a + b", lambda: torch.add(a, b, out=c), 12 * n, 0, peer=True, n=n)
-        bench(case, "Triton", lambda: add(a, b, out=c), 12 * n, 0, n=n)
-        bench(case, "CUDA", lambda: cuda_call(lib, "launch_add", a, b, c, n), 12 * n, 0, n=n)
+        case, nbytes = f"vector add fp32, n = 2^{n.bit_length() - 1}", 12 * n
+        bench(case, "PyTorch a + b", time_ms(lambda: torch.add(a, b, out=c)), nbytes, peer=True, n=n)
+        bench(case, "Triton", time_ms(lambda: add(a, b, out=c)), nbytes, n=n)
+        bench(case, "CUDA float4 grid-stride (course)", time_ms(cuda_add(add_module, a, b, c)), nbytes, n=n)
 
     rows = 4096
     for cols in [256, 1024, 4096, 16384]:
         x = torch.randn(rows, cols, device="cuda")
         y = torch.empty_like(x)
-        case = f"softmax, {rows} x {cols}"
-        bench(case, "PyTorch softmax", lambda: torch.softmax(x, dim=1), 8 * x.numel(), 0, peer=True, cols=cols)
-        bench(case, "Triton (fused)", lambda: softmax(x, out=y), 8 * x.numel(), 0, cols=cols)
-        bench(case, "CUDA (3 passes)", lambda: cuda_call(lib, "launch_softmax", x, y, rows, cols), 8 * x.numel(), 0, cols=cols)
+        case, nbytes = f"softmax fp32, {rows} x {cols}", 8 * x.numel()
+        bench(case, "PyTorch softmax", time_ms(lambda: torch.softmax(x, dim=1)), nbytes, peer=True, cols=cols)
+        bench(case, "Triton (fused, one program per row)", time_ms(lambda: softmax(x, out=y)), nbytes, cols=cols)
+        for kernel in SOFTMAX_KERNELS:
+            if softmax_applies(kernel, cols):
+                bench(case, f"CUDA course {kernel}", time_ms(cuda_softmax(softmax_module, kernel, x, y)), nbytes,
+                      cols=cols)
 
-    for s in [1024, 2048, 4096]:
-        a, b = torch.randn(s, s, device="cuda").half(), torch.randn(s, s, device="cuda").half()
-        c = torch.empty(s, s, device="cuda", dtype=torch.float16)
-        case = f"fp16 matmul, {s}^3"
-        byts, flops = 3 * 2 * s * s, 2 * s ** 3
-        bench(case, "PyTorch (cuBLAS)", lambda: torch.matmul(a, b, out=c), byts, flops, peer=True, size=s)
-        bench(case, "Triton (autotuned)", lambda: matmul(a, b, out=c), byts, flops, size=s)
-        bench(case, "CUDA (smem tiles)", lambda: cuda_call(lib, "launch_matmul", a, b, c, s, s, s), byts, flops, size=s)
-        print(f"autotuning chose, for {s}^3: {matmul_kernel.best_config}")
+    for dtype, name in ((torch.float16, "fp16"), (torch.bfloat16, "bf16")):
+        for s in [1024, 2048, 4096]:
+            a, b = torch.randn(s, s, device="cuda").to(dtype), torch.randn(s, s, device="cuda").to(dtype)
+            c = torch.empty(s, s, device="cuda", dtype=dtype)
+            case, nbytes, flops = f"matmul {name}, {s}^3", 3 * 2 * s * s, 2 * s ** 3
+            bench(case, f"cuBLAS {name} in/out, fp32 accumulate (torch.matmul)",
+                  time_ms(lambda: torch.matmul(a, b, out=c)), nbytes, flops, peer=True, size=s)
+            bench(case, f"Triton {name} in/out, fp32 accumulate (autotuned)",
+                  time_ms(lambda: matmul(a, b, out=c)), nbytes, flops, size=s)
+            print(f"autotuning chose, for {s}^3 {name}: {matmul_kernel.best_config}")
 # --8<-- [end:bench]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="check and time the Triton chapter's kernels")
-    parser.add_argument("--bench", action="store_true", help="also time every kernel")
-    args = parser.parse_args()
-    print(f"triton {triton.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name()}")
-    lib = load_cuda_peers()
-    if not check_all(lib):
+    global torch, cp
+    p = course_tools.parser("check and time the Triton chapter's kernels against PyTorch, cuBLAS and the course's CUDA kernels")
+    p.add_argument("--bench", action="store_true", help="also time every kernel")
+    args = p.parse_args()
+    cp, torch = course_tools.require_cuda("cupy", "torch")
+    import triton
+
+    # cuBLAS accumulates fp16 and bf16 products in fp32 then, like the Triton kernel, throughout.
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    print(f"triton {triton.__version__}, torch {torch.__version__}, cupy {cp.__version__}, "
+          f"{torch.cuda.get_device_name()}")
+    add_module = cp.RawModule(code=ADD_SOURCE.read_text(), options=("-std=c++17",))
+    softmax_module = cp.RawModule(code=SOFTMAX_SOURCE.read_text(), options=("-std=c++17",))
+    if not check_all(add_module, softmax_module):
         return 1
     if args.bench:
-        run_benchmarks(lib)
+        run_benchmarks(add_module, softmax_module)
     return 0
 
 

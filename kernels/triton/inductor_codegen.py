@@ -12,17 +12,12 @@
 import math
 import re
 import sys
+from pathlib import Path
 
 import torch
 
-if not torch.cuda.is_available():
-    print("error: torch.compile generates Triton only for GPU tensors; this program needs a CUDA GPU "
-          "(on the CPU Inductor writes C++ instead)", file=sys.stderr)
-    sys.exit(1)
-
-from torch._inductor.utils import run_and_get_code  # noqa: E402
-
-from vector_add import check_close  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
 
 # --8<-- [start:functions]
@@ -33,7 +28,7 @@ def gelu_tanh(x):
 
 
 def softmax_rows(x):
-    # A max reduction, an elementwise exp, a sum reduction and a division.
+    # Two reductions (max, sum) and three elementwise ops (subtract, exp, divide).
     e = torch.exp(x - x.amax(dim=1, keepdim=True))
     return e / e.sum(dim=1, keepdim=True)
 # --8<-- [end:functions]
@@ -42,6 +37,8 @@ def softmax_rows(x):
 # --8<-- [start:read_back]
 def generated_kernels(fn, *args):
     """Compile fn, run it once, and return (its result, {kernel name: Triton source})."""
+    from torch._inductor.utils import run_and_get_code
+
     torch._dynamo.reset()                           # compile afresh, not from this process's cache
     result, modules = run_and_get_code(torch.compile(fn), *args)
     kernels = {}
@@ -63,25 +60,26 @@ def report(label, kernels, must_contain):
     facts = [len(kernels) >= 1, all("@triton.jit" in s for s in kernels.values())]
     facts += [any(word in s for s in kernels.values()) for word in must_contain]
     detail = f"kernels={len(kernels)} contains={'+'.join(must_contain)}"
-    ok = all(facts)
-    print(f"CHECK {'PASS' if ok else 'FAIL'} {label}_is_triton n={len(facts)} {detail}")
-    return ok
+    return course_tools.check_true(f"{label}_is_triton", all(facts), len(facts), detail)
 
 
 def main() -> int:
+    course_tools.parser("read back the Triton kernels torch.compile generates").parse_args()
+    # On the CPU Inductor writes C++, not Triton: this program needs a CUDA GPU.
+    course_tools.require_cuda("torch")
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
     torch.manual_seed(0)
     ok = True
 
     x = torch.randn(1000, 1003, device="cuda")
     y, kernels = generated_kernels(gelu_tanh, x)
-    ok &= check_close("compiled_gelu_matches", y, gelu_tanh(x.double()), 1e-5, 1e-6)
+    ok &= course_tools.check_close("compiled_gelu_matches", y, gelu_tanh(x.double()), 1e-5, 1e-6)
     ok &= report("gelu", kernels, ["tl.load", "tl.store", "tanh"])
     # Fusion: the nine elementwise ops became one kernel (one read of x, one write of y).
-    ok &= check_close("gelu_fused_into_one_kernel", torch.tensor([float(len(kernels))]), torch.tensor([1.0]), 0, 0)
+    ok &= course_tools.check_true("gelu_fused_into_one_kernel", len(kernels) == 1, 1, f"kernels={len(kernels)}")
 
     y, kernels = generated_kernels(softmax_rows, x)
-    ok &= check_close("compiled_softmax_matches", y, torch.softmax(x.double(), dim=1), 1e-5, 1e-6)
+    ok &= course_tools.check_close("compiled_softmax_matches", y, torch.softmax(x.double(), dim=1), 1e-5, 1e-6)
     ok &= report("softmax", kernels, ["tl.load", "tl.store", "exp"])
     return 0 if ok else 1
 

@@ -1,17 +1,17 @@
-# matmul.py: C = A @ B (fp16 inputs, fp32 accumulation, fp16 output) in Triton, one program per
+# matmul.py: C = A @ B (fp16 or bf16 inputs, fp32 accumulation, output in the input type) in Triton, one program per
 # output tile, with the tile shape chosen by @triton.autotune and grouped tile ordering for L2 reuse.
 #
 # Taught in docs/triton/matmul.md. Without a CUDA GPU the kernel runs in Triton's interpreter on
 # the CPU (TRITON_INTERPRET=1) with one fixed tile shape (the interpreter cannot time candidates).
 # Run:   python kernels/triton/matmul.py --m 129 --n 67 --k 257
-# Timed against cuBLAS (through PyTorch) and a CUDA kernel by kernels/triton/bench.py.
+# Timed against cuBLAS (through PyTorch, same precision and accumulation) by kernels/triton/bench.py.
 #
 # course: run --m 1 --n 1 --k 1
 # course: run --m 129 --n 67 --k 257
 # course: run --m 61 --n 200 --k 31
-import argparse
 import os
 import sys
+from pathlib import Path
 
 import torch
 
@@ -20,7 +20,8 @@ if not torch.cuda.is_available():
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from vector_add import check_close  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 DEVICE = "cpu" if INTERPRET else "cuda"
@@ -70,7 +71,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
         acc = tl.dot(a, b, acc)                      # a tile product: tensor cores on the GPU
         a_tile += BK * stride_ak
         b_tile += BK * stride_bk
-    c = acc.to(tl.float16)
+    c = acc.to(c_ptr.dtype.element_ty)               # one rounding, to fp16 or bf16, at the end
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, c,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 # --8<-- [end:kernel]
@@ -80,11 +81,15 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
-    if a.dtype != torch.float16 or b.dtype != torch.float16:
-        raise TypeError("matmul: this kernel takes float16 inputs")
+    if a.dtype not in (torch.float16, torch.bfloat16) or b.dtype != a.dtype:
+        raise TypeError(f"matmul: takes two float16 or two bfloat16 inputs, got {a.dtype} and {b.dtype}")
     M, K = a.shape
     N = b.shape[1]
-    c = torch.empty((M, N), device=a.device, dtype=torch.float16) if out is None else out
+    if max(M * K, K * N, M * N) >= 2**31:
+        raise ValueError("matmul: the kernel's offsets are 32-bit; every matrix needs fewer than 2^31 elements")
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype) if out is None else out
+    if c.shape != (M, N) or c.dtype != a.dtype:
+        raise ValueError(f"matmul: out must be {M}x{N} {a.dtype}")
     if c.numel() == 0:
         return c
     grid = lambda meta: (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)  # noqa: E731
@@ -95,15 +100,14 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="autotuned fp16 matmul in Triton")
-    parser.add_argument("--m", type=int, default=129)
-    parser.add_argument("--n", type=int, default=67)
-    parser.add_argument("--k", type=int, default=257)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    p = course_tools.parser("autotuned fp16 matmul in Triton (the interpreter on the CPU without a GPU)")
+    p.add_argument("--m", type=int, default=129)
+    p.add_argument("--n", type=int, default=67)
+    p.add_argument("--k", type=int, default=257)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
     if not all(1 <= v <= 1 << 14 for v in (args.m, args.n, args.k)):
-        print("error: --m, --n and --k must be between 1 and 16384", file=sys.stderr)
-        return 1
+        p.error("--m, --n and --k must be between 1 and 16384")
     torch.manual_seed(args.seed)
     a = (torch.rand(args.m, args.k, device=DEVICE) * 2 - 1).half()
     b = (torch.rand(args.k, args.n, device=DEVICE) * 2 - 1).half()
@@ -111,7 +115,7 @@ def main() -> int:
     print(f"triton {triton.__version__}, {'interpreter on the CPU' if INTERPRET else torch.cuda.get_device_name()}")
     want = a.double() @ b.double()                   # exact products of the fp16 inputs, in float64
     # fp32 accumulation, then one rounding to fp16 (relative error 2^-11) on the way out.
-    ok = check_close("triton_matmul", matmul(a, b, out=c), want, rtol=2e-3, atol=1e-3 * args.k ** 0.5)
+    ok = course_tools.check_close("triton_matmul", matmul(a, b, out=c), want, rtol=2e-3, atol=1e-3 * args.k ** 0.5)
     if not INTERPRET:
         print(f"autotuning chose: {matmul_kernel.best_config}")
     return 0 if ok else 1

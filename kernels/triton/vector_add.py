@@ -4,13 +4,13 @@
 # interpreter on the CPU (TRITON_INTERPRET=1, set below); with one it is compiled for that GPU.
 # Run:   python kernels/triton/vector_add.py --n 100003
 #        TRITON_INTERPRET=1 python kernels/triton/vector_add.py --n 100003   (force the interpreter)
-# Timed against PyTorch and a CUDA kernel by kernels/triton/bench.py.
+# Timed against PyTorch and the course's vectorised CUDA vector add by kernels/triton/bench.py.
 #
 # course: run --n 1
 # course: run --n 100003
-import argparse
 import os
 import sys
+from pathlib import Path
 
 import torch
 
@@ -25,11 +25,14 @@ INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 DEVICE = "cpu" if INTERPRET else "cuda"
 # --8<-- [end:interpret]
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
+
 
 # --8<-- [start:kernel]
 @triton.jit
 def add_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(axis=0)                    # which block of the output this program owns
+    pid = tl.program_id(axis=0).to(tl.int64)       # which block this program owns (64-bit: n may pass 2^31)
     offsets = pid * BLOCK + tl.arange(0, BLOCK)    # BLOCK indices at once: a vector, not a scalar
     mask = offsets < n                             # the last block may run past the end
     a = tl.load(a_ptr + offsets, mask=mask)
@@ -53,30 +56,19 @@ def add(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, block
 # --8<-- [end:launch]
 
 
-def check_close(name, got, want, rtol, atol):
-    """Print the course's CHECK line for |got - want| <= atol + rtol * |want| (NaN fails)."""
-    got64, want64 = got.detach().double().cpu(), want.detach().double().cpu()
-    err = (got64 - want64).abs()
-    ok = bool(((err <= atol + rtol * want64.abs()) & ~got64.isnan()).all()) and got64.numel() > 0
-    worst = float(err.max()) if err.numel() else float("nan")
-    print(f"CHECK {'PASS' if ok else 'FAIL'} {name} n={got64.numel()} max_abs_err={worst:.3g} rtol={rtol:g} atol={atol:g}")
-    return ok
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--n", type=int, default=100003)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    p = course_tools.parser("c = a + b in Triton (the interpreter on the CPU without a GPU)")
+    p.add_argument("--n", type=int, default=100003)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
     if args.n < 1 or args.n > 1 << 30:
-        print(f"error: --n must be between 1 and 2^30, got {args.n}", file=sys.stderr)
-        return 1
+        p.error(f"--n must be between 1 and 2^30, got {args.n}")
     torch.manual_seed(args.seed)
     a = torch.rand(args.n, device=DEVICE) * 2 - 1
     b = torch.rand(args.n, device=DEVICE) * 2 - 1
     print(f"triton {triton.__version__}, {'interpreter on the CPU' if INTERPRET else torch.cuda.get_device_name()}")
     c = torch.full_like(a, float("nan"))           # poisoned: an element the kernel skips fails
-    ok = check_close("triton_vector_add", add(a, b, out=c), a.double() + b.double(), rtol=1e-6, atol=1e-6)
+    ok = course_tools.check_close("triton_vector_add", add(a, b, out=c), a.double() + b.double(), rtol=1e-6, atol=1e-6)
     return 0 if ok else 1
 
 

@@ -22,8 +22,10 @@
 namespace course_ext {
 
 // --8<-- [start:device_math]
-constexpr float kK0 = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kK1 = 0.044715f;
+// Double constants: T(kK0) rounds them to float for float arithmetic and keeps every digit for double
+// (float constants would limit the float64 path to float precision).
+constexpr double kK0 = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kK1 = 0.044715;
 
 // T is float or double: the arithmetic type (half and bfloat16 inputs are computed in float).
 template <typename T>

@@ -496,7 +496,7 @@ def fp32_reference(batch: int, images_u8, labels) -> Reference:
         return Reference(loss, [(p.detach() - w).double() for p, w in zip(model.parameters(), before)])
 
 
-def check_one_step(built: Built, ref: Reference, cfg: Config, batch: int) -> bool:
+def check_one_step(built: Built, ref: Reference, cfg: Config, batch: int) -> tuple[bool, str]:
     """From the same initial weights, on the same batch, the configuration's step gives eager FP32's loss
     and weight update within its precision's tolerance. The weights are reset first: the configuration's
     warm-up steps have moved them."""
@@ -510,15 +510,17 @@ def check_one_step(built: Built, ref: Reference, cfg: Config, batch: int) -> boo
     tol = PRECISIONS[cfg.precision]
     ok = all(e <= tol.update_tol for e in errs) and loss_err <= tol.loss_tol   # NaN fails both
     worst = max(errs) if all(math.isfinite(e) for e in errs) else math.nan
-    return course_tools.check_true(
-        f"batch{batch}_{cfg.key}_step_matches_fp32_eager", ok, sum(r.numel() for r in ref.updates) + 1,
-        f"loss={loss:.6f} fp32_eager_loss={ref.loss:.6f} loss_rel_err={loss_err:.1e} (tol {tol.loss_tol:g}) "
-        f"update_rel_err={worst:.1e} (tol {tol.update_tol:g}, {cfg.precision})")
+    errors = (f"loss_rel_err={loss_err:.1e} (tol {tol.loss_tol:g}) "
+              f"update_rel_err={worst:.1e} (tol {tol.update_tol:g}, {cfg.precision})")
+    course_tools.check_true(f"batch{batch}_{cfg.key}_step_matches_fp32_eager", ok,
+                            sum(r.numel() for r in ref.updates) + 1,
+                            f"loss={loss:.6f} fp32_eager_loss={ref.loss:.6f} {errors}")
+    return ok, errors
 
 
 def run_config(cfg: Config, batch: int, images_u8, labels, ref: Reference, repeats: int):
-    """Builds, checks and times one configuration. Returns ("timed", row), ("failed", None) when its
-    check fails (it is not timed), or ("skipped", why) when it cannot run here."""
+    """Builds, checks and times one configuration. Returns ("timed", row), ("failed", the check's
+    errors) when its check fails (it is not timed), or ("skipped", why) when it cannot run here."""
     counters = torch._dynamo.utils.counters
     skips_before = counters["inductor"]["cudagraph_skips"]
     stage, built = "build", None
@@ -529,8 +531,9 @@ def run_config(cfg: Config, batch: int, images_u8, labels, ref: Reference, repea
             torch.cuda.synchronize()
             build_s = time.perf_counter() - t0
             stage = "check"
-            if not check_one_step(built, ref, cfg, batch):
-                return "failed", None
+            ok, check_errors = check_one_step(built, ref, cfg, batch)
+            if not ok:
+                return "failed", check_errors
             stage = "timing"
             t_step = median_step_ms(built.step, repeats)
             built.run_epoch()  # warm-up epoch (the compiled code and the graph exist already)
@@ -539,7 +542,7 @@ def run_config(cfg: Config, batch: int, images_u8, labels, ref: Reference, repea
         if cfg.mode == "max-autotune":   # Inductor's own CUDA graphs: did it skip any?
             notes["cudagraph_skips"] = counters["inductor"]["cudagraph_skips"] - skips_before
         n_params = sum(p.numel() for p in built.model.parameters())
-        return "timed", (cfg, t_step, t_epoch, n_params, build_s, notes)
+        return "timed", (cfg, t_step, t_epoch, n_params, build_s, notes, check_errors)
     except Exception as e:  # noqa: BLE001  a configuration that cannot run is reported; the others go on
         return "skipped", f"{stage}: {type(e).__name__}: {first_line(e)}"
     finally:
@@ -564,8 +567,8 @@ def bench(data, device, batches, repeats, configs, budget_s) -> int:
     for b in batches:
         start = time.perf_counter()
         ref = fp32_reference(b, tr_x, tr_y)
-        rows, skipped, failed_here = [], [], []
-        for cfg in configs:
+        rows, summary, skipped, failed_here = [], [], [], 0
+        for i, cfg in enumerate(configs):
             spent = time.perf_counter() - start
             if spent > budget_s:
                 why = f"not started: batch {b}'s configurations had taken {spent:.0f} s (--budget-s {budget_s:g})"
@@ -574,16 +577,18 @@ def bench(data, device, batches, repeats, configs, budget_s) -> int:
                 outcome, value = run_config(cfg, b, tr_x, tr_y, ref, repeats)
             if outcome == "timed":
                 rows.append(value)
-                _, t_step, t_epoch, _, build_s, notes = value
+                _, t_step, t_epoch, _, build_s, notes, check_errors = value
                 said = "".join(f", {k}={v}" for k, v in notes.items())
-                print(f"batch {b:5d}  {cfg.impl}: step {t_step:.4f} ms, epoch {t_epoch / 1e3:.3f} s "
-                      f"(built in {build_s:.0f} s{said})", flush=True)
+                line = (f"step {t_step:.4f} ms, epoch {t_epoch / 1e3:.3f} s; check {check_errors}; "
+                        f"built in {build_s:.0f} s{said}")
             elif outcome == "failed":
-                failed_here.append(cfg)
-                print(f"batch {b:5d}  {cfg.impl}: failed its check, not timed", flush=True)
+                failed_here += 1
+                line = f"FAILED its check, not timed: {value}"
             else:
                 skipped.append((cfg, value))
-                print(f"batch {b:5d}  {cfg.impl}: skipped ({value})", flush=True)
+                line = f"skipped: {value}"
+            summary.append(f"batch {b} {cfg.key}: {line}")
+            print(f"[{i + 1}/{len(configs)}] {summary[-1]}", flush=True)
         # The peer of each case is the fastest configuration in this run.
         for kind, col in (("step", 1), ("epoch", 2)):
             best = min(rows, key=lambda r: r[col]) if rows else None
@@ -596,13 +601,16 @@ def bench(data, device, batches, repeats, configs, budget_s) -> int:
                                    steps_in * step_flops(b), peer=r is best, batch=b, kind=kind, steps=steps_in,
                                    config=cfg.key, precision=cfg.precision, **plot,
                                    **{k: v for k, v in notes.items() if k != "fullgraph_why"})
-        print(f"batch {b}: {len(configs)} configurations: {len(rows)} timed, {len(skipped)} skipped, "
-              f"{len(failed_here)} failed their check ({time.perf_counter() - start:.0f} s)", flush=True)
-        for cfg, why in skipped:   # last, so that the recorded end of the output keeps them
+        # Last, so that the end of the output (what the GPU record keeps) has them: one line per
+        # configuration, then the configurations that did not run, as rows that say why.
+        print(f"batch {b}: {len(configs)} configurations, {len(rows)} timed, {len(skipped)} skipped, "
+              f"{failed_here} failed their check, in {time.perf_counter() - start:.0f} s:", flush=True)
+        print("\n".join(summary), flush=True)
+        for cfg, why in skipped:
             for kind in ("step", "epoch"):
                 print("SKIPPED-CONFIG " + json.dumps({"case": f"{kind}, batch {b}", "impl": cfg.impl, "why": why}),
                       flush=True)
-        failed += len(failed_here)
+        failed += failed_here
     return failed
 
 

@@ -293,8 +293,8 @@ class Precision:
     mean subtraction makes the convolutions' weight gradients small differences of large sums, which
     loses more digits than the inputs' rounding alone. A wrong step misses by the size of the update."""
     name: str            # as the impl strings name it
-    conv: str            # torch.backends.cudnn.conv.fp32_precision
-    matmul: str          # torch.backends.cuda.matmul.fp32_precision
+    conv: str            # cuDNN's convolutions: "tf32" or "ieee" (FP32), as fp32_precision names them
+    matmul: str          # matrix products (the linear layers): "tf32" or "ieee"
     bf16_autocast: bool  # forward and loss under torch.autocast(bfloat16); weights and SGD stay FP32
     update_tol: float
     loss_tol: float
@@ -350,18 +350,27 @@ CONFIGS = (
 # --8<-- [end:configs]
 
 
+def set_tf32(conv: bool, matmul: bool):
+    """TF32 on or off for cuDNN's convolutions and for matrix products. Through the older setters on
+    purpose: they set the fp32_precision values as well, whereas changing only those leaves the older
+    flags disagreeing with them, and then reading an older flag raises an error, which PyTorch's own
+    Inductor does while autotuning (PyTorch 2.13, for one)."""
+    torch.set_float32_matmul_precision("high" if matmul else "highest")
+    torch.backends.cudnn.allow_tf32 = conv
+
+
 @contextlib.contextmanager
 def settings(precision: Precision, cudnn_benchmark: bool):
     """PyTorch's global settings for one configuration, restored afterwards. They are in force while it
     compiles and captures (what a graph or a compiled kernel bakes in) and while it runs."""
-    conv, matmul = torch.backends.cudnn.conv, torch.backends.cuda.matmul
-    saved = (conv.fp32_precision, matmul.fp32_precision, torch.backends.cudnn.benchmark)
-    conv.fp32_precision, matmul.fp32_precision = precision.conv, precision.matmul
+    saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.benchmark)
+    set_tf32(conv=precision.conv == "tf32", matmul=precision.matmul == "tf32")
     torch.backends.cudnn.benchmark = cudnn_benchmark
     try:
         yield
     finally:
-        conv.fp32_precision, matmul.fp32_precision, torch.backends.cudnn.benchmark = saved
+        set_tf32(conv=saved[0], matmul=saved[1])
+        torch.backends.cudnn.benchmark = saved[2]
 
 
 class AsConfigured(nn.Module):

@@ -1,15 +1,23 @@
 # mnist_torch.py: the PyTorch reference of the course's MNIST CNN, its training loop, and the PyTorch
-# side of the benchmark (eager, torch.compile, and the whole step captured in one CUDA graph).
+# side of the benchmark: the configurations a performance engineer would try (eager, torch.compile of
+# the model or of the whole step, CUDA graphs, channels_last, cudnn.benchmark, FP32, TF32 and bf16),
+# each checked against one eager FP32 step and then timed, per step and per epoch.
 #
 # Taught in docs/mnist/reference.md (the model and the loop) and docs/mnist/results.md (the benchmark).
 # Run:   python kernels/mnist/mnist_torch.py --train --epochs 8        (trains, checks test accuracy)
-#        python kernels/mnist/mnist_torch.py --bench                   (times a step and an epoch per mode)
+#        python kernels/mnist/mnist_torch.py --bench --batch 64        (checks and times every configuration)
+#        python kernels/mnist/mnist_torch.py --configs list            (the configurations, by name)
+#        python kernels/mnist/mnist_torch.py --bench --batch 64 --configs eager,graph   (some of them)
 # The data directory is --data-dir, else $MNIST_DIR, else data/mnist (the four standard IDX files,
 # gzipped or not; see docs/mnist/data.md for where to get them).
 #
 # course: gpu
 # course: run --train --epochs 8
-# course: bench --bench
+# course: bench --bench --batch 64
+# course: bench --bench --batch 256
+# course: bench --bench --batch 1024
+import contextlib
+import gc
 import gzip
 import json
 import math
@@ -18,6 +26,7 @@ import statistics
 import struct
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -158,9 +167,11 @@ def evaluate(model, images_u8, labels):
     return 100.0 * (pred == labels).float().mean().item(), pred
 
 
-def make_model(seed: int, device) -> tuple[nn.Module, torch.optim.Optimizer]:
+def make_model(seed: int, device, channels_last: bool = False) -> tuple[nn.Module, torch.optim.Optimizer]:
     torch.manual_seed(seed)
     model = Net().to(device)
+    if channels_last:   # the convolutions' weights in NHWC order (the same values)
+        model = model.to(memory_format=torch.channels_last)
     return model, torch.optim.SGD(model.parameters(), lr=LR, momentum=0.0)
 
 
@@ -239,7 +250,12 @@ class GraphStep:
 # --8<-- [end:graph]
 
 
+# --8<-- [start:timing]
 def median_step_ms(step, repeats=200, warmup=20):
+    """Median time of one step over `repeats` steps, each timed alone with CUDA events from an idle GPU
+    (as mnist_cnn.cu does), after warm-up: each step is charged with its own launch costs, which is what
+    separates eager PyTorch from a CUDA graph. The L2 cache is not flushed: weights staying in L2 from one
+    step to the next is part of what a real training loop gets."""
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
@@ -255,6 +271,7 @@ def median_step_ms(step, repeats=200, warmup=20):
 
 
 def epoch_ms(run_epoch):
+    """One full epoch (reshuffle included) from its first step to its last; the CPU may run ahead."""
     torch.cuda.synchronize()
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     a.record()
@@ -262,87 +279,363 @@ def epoch_ms(run_epoch):
     b.record()
     b.synchronize()
     return a.elapsed_time(b)
+# --8<-- [end:timing]
 
 
-def bench(data, batches, repeats):
-    device = torch.device("cuda")
+# --8<-- [start:configs]
+@dataclass(frozen=True)
+class Precision:
+    """A precision a configuration runs in, and how close its one checked step must come to one eager
+    step in FP32 with TF32 off: update_tol bounds, for each parameter tensor, the largest difference of
+    the weight update divided by the largest element of the FP32 update; loss_tol the loss's relative
+    difference. Each is several times the largest error that one step in that precision showed against a
+    float64 step on the CPU (inputs rounded to TF32 or bf16) at batch 64, 256 and 1024; batch norm's
+    mean subtraction makes the convolutions' weight gradients small differences of large sums, which
+    loses more digits than the inputs' rounding alone. A wrong step misses by the size of the update."""
+    name: str            # as the impl strings name it
+    conv: str            # cuDNN's convolutions: "tf32" or "ieee" (FP32), as fp32_precision names them
+    matmul: str          # matrix products (the linear layers): "tf32" or "ieee"
+    bf16_autocast: bool  # forward and loss under torch.autocast(bfloat16); weights and SGD stay FP32
+    update_tol: float
+    loss_tol: float
+
+
+PRECISIONS = {p.name: p for p in (
+    Precision("fp32/tf32-conv", "tf32", "ieee", False, 0.2, 1e-3),   # PyTorch's default, set_precision()'s
+    Precision("fp32", "ieee", "ieee", False, 0.02, 1e-4),            # TF32 off, as CUDA versions 1 to 3
+    Precision("tf32", "tf32", "tf32", False, 0.2, 1e-3),             # TF32 for the linear layers too
+    Precision("bf16-autocast", "tf32", "ieee", True, 0.5, 2e-2),     # mixed precision
+)}
+DEFAULT_PRECISION = "fp32/tf32-conv"
+
+
+@dataclass(frozen=True)
+class Config:
+    """One way to run the training step: `key` selects it (--configs), `impl` names it in the BENCH rows."""
+    key: str
+    runner: str          # eager | compile-model | graph | compile-step | graph+compile-model
+    mode: str = ""       # torch.compile's mode, where something is compiled
+    precision: str = DEFAULT_PRECISION
+    channels_last: bool = False    # model weights and input batch in NHWC memory format
+    cudnn_benchmark: bool = False  # torch.backends.cudnn.benchmark, set before compiling and capturing
+
+    @property
+    def impl(self) -> str:
+        what = {"eager": "eager",
+                "compile-model": f"compile(model, {self.mode})",
+                "graph": "CUDA graph(eager step)",
+                "compile-step": f"compile(step, {self.mode})",
+                "graph+compile-model": f"CUDA graph(step, compile(model, {self.mode}))"}[self.runner]
+        knobs = [name for name, on in (("channels_last", self.channels_last),
+                                       ("cudnn.benchmark", self.cudnn_benchmark)) if on]
+        return " ".join(["PyTorch", what, *knobs, self.precision])
+
+
+# Timed in this order. The last five vary one setting each of the graph-captured compiled step, whose
+# convolutions and linear layers run in cuDNN and cuBLAS, the libraries those settings steer.
+CONFIGS = (
+    Config("eager", "eager"),
+    Config("compile-model", "compile-model", "default"),
+    Config("graph", "graph"),
+    Config("compile-step", "compile-step", "default"),
+    Config("compile-step-autotune", "compile-step", "max-autotune-no-cudagraphs"),
+    Config("compile-step-autotune-graphs", "compile-step", "max-autotune"),
+    Config("graph-compiled", "graph+compile-model", "default"),
+    Config("graph-compiled-channels-last", "graph+compile-model", "default", channels_last=True),
+    Config("graph-compiled-cudnn-benchmark", "graph+compile-model", "default", cudnn_benchmark=True),
+    Config("graph-compiled-fp32", "graph+compile-model", "default", precision="fp32"),
+    Config("graph-compiled-tf32", "graph+compile-model", "default", precision="tf32"),
+    Config("graph-compiled-bf16", "graph+compile-model", "default", precision="bf16-autocast"),
+)
+# --8<-- [end:configs]
+
+
+def set_tf32(conv: bool, matmul: bool):
+    """TF32 on or off for cuDNN's convolutions and for matrix products. Through the older setters on
+    purpose: they set the fp32_precision values as well, whereas changing only those leaves the older
+    flags disagreeing with them, and then reading an older flag raises an error, which PyTorch's own
+    Inductor does while autotuning (PyTorch 2.13, for one)."""
+    torch.set_float32_matmul_precision("high" if matmul else "highest")
+    torch.backends.cudnn.allow_tf32 = conv
+
+
+@contextlib.contextmanager
+def settings(precision: Precision, cudnn_benchmark: bool):
+    """PyTorch's global settings for one configuration, restored afterwards. They are in force while it
+    compiles and captures (what a graph or a compiled kernel bakes in) and while it runs."""
+    saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.benchmark)
+    set_tf32(conv=precision.conv == "tf32", matmul=precision.matmul == "tf32")
+    torch.backends.cudnn.benchmark = cudnn_benchmark
+    try:
+        yield
+    finally:
+        set_tf32(conv=saved[0], matmul=saved[1])
+        torch.backends.cudnn.benchmark = saved[2]
+
+
+class AsConfigured(nn.Module):
+    """The model as a configuration runs it: the batch converted to channels_last (make_model converted
+    the weights), the forward pass under bf16 autocast. The loss then gets FP32 logits, as it would under
+    autocast: cross_entropy is on autocast's list of operations that run in float32."""
+
+    def __init__(self, net: nn.Module, channels_last: bool, bf16_autocast: bool):
+        super().__init__()
+        self.net, self.channels_last, self.bf16_autocast = net, channels_last, bf16_autocast
+
+    def forward(self, x):
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        if not self.bf16_autocast:
+            return self.net(x)
+        # No cast cache: every step, and so every replay of a captured step, casts the current weights.
+        with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+            return self.net(x).float()
+
+
+@dataclass
+class Built:
+    """A configuration ready to run: `step` takes the next batch of a fixed permutation, `run_epoch`
+    reshuffles and runs one epoch, `check_step` runs one step on images 0..B-1."""
+    model: nn.Module
+    initial: list
+    step: object
+    run_epoch: object
+    check_step: object
+    notes: dict = field(default_factory=dict)
+
+
+def first_line(e: BaseException, limit: int = 300) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:limit] if text else ""
+
+
+def compile_whole_step(step_fn, mode: str, first_batch):
+    """torch.compile of the whole step (forward, loss, backward, SGD step, zero_grad): in one graph
+    (fullgraph=True) where Dynamo can trace it so, else with graph breaks, keeping the reason. Dynamo
+    only traces here (no kernel runs, no weight changes) before it reports a graph break."""
+    counters = torch._dynamo.utils.counters
+    graphs_before = counters["stats"]["unique_graphs"]
+    notes = {"fullgraph": True}
+    try:
+        compiled = torch.compile(step_fn, mode=mode, fullgraph=True, dynamic=False)
+        compiled(first_batch)
+    except torch._dynamo.exc.Unsupported as e:
+        # The first line names the graph break; an "Explanation:" line, where there is one, says where.
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+        why = lines[:1] + [ln for ln in lines[1:] if ln.startswith("Explanation:")][:1]
+        notes = {"fullgraph": False, "fullgraph_why": " ".join(why)[:240]}
+        torch._dynamo.reset()
+        graphs_before = counters["stats"]["unique_graphs"]
+        compiled = torch.compile(step_fn, mode=mode, dynamic=False)
+        compiled(first_batch)
+    notes["graphs"] = counters["stats"]["unique_graphs"] - graphs_before
+    return compiled, notes
+
+
+def build(cfg: Config, batch: int, images_u8, labels) -> Built:
+    """Compiles, warms up and captures one configuration; the first step runs here."""
+    device, n = images_u8.device, images_u8.shape[0]
+    precision = PRECISIONS[cfg.precision]
+    model, opt = make_model(0, device, channels_last=cfg.channels_last)
+    initial = [p.detach().clone() for p in model.parameters()]
+    net = model
+    if cfg.channels_last or precision.bf16_autocast:
+        net = AsConfigured(model, cfg.channels_last, precision.bf16_autocast)
+    if cfg.runner in ("compile-model", "graph+compile-model"):
+        net = torch.compile(net, mode=cfg.mode, dynamic=False)
+    everything = torch.arange(n, device=device)
+    perm = torch.randperm(n, device=device, generator=torch.Generator(device=device).manual_seed(1))
+
+    if cfg.runner in ("graph", "graph+compile-model"):
+        g = GraphStep(net, opt, images_u8, labels, perm.clone(), batch)
+
+        def check_step():
+            g.perm.copy_(everything)       # batch 0 is then images 0..B-1
+            g.step_no.zero_()
+            loss = g()
+            g.perm.copy_(perm)             # timing goes on with shuffled batches, as in the other runners
+            return loss
+
+        def run_epoch():
+            g.perm.copy_(torch.randperm(n, device=device))
+            g.step_no.zero_()
+            for _ in range(g.steps):
+                g()
+        return Built(model, initial, g, run_epoch, check_step)
+
+    def step_fn(idx):
+        return train_step(net, opt, images_u8, labels, idx)
+
+    notes = {}
+    first = everything[:batch]
+    if cfg.runner == "compile-step":
+        # The training set never moves: without this, Inductor's CUDA graphs (mode max-autotune) would
+        # copy it into a static buffer of their own before every replay, as they do with inputs.
+        torch._dynamo.mark_static_address(images_u8)
+        torch._dynamo.mark_static_address(labels)
+        step_fn, notes = compile_whole_step(step_fn, cfg.mode, first)
+    steps = n // batch
+    counter = [0]
+
+    def step():
+        s = counter[0] % steps
+        counter[0] += 1
+        return step_fn(perm[s * batch:(s + 1) * batch])
+
+    def run_epoch():
+        p = torch.randperm(n, device=device)
+        for s in range(steps):
+            step_fn(p[s * batch:(s + 1) * batch])
+    step()  # the first call compiles what is compiled lazily (the model's backward)
+    return Built(model, initial, step, run_epoch, lambda: step_fn(first), notes)
+
+
+@dataclass
+class Reference:
+    loss: float
+    updates: list   # per parameter: weights after the step minus before, float64
+
+
+def fp32_reference(batch: int, images_u8, labels) -> Reference:
+    """One eager step in FP32 with TF32 off, from make_model(0)'s weights, on images 0..B-1."""
+    with settings(PRECISIONS["fp32"], cudnn_benchmark=False):
+        model, opt = make_model(0, images_u8.device)
+        before = [p.detach().clone() for p in model.parameters()]
+        loss = train_step(model, opt, images_u8, labels, torch.arange(batch, device=images_u8.device)).item()
+        return Reference(loss, [(p.detach() - w).double() for p, w in zip(model.parameters(), before)])
+
+
+def check_one_step(built: Built, ref: Reference, cfg: Config, batch: int) -> tuple[bool, str]:
+    """From the same initial weights, on the same batch, the configuration's step gives eager FP32's loss
+    and weight update within its precision's tolerance. The weights are reset first: the configuration's
+    warm-up steps have moved them."""
+    with torch.no_grad():
+        for p, w in zip(built.model.parameters(), built.initial):
+            p.copy_(w)
+    loss = built.check_step().item()
+    errs = [((p.detach() - w).double() - r).abs().max().item() / max(r.abs().max().item(), 1e-30)
+            for p, w, r in zip(built.model.parameters(), built.initial, ref.updates)]
+    loss_err = abs(loss - ref.loss) / abs(ref.loss)
+    tol = PRECISIONS[cfg.precision]
+    ok = all(e <= tol.update_tol for e in errs) and loss_err <= tol.loss_tol   # NaN fails both
+    worst = max(errs) if all(math.isfinite(e) for e in errs) else math.nan
+    errors = (f"loss_rel_err={loss_err:.1e} (tol {tol.loss_tol:g}) "
+              f"update_rel_err={worst:.1e} (tol {tol.update_tol:g}, {cfg.precision})")
+    course_tools.check_true(f"batch{batch}_{cfg.key}_step_matches_fp32_eager", ok,
+                            sum(r.numel() for r in ref.updates) + 1,
+                            f"loss={loss:.6f} fp32_eager_loss={ref.loss:.6f} {errors}")
+    return ok, errors
+
+
+def run_config(cfg: Config, batch: int, images_u8, labels, ref: Reference, repeats: int):
+    """Builds, checks and times one configuration. Returns ("timed", row), ("failed", the check's
+    errors) when its check fails (it is not timed), or ("skipped", why) when it cannot run here."""
+    counters = torch._dynamo.utils.counters
+    skips_before = counters["inductor"]["cudagraph_skips"]
+    stage, built = "build", None
+    try:
+        with settings(PRECISIONS[cfg.precision], cfg.cudnn_benchmark):
+            t0 = time.perf_counter()
+            built = build(cfg, batch, images_u8, labels)
+            torch.cuda.synchronize()
+            build_s = time.perf_counter() - t0
+            stage = "check"
+            ok, check_errors = check_one_step(built, ref, cfg, batch)
+            if not ok:
+                return "failed", check_errors
+            stage = "timing"
+            t_step = median_step_ms(built.step, repeats)
+            built.run_epoch()  # warm-up epoch (the compiled code and the graph exist already)
+            t_epoch = epoch_ms(built.run_epoch)
+        notes = dict(built.notes)
+        if cfg.mode == "max-autotune":   # Inductor's own CUDA graphs: did it skip any?
+            notes["cudagraph_skips"] = counters["inductor"]["cudagraph_skips"] - skips_before
+        n_params = sum(p.numel() for p in built.model.parameters())
+        return "timed", (cfg, t_step, t_epoch, n_params, build_s, notes, check_errors)
+    except Exception as e:  # noqa: BLE001  a configuration that cannot run is reported; the others go on
+        return "skipped", f"{stage}: {type(e).__name__}: {first_line(e)}"
+    finally:
+        built = None
+        try:
+            torch._dynamo.reset()   # the next configuration compiles from scratch (no recompile limit)
+            gc.collect()
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        except Exception as e:  # noqa: BLE001
+            print(f"cleanup after {cfg.impl} failed: {type(e).__name__}: {first_line(e)}", flush=True)
+
+
+def bench(data, device, batches, repeats, configs, budget_s) -> int:
+    """Checks and times each configuration at each batch size; returns how many failed their check."""
     tr_x = torch.from_numpy(data["train_images"].copy()).to(device)
     tr_y = torch.from_numpy(data["train_labels"].astype(np.int64)).to(device)
     n = tr_x.shape[0]
-    rows = []
+    if hasattr(torch._dynamo.config, "fail_on_recompile_limit_hit"):
+        torch._dynamo.config.fail_on_recompile_limit_hit = True  # an error, not a silent fall back to eager
+    failed = 0
     for b in batches:
-        steps = n // b
-        for mode in ("eager", "torch.compile", "CUDA graph"):
-            model, opt = make_model(0, device)
-            perm = torch.randperm(n, device=device, generator=torch.Generator(device=device).manual_seed(1))
-            if mode == "CUDA graph":
-                g = GraphStep(model, opt, tr_x, tr_y, perm, b)
-                step = g
-
-                def run_epoch(g=g):
-                    g.perm.copy_(torch.randperm(n, device=device))
-                    g.step_no.zero_()
-                    for _ in range(g.steps):
-                        g()
+        start = time.perf_counter()
+        ref = fp32_reference(b, tr_x, tr_y)
+        rows, summary, skipped, failed_here = [], [], [], 0
+        for i, cfg in enumerate(configs):
+            spent = time.perf_counter() - start
+            if spent > budget_s:
+                why = f"not started: batch {b}'s configurations had taken {spent:.0f} s (--budget-s {budget_s:g})"
+                outcome, value = "skipped", why
             else:
-                net = torch.compile(model, dynamic=False) if mode == "torch.compile" else model
-                counter = [0]
-
-                def step(net=net, opt=opt, perm=perm, counter=counter, b=b, steps=steps):
-                    s = counter[0] % steps
-                    counter[0] += 1
-                    return train_step(net, opt, tr_x, tr_y, perm[s * b:(s + 1) * b])
-
-                def run_epoch(net=net, opt=opt, b=b, steps=steps):
-                    p = torch.randperm(n, device=device)
-                    for s in range(steps):
-                        train_step(net, opt, tr_x, tr_y, p[s * b:(s + 1) * b])
-            t_step = median_step_ms(step, repeats=repeats)
-            run_epoch()  # warm-up epoch (the compiled code and graph exist already)
-            t_epoch = epoch_ms(run_epoch)
-            rows.append((b, mode, t_step, t_epoch, steps, sum(p.numel() for p in model.parameters())))
-            print(f"batch {b:5d} {mode:14s} step {t_step:.4f} ms  epoch {t_epoch / 1e3:.3f} s", flush=True)
-    # The peer of each case is PyTorch's fastest mode in this run.
-    for kind, col in (("step", 2), ("epoch", 3)):
-        for b in batches:
-            best = min((r for r in rows if r[0] == b), key=lambda r: r[col])
-            for r in (r for r in rows if r[0] == b):
-                steps_in = 1 if kind == "step" else r[4]
+                outcome, value = run_config(cfg, b, tr_x, tr_y, ref, repeats)
+            if outcome == "timed":
+                rows.append(value)
+                _, t_step, t_epoch, _, build_s, notes, check_errors = value
+                said = "".join(f", {k}={v}" for k, v in notes.items())
+                line = (f"step {t_step:.4f} ms, epoch {t_epoch / 1e3:.3f} s; check {check_errors}; "
+                        f"built in {build_s:.0f} s{said}")
+            elif outcome == "failed":
+                failed_here += 1
+                line = f"FAILED its check, not timed: {value}"
+            else:
+                skipped.append((cfg, value))
+                line = f"skipped: {value}"
+            summary.append(f"batch {b} {cfg.key}: {line}")
+            print(f"[{i + 1}/{len(configs)}] {summary[-1]}", flush=True)
+        # The peer of each case is the fastest configuration in this run.
+        for kind, col in (("step", 1), ("epoch", 2)):
+            best = min(rows, key=lambda r: r[col]) if rows else None
+            for r in rows:
+                cfg, n_params, notes = r[0], r[3], r[5]
+                steps_in = 1 if kind == "step" else n // b
                 # Plot fields, each on one kind of row only (as in mnist_cnn.cu).
                 plot = {"step_ms": round(r[col], 6)} if kind == "step" else {"epoch_s": round(r[col] / 1e3, 6)}
-                course_tools.bench(f"{kind}, batch {b}", f"PyTorch {r[1]}", r[col], steps_in * step_bytes(b, r[5]),
+                course_tools.bench(f"{kind}, batch {b}", cfg.impl, r[col], steps_in * step_bytes(b, n_params),
                                    steps_in * step_flops(b), peer=r is best, batch=b, kind=kind, steps=steps_in,
-                                   **plot)
+                                   config=cfg.key, precision=cfg.precision, **plot,
+                                   **{k: v for k, v in notes.items() if k != "fullgraph_why"})
+        # Last, so that the end of the output (what the GPU record keeps) has them: one line per
+        # configuration, then the configurations that did not run, as rows that say why.
+        print(f"batch {b}: {len(configs)} configurations, {len(rows)} timed, {len(skipped)} skipped, "
+              f"{failed_here} failed their check, in {time.perf_counter() - start:.0f} s:", flush=True)
+        print("\n".join(summary), flush=True)
+        for cfg, why in skipped:
+            for kind in ("step", "epoch"):
+                print("SKIPPED-CONFIG " + json.dumps({"case": f"{kind}, batch {b}", "impl": cfg.impl, "why": why}),
+                      flush=True)
+        failed += failed_here
+    return failed
 
 
-def same_first_step(data, device):
-    """Eager, compiled and graph-captured steps from the same weights on the same batch give the same
-    loss and the same updated weights: the benchmark times three versions of one computation."""
-    tr_x = torch.from_numpy(data["train_images"][:4096].copy()).to(device)
-    tr_y = torch.from_numpy(data["train_labels"][:4096].astype(np.int64)).to(device)
-    perm = torch.arange(4096, device=device)
-    results = {}
-    for mode in ("eager", "torch.compile"):
-        model, opt = make_model(0, device)
-        net = torch.compile(model, dynamic=False) if mode == "torch.compile" else model
-        loss = train_step(net, opt, tr_x, tr_y, perm[:256])
-        results[mode] = (loss.item(), torch.cat([p.detach().flatten() for p in model.parameters()]))
-    le, pe = results["eager"]
-    lc, pc = results["torch.compile"]
-    err = (pc - pe).abs().max().item()
-    ok = abs(lc - le) <= 1e-4 * abs(le) + 1e-5 and err <= 1e-4
-    course_tools.check_true("torch_compile_step_matches_eager", ok, pe.numel(), f"loss_eager={le:.6f} loss_compile={lc:.6f} max_abs_err={err:.2e}")
-    # CUDA graph: 3 warm-up steps before the capture, then one replay: four steps, as eager's four.
-    model, opt = make_model(0, device)
-    g = GraphStep(model, opt, tr_x, tr_y, perm.clone(), 256)   # 3 warm-up steps (batches 0, 1, 2)
-    g()                                                        # the 4th step, batch 3 (from the graph)
-    model_e, opt_e = make_model(0, device)
-    for s in range(4):
-        train_step(model_e, opt_e, tr_x, tr_y, perm[s * 256:(s + 1) * 256])
-    pg = torch.cat([p.detach().flatten() for p in model.parameters()])
-    pe4 = torch.cat([p.detach().flatten() for p in model_e.parameters()])
-    err = (pg - pe4).abs().max().item()
-    course_tools.check_true("cuda_graph_steps_match_eager", err <= 1e-4, pg.numel(), f"max_abs_err={err:.2e}")
+def select_configs(ap, text: str):
+    """--configs: comma-separated keys of CONFIGS, each known and named once; timed in CONFIGS's order."""
+    names = text.split(",")
+    known = [c.key for c in CONFIGS]
+    if any(not name.strip() for name in names):
+        ap.error(f"--configs {text!r}: an empty name; give comma-separated names (see --configs list)")
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        ap.error(f"--configs: unknown configuration(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        ap.error(f"--configs: {', '.join(repeated)} named more than once")
+    return tuple(c for c in CONFIGS if c.key in names)
 
 
 def main():
@@ -351,15 +644,36 @@ def main():
     ap.add_argument("--train", action="store_true")
     ap.add_argument("--bench", action="store_true")
     ap.add_argument("--epochs", type=int, default=EPOCHS)
-    ap.add_argument("--batch", type=int, default=BATCH)
+    ap.add_argument("--batch", type=int,
+                    help=f"batch size (training: default {BATCH}; --bench: one size, default 64, 256 and 1024)")
     ap.add_argument("--repeats", type=int, default=200)
+    ap.add_argument("--configs", help="with --bench: the configurations to time, comma-separated "
+                                      "(default: all); 'list' prints them and exits")
+    ap.add_argument("--budget-s", type=float, help="with --bench: once a batch size's configurations have "
+                                                   "taken this many seconds, the rest are reported as "
+                                                   "skipped instead of started (default 200)")
     ap.add_argument("--curves", help="write the training curves and misclassified digits to this JSON file")
     ap.add_argument("--cpu", action="store_true", help="train on the CPU (slow; for machines without a GPU)")
     args = ap.parse_args()
-    if not (1 <= args.epochs <= 1000 and 1 <= args.batch <= 60000 and 1 <= args.repeats <= 100000):
+    if not (1 <= args.epochs <= 1000 and (args.batch is None or 1 <= args.batch <= 60000)
+            and 1 <= args.repeats <= 100000):
         ap.error("--epochs must be in [1, 1000], --batch in [1, 60000] and --repeats in [1, 100000]")
     if args.cpu and args.bench:
         ap.error("--bench times the GPU; it cannot be combined with --cpu")
+    if args.configs == "list":
+        if args.bench or args.train:
+            ap.error("--configs list prints the configurations and exits; give it alone")
+        for c in CONFIGS:
+            print(f"{c.key:32s} {c.impl}")
+        return
+    if args.configs is not None and not args.bench:
+        ap.error("--configs selects benchmark configurations; use it with --bench")
+    if args.budget_s is not None and not args.bench:
+        ap.error("--budget-s limits the benchmark; use it with --bench")
+    budget_s = 200.0 if args.budget_s is None else args.budget_s
+    if not (1 <= budget_s <= 86400):   # also rejects nan and inf
+        ap.error(f"--budget-s must be in [1, 86400] seconds, not {args.budget_s}")
+    configs = CONFIGS if args.configs is None else select_configs(ap, args.configs)
     if not args.cpu:
         course_tools.require_cuda("torch")
     try:
@@ -370,23 +684,26 @@ def main():
     device = torch.device("cpu" if args.cpu else "cuda")
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}")
     if args.train or not args.bench:
+        batch = args.batch or BATCH
         t0 = time.perf_counter()
-        curves = train(data, device, args.epochs, args.batch)
+        curves = train(data, device, args.epochs, batch)
         accs = curves["test_accuracy"]
-        print(f"trained {args.epochs} epochs at batch {args.batch} in {time.perf_counter() - t0:.1f} s")
+        print(f"trained {args.epochs} epochs at batch {batch} in {time.perf_counter() - t0:.1f} s")
         # "Reaches 99%": the first epoch at or above it (the accuracy goes up and down between epochs).
         reached = next((e + 1 for e, a in enumerate(accs) if a >= 99.0), 0)
         course_tools.check_true("reference_test_accuracy_reaches_99", reached > 0, 10000,
                                 f"reached_at_epoch={reached} best={max(accs):.2f}% last={accs[-1]:.2f}% "
-                                f"epochs={args.epochs} batch={args.batch} lr={LR}")
+                                f"epochs={args.epochs} batch={batch} lr={LR}")
         if args.curves:
-            curves.update({"impl": "PyTorch eager", "batch": args.batch, "lr": LR, "epochs": args.epochs,
+            curves.update({"impl": "PyTorch eager", "batch": batch, "lr": LR, "epochs": args.epochs,
                            "torch": torch.__version__,
                            "gpu": torch.cuda.get_device_name() if device.type == "cuda" else "CPU"})
             Path(args.curves).write_text(json.dumps(curves))
     if args.bench:
-        same_first_step(data, device)
-        bench(data, [64, 256, 1024], args.repeats)
+        import torch._dynamo  # noqa: F401  (its exceptions and counters are read above)
+        failed = bench(data, device, [args.batch] if args.batch else [64, 256, 1024], args.repeats, configs, budget_s)
+        if failed:
+            sys.exit(f"error: {failed} configuration(s) failed their check against eager FP32 (see CHECK FAIL)")
 
 
 if __name__ == "__main__":

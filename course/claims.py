@@ -39,6 +39,11 @@ class ClaimError(Exception):
     """The claim is malformed, or the record does not support it."""
 
 
+class AwaitingGpuRun(Exception):
+    """The program's benchmark has no run for its current code and is openly declared as awaiting one
+    (records/awaiting-gpu.json): the page says so instead of stating a figure, and the build goes on."""
+
+
 def parse_options(text: str) -> dict:
     opts = {m[1]: m[2] if m[2] is not None else m[3] for m in _OPT.finditer(text)}
     leftover = _OPT.sub("", text).strip()
@@ -53,7 +58,7 @@ def parse_options(text: str) -> dict:
     return opts
 
 
-def program_rows(rel_path: str, rec: dict) -> tuple[list[dict], list[str]]:
+def program_rows(rel_path: str, rec: dict, awaiting: dict | None = None) -> tuple[list[dict], list[str]]:
     """BENCH rows of the program's passing bench runs for its current code, and the runs' descriptions."""
     prog = programs.program_for(rel_path)
     if prog is None:
@@ -64,6 +69,8 @@ def program_rows(rel_path: str, rec: dict) -> tuple[list[dict], list[str]]:
     rows, runs = [], []
     for run in benches:
         e = record.entry(rec, run.content_hash())
+        if (not e or e["outcome"] != "passed") and run.content_hash() in (awaiting or {}):
+            raise AwaitingGpuRun(f"{run.id}: {awaiting[run.content_hash()]['reason']}")
         if not e or e["outcome"] != "passed":
             raise ClaimError(f"the GPU record has no passing run of {run.id} for its current code")
         rows += e["benchmarks"]
@@ -143,14 +150,15 @@ def _bounds(opts: dict) -> tuple[float | None, float | None, float | None, float
     return num("min"), num("max"), num("goal_min"), num("goal_max")
 
 
-def render(path: str, opts_text: str, rec: dict) -> str:
-    """The HTML of one claim; raises ClaimError when it is malformed or unsupported."""
+def render(path: str, opts_text: str, rec: dict, awaiting: dict | None = None) -> str:
+    """The HTML of one claim; raises ClaimError when it is malformed or unsupported, AwaitingGpuRun
+    when its program is declared as awaiting a GPU run."""
     opts = parse_options(opts_text)
     lo, hi, goal_lo, goal_hi = _bounds(opts)
-    rows, runs = program_rows(path, rec)
+    rows, runs = program_rows(path, rec, awaiting)
     vs_rows = None
     if "vs_program" in opts:
-        vs_rows, vs_runs = program_rows(opts["vs_program"], rec)
+        vs_rows, vs_runs = program_rows(opts["vs_program"], rec, awaiting)
         runs = list(dict.fromkeys(runs + vs_runs))
     value, unit, what = value_of(opts, rows, vs_rows)
     shown = fmt(value, opts["show"]) + unit
@@ -168,11 +176,14 @@ def render(path: str, opts_text: str, rec: dict) -> str:
     return f'<span class="course-claim" title="{html.escape(title)}">{html.escape(shown)}</span>{goal}'
 
 
-def render_all(markdown: str, rec: dict, page: str, warn) -> str:
+def render_all(markdown: str, rec: dict, page: str, warn, awaiting: dict | None = None) -> str:
     """Replace every claim in a page; each unsupported one is reported through warn(message)."""
     def one(m):
         try:
-            return render(m["path"], m["opts"], rec)
+            return render(m["path"], m["opts"], rec, awaiting)
+        except AwaitingGpuRun as e:
+            return (f'<span class="course-claim course-claim-awaiting" title="{html.escape(str(e))}">'
+                    f'[not measured yet: awaiting a GPU run]</span>')
         except ClaimError as e:
             line = markdown.count("\n", 0, m.start()) + 1
             warn(f"{page}:{line}: claim not supported: {e}")

@@ -298,7 +298,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     markdown = _PLOT.sub(lambda m: _indent(plot_svg(m["path"], m["opts"], _record), m["indent"]), markdown)
     markdown = _OUTPUT.sub(lambda m: _indent(recorded_output(m["path"], m["args"], _record), m["indent"]), markdown)
     markdown = _RECORD_SUMMARY.sub(lambda m: record_summary(_record, _awaiting), markdown)
-    markdown = claims.render_all(markdown, _record, page.file.src_uri, log.warning)
+    markdown = claims.render_all(markdown, _record, page.file.src_uri, log.warning, _awaiting)
     markdown = _SKIP.sub(lambda m: f'{m["indent"]}<p class="course-run-note course-not-run">Not run by the tests: '
                                    f'{html.escape(m["reason"])}</p>\n', markdown)
     markdown = _GPU.sub(lambda m: f'{m["indent"]}<p class="course-run-note course-needs-gpu">Runs on a GPU; '

@@ -75,6 +75,15 @@ def test_vs_another_program():
     assert ">2.00×<" in html
 
 
+def test_a_program_awaiting_a_gpu_run_is_said_not_failed():
+    prog = programs.program_for(PROGRAM)
+    awaiting = {r.content_hash(): {"id": r.id, "reason": "no device time left"} for r in prog.runs() if r.bench}
+    warnings = []
+    page = 'v10 at <!-- claim: kernels/matmul/sgemm.cu case="4096^3" impl="v10" show=pct min=95 -->.\n'
+    out = claims.render_all(page, {"schema": 1, "runs": {}, "items": {}}, "x.md", warnings.append, awaiting)
+    assert "awaiting a GPU run" in out and not warnings
+
+
 def test_a_missed_goal_is_shown_not_hidden():
     html = claim('case="4096^3" impl="v9" show=pct goal_min=90')
     assert ">80%<" in html and "missed" in html

@@ -17,6 +17,8 @@
 // is --data-dir, else $MNIST_DIR, else data/mnist.
 // Build: nvcc -std=c++17 -O3 -arch=native -o build/mnist/mnist_cnn kernels/mnist/mnist_cnn.cu -lcublas
 // Run:   ./build/mnist/mnist_cnn                    (versions agree on one step; one epoch trains)
+//        ./build/mnist/mnist_cnn --agree-only       (only the one-step agreement of the versions: the
+//                                                    short run that compute-sanitizer's tools take)
 //        ./build/mnist/mnist_cnn --train --epochs 8 (trains, checks test accuracy >= 99%)
 //        ./build/mnist/mnist_cnn --bench            (step and epoch times, batch 64/256/1024)
 //        ./build/mnist/mnist_cnn --check-layers DIR (one step on weights and a batch from
@@ -24,6 +26,7 @@
 //
 // course: gpu
 // course: libs cublas
+// course: run --agree-only
 // course: run
 // course: bench --bench
 #include <algorithm>
@@ -778,7 +781,7 @@ int main(int argc, char** argv) {
   const std::string data_dir = mnist::data_dir(args.get_str("--data-dir", "").c_str());
   const int epochs = static_cast<int>(args.get_int("--epochs", 8, 1, 1000));
   const int batch = static_cast<int>(args.get_int("--batch", 64, 1, 1024));
-  const bool bench_mode = args.has("--bench"), train_mode = args.has("--train");
+  const bool bench_mode = args.has("--bench"), train_mode = args.has("--train"), agree_only = args.has("--agree-only");
   const std::string curves[2] = {args.get_str("--curves", ""), args.get_str("--curves-tf32", "")};
   args.finish();
   const float lr = 0.05f;  // the reference's learning rate (kernels/mnist/mnist_torch.py)
@@ -821,6 +824,7 @@ int main(int argc, char** argv) {
   } else {
     // The checked run: the versions agree on one step (batch 61, a prime), then one epoch trains.
     ok &= versions_agree(n, d, 61, lr);
+    if (agree_only) return ok ? 0 : course::kExitFail;
     const TrainResult t = train(n, d, {kFused, true}, 1, 64, lr, 0);
     char detail[64];
     std::snprintf(detail, sizeof(detail), "accuracy=%.2f%% after 1 epoch", t.accuracy.back());

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch._dynamo  # noqa: F401  (the benchmark reads its exceptions and counters)
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -700,7 +701,6 @@ def main():
                            "gpu": torch.cuda.get_device_name() if device.type == "cuda" else "CPU"})
             Path(args.curves).write_text(json.dumps(curves))
     if args.bench:
-        import torch._dynamo  # noqa: F401  (its exceptions and counters are read above)
         failed = bench(data, device, [args.batch] if args.batch else [64, 256, 1024], args.repeats, configs, budget_s)
         if failed:
             sys.exit(f"error: {failed} configuration(s) failed their check against eager FP32 (see CHECK FAIL)")

@@ -31,6 +31,7 @@ from . import programs, record
 
 DIRECTIVE = re.compile(r"<!--\s*claim:\s*(?P<path>\S+)(?P<opts>.*?)-->", re.DOTALL)
 _OPT = re.compile(r'(\w+)=(?:"([^"]*)"|(\S+))')
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,}).*?^(?P=indent)(?P=fence)[ \t]*$", re.DOTALL | re.MULTILINE)
 KNOWN = {"case", "impl", "show", "vs", "vs_case", "vs_program", "min", "max", "goal_min", "goal_max"}
 UNITS = {"time": " ms", "gbps": " GB/s", "tflops": " TFLOP/s", "speedup": "×", "pct": "%"}
 
@@ -189,4 +190,9 @@ def render_all(markdown: str, rec: dict, page: str, warn, awaiting: dict | None 
             warn(f"{page}:{line}: claim not supported: {e}")
             return (f'<span class="course-claim course-claim-broken" title="{html.escape(str(e))}">'
                     f'[claim not supported by the GPU record]</span>')
-    return DIRECTIVE.sub(one, markdown)
+    # A claim shown as an example inside a code fence is text, not a claim.
+    out, at = [], 0
+    for fence in _FENCE.finditer(markdown):
+        out += [DIRECTIVE.sub(one, markdown[at:fence.start()]), fence.group(0)]
+        at = fence.end()
+    return "".join(out) + DIRECTIVE.sub(one, markdown[at:])

@@ -84,6 +84,12 @@ def test_a_program_awaiting_a_gpu_run_is_said_not_failed():
     assert "awaiting a GPU run" in out and not warnings
 
 
+def test_a_claim_in_a_code_fence_is_an_example():
+    page = 'Write:\n\n```text\nv10 <!-- claim: kernels/matmul/sgemm.cu case="x" impl="y" show=time -->\n```\n'
+    warnings = []
+    assert claims.render_all(page, _record_with(ROWS), "x.md", warnings.append) == page and not warnings
+
+
 def test_a_missed_goal_is_shown_not_hidden():
     html = claim('case="4096^3" impl="v9" show=pct goal_min=90')
     assert ">80%<" in html and "missed" in html

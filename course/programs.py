@@ -339,7 +339,9 @@ class Program:
 
 def parse(path: Path) -> Program:
     lang = SOURCE_SUFFIXES[path.suffix]
-    prog = Program(path=path.resolve(), lang=lang, header=path.suffix in HEADER_SUFFIXES)
+    # kernels/common/ holds what programs include or import (course.cuh, course_tools.py): never run alone.
+    shared = path.resolve().parent == KERNELS / "common"
+    prog = Program(path=path.resolve(), lang=lang, header=path.suffix in HEADER_SUFFIXES or shared)
     for line in path.read_text().splitlines()[:60]:
         m = _DIRECTIVE.match(line)
         if not m:

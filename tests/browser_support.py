@@ -48,6 +48,9 @@ def site_config() -> Path:
 
 
 PRINT_PAGE = "print_page/"  # the whole course on one page (mkdocs-print-site-plugin)
+# The site is built and served under a sub-path, as a GitHub Pages project site is
+# (https://OWNER.github.io/REPO/): a link or asset that climbs out of it fails the tests.
+SUBPATH = "/cuda-course/"
 
 
 def build_site(dest: Path, config: Path | None = None) -> Path:
@@ -59,27 +62,39 @@ def build_site(dest: Path, config: Path | None = None) -> Path:
     if config is not None:
         cmd += ["--config-file", str(config)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": f"http://127.0.0.1:8000{SUBPATH}"})
     if proc.returncode != 0:
         raise RuntimeError(f"mkdocs build failed:\n{proc.stdout}\n{proc.stderr}")
     return dest
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site under SUBPATH only: anything outside it is a 404, as on a project site."""
+
     def log_message(self, format, *args):  # noqa: A002 (the base class's name)
         pass
+
+    def send_head(self):
+        if not self.path.startswith(SUBPATH):
+            self.send_error(404, f"outside {SUBPATH}")
+            return None
+        return super().send_head()
+
+    def translate_path(self, path):
+        return super().translate_path("/" + path[len(SUBPATH):] if path.startswith(SUBPATH) else path)
 
 
 @contextlib.contextmanager
 def serve(directory: Path):
-    """Serve a folder on 127.0.0.1 at a free port; yields the base URL ("http://127.0.0.1:PORT/")."""
+    """Serve a folder on 127.0.0.1 at a free port under SUBPATH; yields the base URL
+    ("http://127.0.0.1:PORT/cuda-course/")."""
     handler = functools.partial(_QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
+        yield f"http://127.0.0.1:{server.server_address[1]}{SUBPATH}"
     finally:
         server.shutdown()
         server.server_close()

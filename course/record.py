@@ -134,7 +134,7 @@ def sanitizer_summary(page: Path, rec: dict) -> str:
     parts = []
     if clean:
         tools = [t for t in programs.SANITIZER_TOOLS if t in clean]
-        parts.append(f"compute-sanitizer found nothing under {', '.join(tools)}")
+        parts.append(f"compute-sanitizer found nothing in the first checked run of each program under {', '.join(tools)}")
     parts += sorted(set(expected)) + skipped
     if missing:
         parts.append(f"{missing} sanitizer run(s) have no passing record for the current code")

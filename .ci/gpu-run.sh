@@ -46,13 +46,17 @@ if [ "$shards" -eq 0 ]; then
 else
   status=0
   if [ "$part" = shards ] || [ "$part" = all ]; then
+    # Compile every program once, all cores at a time, before the tree is copied: the shards then find
+    # their programs built (build stamps name paths relative to the tree) instead of each compiling them.
+    python3 -m course.programs build-all "$(nproc)" 2>&1 | tee -a "$out/pytest-gpu.log"
     pids=()
     work=/tmp/course-shards && rm -rf "$work" && mkdir -p "$work"  # kept out of $OUT: few files come back
     for k in $(seq 1 "$shards"); do
       copy=/tmp/course-shard-$k
       rm -rf "$copy" && mkdir -p "$copy"
-      # The tree without its build outputs: each shard compiles into its own build/.
-      tar -C "$root" --exclude=./build --exclude=./.git --exclude=./site --exclude=./.venv -cf - . | tar -C "$copy" -xf -
+      # The tree with the programs built above: each shard then builds only what a page's own commands
+      # build, into its own build/.
+      tar -C "$root" --exclude=./.git --exclude=./site --exclude=./.venv -cf - . | tar -C "$copy" -xf -
       cp "$out/gpu-record.json" "$work/shard-$k.json"
       (cd "$copy" && COURSE_GPU_RECORD="$work/shard-$k.json" timeout -s INT "$(left)" \
          python3 -m pytest --gpu-record -q -ra -p no:cacheprovider --gpu-shard "$k/$shards" "$@" \

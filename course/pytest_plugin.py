@@ -146,8 +146,9 @@ def needs_gpu_alone(item) -> bool:
 
 def shard_items(items, spec: str, rec: dict) -> list:
     """The GPU items of one shard. Items are dealt longest first (recorded duration, by item id) to
-    the shard with the least work so far, so shards finish together; the deal depends only on the
-    collected items and the record, so every copy of the tree computes the same split."""
+    the shard with the least work so far, so shards finish together; a page's code blocks are dealt
+    as one unit. The deal depends only on the collected items and the record, so every copy of the
+    tree computes the same split."""
     gpu = [i for i in items if ITEM_HASH in i.stash]
     alone, _, part = spec.partition(":") if spec.startswith("alone") else ("", "", spec)
     if spec == "alone":
@@ -159,13 +160,17 @@ def shard_items(items, spec: str, rec: dict) -> list:
         raise pytest.UsageError(f"--gpu-shard takes K/N, 'alone' or 'alone:K/N' (1 <= K <= N); got {spec!r}") from None
     durations = {e["id"]: e.get("duration_s", 5.0) for e in rec["items"].values()}
     pool = [i for i in gpu if needs_gpu_alone(i) == bool(alone)]
-    shared = sorted(pool, key=lambda i: (-durations.get(i.nodeid, 5.0), i.nodeid))
+    # A page's code blocks run in order and may use what an earlier block built: they stay together.
+    units: dict[str, list] = {}
+    for item in pool:
+        units.setdefault(item.nodeid.split("::")[0] if ".md::" in item.nodeid else item.nodeid, []).append(item)
+    cost = {key: sum(durations.get(i.nodeid, 5.0) for i in group) for key, group in units.items()}
     loads, mine = [0.0] * n, []
-    for item in shared:
+    for key in sorted(units, key=lambda u: (-cost[u], u)):
         target = loads.index(min(loads))
-        loads[target] += durations.get(item.nodeid, 5.0)
+        loads[target] += cost[key]
         if target == k - 1:
-            mine.append(item)
+            mine += units[key]
     return [i for i in items if i in mine]  # collection order
 
 

@@ -13,9 +13,9 @@
 #
 # course: gpu
 # course: run --train --epochs 8
-# course: bench --bench --batch 64
-# course: bench --bench --batch 256
-# course: bench --bench --batch 1024
+# course: bench --bench --batch 64 --budget-s 400
+# course: bench --bench --batch 256 --budget-s 400
+# course: bench --bench --batch 1024 --budget-s 400
 import contextlib
 import gc
 import gzip
@@ -332,8 +332,9 @@ class Config:
         return " ".join(["PyTorch", what, *knobs, self.precision])
 
 
-# Timed in this order. The last five vary one setting each of the graph-captured compiled step, whose
-# convolutions and linear layers run in cuDNN and cuBLAS, the libraries those settings steer.
+# Timed in this order. The five after graph-compiled vary one setting each of the graph-captured compiled
+# step, whose convolutions and linear layers run in cuDNN and cuBLAS, the libraries those settings steer;
+# the last two combine the two layout/algorithm knobs, and autotune the compiled model's kernels.
 CONFIGS = (
     Config("eager", "eager"),
     Config("compile-model", "compile-model", "default"),
@@ -347,6 +348,9 @@ CONFIGS = (
     Config("graph-compiled-fp32", "graph+compile-model", "default", precision="fp32"),
     Config("graph-compiled-tf32", "graph+compile-model", "default", precision="tf32"),
     Config("graph-compiled-bf16", "graph+compile-model", "default", precision="bf16-autocast"),
+    Config("graph-compiled-channels-last-cudnn-benchmark", "graph+compile-model", "default",
+           channels_last=True, cudnn_benchmark=True),
+    Config("graph-compiled-autotune", "graph+compile-model", "max-autotune-no-cudagraphs"),
 )
 # --8<-- [end:configs]
 

@@ -113,8 +113,10 @@ COLUMNS = [("time_us", "time us", "{:.0f}"), ("dram_gbps", "DRAM GB/s", "{:.0f}"
 
 def main():
     p = course_tools.parser("profile one memory-model ladder with Nsight Compute; one row of metrics per version")
-    p.add_argument("--ladder", choices=sorted(LADDERS), required=True, help="which ladder to profile")
+    p.add_argument("--ladder", choices=sorted(LADDERS), help="which ladder to profile (required)")
     args = p.parse_args()
+    if args.ladder is None:
+        p.error("--ladder is required")
     course_tools.require_cuda("torch")  # a GPU must be visible before nvcc and ncu are run
     ncu = find_ncu()
     if ncu is None:

@@ -309,9 +309,10 @@ __global__ void __launch_bounds__(V1_THREADS, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < V1_STAGES; ++s) mbar_init(&full[s], 1);  // thread 0's arrive (+ the TMA bytes)
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    for (int kt = 0; kt < min(V1_STAGES, ktiles); ++kt) load_stage(kt);
   }
-  __syncthreads();
+  __syncthreads();  // the barriers are initialised before anyone uses them
+  if (threadIdx.x == 0)
+    for (int kt = 0; kt < min(V1_STAGES, ktiles); ++kt) load_stage(kt);  // fill the ring
 
   float d[2][64];
 #pragma unroll

@@ -64,6 +64,7 @@ constexpr size_t kV1SmemBytes = static_cast<size_t>(V1_STAGES) * V1_STAGE_BYTES 
 constexpr size_t kSmemBytes = static_cast<size_t>(STAGES) * STAGE_BYTES + 1024;
 // --8<-- [end:sizes]
 
+// --8<-- [start:schedule]
 // Tile t of a tiles_m x tiles_n grid in grouped order: columns of `group` tile-rows, so that the
 // blocks running at the same time share rows of A and columns of B in L2. group = 1 is row-major.
 __host__ __device__ inline void tile_coords(int t, int tiles_m, int tiles_n, int group, int& tm, int& tn) {
@@ -74,6 +75,7 @@ __host__ __device__ inline void tile_coords(int t, int tiles_m, int tiles_n, int
   tm = first_m + local % rows;
   tn = local / rows;
 }
+// --8<-- [end:schedule]
 
 // The device code below uses sm_90a-only instructions: it exists only in the compute_90a pass.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -164,7 +166,7 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 }
 // --8<-- [end:setmaxnreg]
 
-// --8<-- [start:wgmma]
+// --8<-- [start:descriptor]
 // A wgmma shared-memory descriptor for a K-major tile written by TMA with the 128-byte swizzle:
 //   bits  0-13  start address >> 4
 //   bits 16-29  leading byte offset >> 4 (unused for swizzled K-major tiles; 1 by convention)
@@ -177,6 +179,7 @@ __device__ __forceinline__ uint64_t smem_desc(const bf16* tile) {
   return ((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(16 >> 4) << 16) |
          (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
 }
+// --8<-- [end:descriptor]
 
 // D (64 x 128, fp32: 64 registers per thread) += A (64 x 16) * B (128 x 16)^T, both from shared memory.
 __device__ __forceinline__ void wgmma_64x128x16(float* d, uint64_t desc_a, uint64_t desc_b) {
@@ -238,6 +241,7 @@ __device__ __forceinline__ void wgmma_64x256x16(float* d, uint64_t desc_a, uint6
       : "l"(desc_a), "l"(desc_b));
 }
 
+// --8<-- [start:wgmma_sync]
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 // Wait until at most PENDING committed batches of this warp's wgmma are still running.
@@ -252,7 +256,7 @@ __device__ __forceinline__ void fence_accumulators(float* d) {
 #pragma unroll
   for (int i = 0; i < NREGS; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
-// --8<-- [end:wgmma]
+// --8<-- [end:wgmma_sync]
 
 // --8<-- [start:store]
 // Write a warpgroup's 64 x NCOLS accumulator tile to C at (row0, col0), skipping what lies outside C.

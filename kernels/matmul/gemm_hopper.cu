@@ -1,0 +1,740 @@
+// gemm_hopper.cu: a bf16 GEMM for Hopper built up in four steps towards cuBLAS, C = A * B^T (bf16 inputs
+// and output, fp32 accumulation), every step checked and timed in one program beside cuBLAS.
+//
+// Taught in docs/fast-matmul-fft/hopper-gemm.md, after docs/fast-matmul-fft/wgmma.md. A is M x K and B
+// is N x K, both row-major ("K-major"); C is M x N row-major. K must be a multiple of 8: TMA needs row
+// strides that are multiples of 16 bytes (the program says so and exits 1 otherwise). M and N are free:
+// TMA zero-fills the parts of a tile outside the matrices, and the stores skip them.
+//   v0  cuBLAS cublasGemmEx (the peer), bf16 in and out, CUBLAS_COMPUTE_32F
+//   v1  TMA + wgmma with a 4-stage mbarrier pipeline: one warpgroup, 128 x 128 tiles, one thread of it
+//       issuing the copies of the stages ahead
+//   v2  warp specialisation: a producer warpgroup (one thread issuing TMA, registers given back with
+//       setmaxnreg.dec) and two consumer warpgroups (setmaxnreg.inc) on 128 x 256 tiles, full and empty
+//       mbarriers per stage, one batch of wgmma kept in flight
+//   v3  persistent: one block per SM walks over the tiles in grouped order (L2 reuse); the ring of stages
+//       runs on across tiles, so the producer loads the next tile while the consumers store this one
+//   v4  clusters of 2 blocks on vertically adjacent tiles: each block loads half of the shared B tile
+//       and TMA multicasts it into both blocks' shared memory
+// Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -lcublas -o build/matmul/gemm_hopper kernels/matmul/gemm_hopper.cu
+// Run:   ./build/matmul/gemm_hopper --m 200 --n 135 --k 72          (every version; --version 3 for one)
+//        ./build/matmul/gemm_hopper --bench
+// It runs only on compute capability 9.0 (H100, H200) and waives itself elsewhere: wgmma and setmaxnreg
+// are sm_90a instructions, and sm_90a code runs on no other GPU. The device code is compiled only where
+// __CUDA_ARCH_FEAT_SM90_ALL is defined (the compute_90a pass), so the file also builds for sm_75 to
+// sm_100, where the kernels are empty stubs that main never launches.
+//
+// course: gpu
+// course: libs cublas
+// course: nvcc-flags -gencode=arch=compute_90a,code=sm_90a
+// course: run --m 200 --n 135 --k 72
+// course: run --m 1 --n 1 --k 8
+// course: run --m 2100 --n 2100 --k 200
+// course: run --m 1000 --n 700 --k 520 --sms 5
+// course: bench --bench
+#include <cuda.h>  // CUtensorMap and the driver API's types (the function itself is fetched at run time)
+#include <cudaTypedefs.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+
+#include "../common/check_cublas.cuh"
+#include "../common/course.cuh"
+#include "../common/gemm_reference.cuh"
+#include "bench_row.cuh"
+
+using bf16 = __nv_bfloat16;
+
+// CPU reference: course::gemm_reference with BLayout::kNxK (C = A B^T in float64 from the bf16 inputs).
+
+// --8<-- [start:sizes]
+constexpr int BK = 64;  // 64 bf16 = 128 bytes: one row of a 128-byte-swizzled tile
+// v1: one warpgroup computes a 128 x 128 tile of C (two 64-row halves).
+constexpr int V1_BM = 128, V1_BN = 128, V1_STAGES = 4, V1_THREADS = 128;
+constexpr int V1_STAGE_BYTES = (V1_BM + V1_BN) * BK * static_cast<int>(sizeof(bf16));  // 32 KiB
+// v2 to v4: a producer warpgroup and two consumer warpgroups (64 rows each) on a 128 x 256 tile.
+constexpr int BM = 128, BN = 256, STAGES = 4, CONSUMERS = 2, THREADS = (CONSUMERS + 1) * 128;
+constexpr int A_TILE = BM * BK, B_TILE = BN * BK;                                // elements per stage
+constexpr int STAGE_BYTES = (A_TILE + B_TILE) * static_cast<int>(sizeof(bf16));  // 48 KiB
+// Registers per thread after setmaxnreg: 128 x 40 + 256 x 232 = 64512 of the SM's 65536.
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+static_assert(128 * PRODUCER_REGS + CONSUMERS * 128 * CONSUMER_REGS <= 65536, "more registers than an SM has");
+constexpr int GROUP_ROWS = 16;  // v3, v4: tiles are visited in groups 16 tile-rows tall (L2 reuse)
+// + 1 KiB of slack: 128-byte-swizzled tiles must start on a 1 KiB boundary.
+constexpr size_t kV1SmemBytes = static_cast<size_t>(V1_STAGES) * V1_STAGE_BYTES + 1024;
+constexpr size_t kSmemBytes = static_cast<size_t>(STAGES) * STAGE_BYTES + 1024;
+// --8<-- [end:sizes]
+
+// --8<-- [start:schedule]
+// Tile t of a tiles_m x tiles_n grid in grouped order: columns of `group` tile-rows, so that the
+// blocks running at the same time share rows of A and columns of B in L2. group = 1 is row-major.
+__host__ __device__ inline void tile_coords(int t, int tiles_m, int tiles_n, int group, int& tm, int& tn) {
+  const int per_group = group * tiles_n;
+  const int first_m = (t / per_group) * group;
+  const int rows = tiles_m - first_m < group ? tiles_m - first_m : group;  // the last group may be shorter
+  const int local = t % per_group;
+  tm = first_m + local % rows;
+  tn = local / rows;
+}
+// --8<-- [end:schedule]
+
+// The device code below uses sm_90a-only instructions: it exists only in the compute_90a pass.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// --8<-- [start:mbarrier]
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_bytes(uint64_t* bar, unsigned bytes) {  // arrive + expect
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+// Arrive on the barrier at the same shared-memory offset in block `cta` of this cluster (mapa turns
+// the local address into that block's address in the cluster's shared memory window).
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, unsigned cta) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_u32(bar)),
+      "r"(cta)
+      : "memory");
+}
+// Wait until the phase with this parity has completed (phases alternate 0, 1, 0, ...).
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(smem_u32(bar)),
+      "r"(parity)
+      : "memory");
+}
+// --8<-- [end:mbarrier]
+
+// --8<-- [start:tma]
+// The tile at (column c0, row c1) of `map`'s matrix lands at `dst`, swizzled as the map says; its bytes
+// count towards `bar`'s transaction count.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
+          "r"(smem_u32(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
+      : "memory");
+}
+// The same copy delivered to every block of the cluster named in `cta_mask`, at the same offset in each
+// block's shared memory, each copy signalling the barrier at the same offset in its block.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int c0, int c1,
+                                                      uint64_t* bar, uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
+      "[%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_u32(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "h"(cta_mask)
+      : "memory");
+}
+// --8<-- [end:tma]
+
+// --8<-- [start:cluster]
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of every block in the cluster arrives, then waits: the cluster-wide __syncthreads.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// --8<-- [end:cluster]
+
+// --8<-- [start:setmaxnreg]
+// Move registers between the warpgroups of a block: the producer gives registers back to the block's
+// pool, the consumers take them (.inc waits until the pool has them). Whole warpgroups execute these.
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+// --8<-- [end:setmaxnreg]
+
+// --8<-- [start:descriptor]
+// A wgmma shared-memory descriptor for a K-major tile written by TMA with the 128-byte swizzle:
+//   bits  0-13  start address >> 4
+//   bits 16-29  leading byte offset >> 4 (unused for swizzled K-major tiles; 1 by convention)
+//   bits 32-45  stride byte offset >> 4: from one 8-row group to the next, 8 rows x 128 bytes = 1024
+//   bits 49-51  base offset: 0, because every tile starts on a 1 KiB boundary
+//   bits 62-63  swizzle mode: 1 = 128-byte swizzle
+// Stepping 16 elements along K inside the 128-byte rows adds 32 bytes to the start address.
+__device__ __forceinline__ uint64_t smem_desc(const bf16* tile) {
+  const uint64_t addr = smem_u32(tile);
+  return ((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(16 >> 4) << 16) |
+         (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
+}
+// --8<-- [end:descriptor]
+
+// D (64 x 128, fp32: 64 registers per thread) += A (64 x 16) * B (128 x 16)^T, both from shared memory.
+__device__ __forceinline__ void wgmma_64x128x16(float* d, uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred accumulate;\n"
+      "setp.ne.b32 accumulate, 1, 0;\n"  // scale-d = true: D += A B (not D = A B)
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, accumulate, 1, 1, 0, 0;\n"  // A, B not negated; both K-major
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b));
+}
+
+// D (64 x 256, fp32: 128 registers per thread) += A (64 x 16) * B (256 x 16)^T, both from shared memory.
+__device__ __forceinline__ void wgmma_64x256x16(float* d, uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred accumulate;\n"
+      "setp.ne.b32 accumulate, 1, 0;\n"  // scale-d = true: D += A B (not D = A B)
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, accumulate, 1, 1, 0, 0;\n"  // A, B not negated; both K-major
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(desc_a), "l"(desc_b));
+}
+
+// --8<-- [start:wgmma_sync]
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// Wait until at most PENDING committed batches of this warp's wgmma are still running.
+template <int PENDING>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+}
+// Tell the compiler the accumulators may change here: it must not move their reads or writes across
+// a wgmma wait (the asm statements above name them only as the wgmma's own operands).
+template <int NREGS>
+__device__ __forceinline__ void fence_accumulators(float* d) {
+#pragma unroll
+  for (int i = 0; i < NREGS; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+// --8<-- [end:wgmma_sync]
+
+// --8<-- [start:store]
+// Write a warpgroup's 64 x NCOLS accumulator tile to C at (row0, col0), skipping what lies outside C.
+// Layout (mma.sync's, repeated): warp w holds rows 16w..16w+15; for each 8-column block t, lane l holds
+// (row l/4, columns 2(l%4) and +1) in d[4t], d[4t+1], and the same columns 8 rows down in d[4t+2], d[4t+3].
+template <int NCOLS>
+__device__ __forceinline__ void store_tile(const float* d, bf16* C, int M, int N, int row0, int col0) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int r0 = row0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int t = 0; t < NCOLS / 8; ++t) {
+    const int c = col0 + t * 8 + 2 * (lane % 4);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 8 * h;
+      if (r >= M) continue;
+      bf16* p = C + static_cast<size_t>(r) * N + c;
+      if (c + 1 < N && N % 2 == 0) {  // c is even, so with N even the pair is 4-byte aligned
+        *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(d[4 * t + 2 * h], d[4 * t + 2 * h + 1]);
+      } else {
+        if (c < N) p[0] = __float2bfloat16(d[4 * t + 2 * h]);
+        if (c + 1 < N) p[1] = __float2bfloat16(d[4 * t + 2 * h + 1]);
+      }
+    }
+  }
+}
+// --8<-- [end:store]
+
+__device__ __forceinline__ bf16* align_1k(unsigned char* p) {
+  return reinterpret_cast<bf16*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t(1023));
+}
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// --8<-- [start:v1]
+// v1: one warpgroup (128 threads) per 128 x 128 tile of C. Thread 0 keeps the copies of the next
+// V1_STAGES k-steps in flight; every thread waits for a stage's mbarrier, the warpgroup multiplies it
+// (two 64 x 128 halves, four 16-wide steps of K each), and thread 0 refills the stage.
+__global__ void __launch_bounds__(V1_THREADS, 1)
+    gemm_v1_pipeline(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
+                     const __grid_constant__ CUtensorMap tmB, bf16* C) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char smem_raw[];
+  bf16* sA = align_1k(smem_raw);           // V1_STAGES x (128 x 64)
+  bf16* sB = sA + V1_STAGES * V1_BM * BK;  // V1_STAGES x (128 x 64)
+  __shared__ __align__(8) uint64_t full[V1_STAGES];
+  const int brow = blockIdx.y * V1_BM, bcol = blockIdx.x * V1_BN;
+  const int ktiles = course::ceil_div(K, BK);
+  auto load_stage = [&](int kt) {  // thread 0 only
+    const int s = kt % V1_STAGES;
+    mbar_expect_bytes(&full[s], V1_STAGE_BYTES);
+    tma_load_2d(sA + s * V1_BM * BK, &tmA, kt * BK, brow, &full[s]);
+    tma_load_2d(sB + s * V1_BN * BK, &tmB, kt * BK, bcol, &full[s]);
+  };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < V1_STAGES; ++s) mbar_init(&full[s], 1);  // thread 0's arrive (+ the TMA bytes)
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();  // the barriers are initialised before anyone uses them
+  if (threadIdx.x == 0)
+    for (int kt = 0; kt < min(V1_STAGES, ktiles); ++kt) load_stage(kt);  // fill the ring
+
+  float d[2][64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) d[0][i] = d[1][i] = 0.0f;
+  fence_accumulators<64>(d[0]);
+  fence_accumulators<64>(d[1]);
+  for (int kt = 0; kt < ktiles; ++kt) {
+    const int s = kt % V1_STAGES;
+    mbar_wait(&full[s], (kt / V1_STAGES) & 1);  // the stage's k-step kt has landed
+    const bf16* a = sA + s * V1_BM * BK;
+    const bf16* b = sB + s * V1_BN * BK;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {  // +16 elements = +32 bytes inside the swizzled rows
+      wgmma_64x128x16(d[0], smem_desc(a + kk), smem_desc(b + kk));
+      wgmma_64x128x16(d[1], smem_desc(a + 64 * BK + kk), smem_desc(b + kk));
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_accumulators<64>(d[0]);
+    fence_accumulators<64>(d[1]);
+    // wait_group covers only this warp's share: the block barrier makes sure all four warps are done
+    // reading stage s before thread 0 overwrites it.
+    __syncthreads();
+    if (threadIdx.x == 0 && kt + V1_STAGES < ktiles) load_stage(kt + V1_STAGES);
+  }
+  store_tile<V1_BN>(d[0], C, M, N, brow, bcol);
+  store_tile<V1_BN>(d[1], C, M, N, brow + 64, bcol);
+#endif
+}
+// --8<-- [end:v1]
+
+// --8<-- [start:ws]
+// v2, v3, v4: a producer warpgroup and two consumer warpgroups per block, 128 x 256 tiles of C. The block
+// walks tiles blockIdx.x / CLUSTER, + gridDim.x / CLUSTER, ... in grouped order (`group` tile-rows):
+//   v2  CLUSTER 1, one block per tile, group 1 (row-major, as gemm_wgmma.cu)
+//   v3  CLUSTER 1, one block per SM (persistent), group GROUP_ROWS
+//   v4  CLUSTER 2: a cluster takes a 256 x 256 tile, block r its rows 128r..128r+127; each block loads
+//       its own A and half of B, multicast to both blocks; `tmB` then copies 128-row boxes.
+// The ring of STAGES slots runs on across tiles: `it` counts the k-steps this block has gone through,
+// slot it % STAGES, phase (it / STAGES) & 1, the same sequence in the producer and the consumers.
+template <int CLUSTER>
+__global__ void __launch_bounds__(THREADS, 1)
+    gemm_ws(int M, int N, int K, const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+            bf16* C, int group) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char smem_raw[];
+  bf16* sA = align_1k(smem_raw);   // STAGES x (BM x BK)
+  bf16* sB = sA + STAGES * A_TILE;  // STAGES x (BN x BK)
+  __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+
+  const int wg = threadIdx.x / 128;
+  const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
+  const int tiles_m = course::ceil_div(M, BM * CLUSTER), tiles_n = course::ceil_div(N, BN);
+  const int tiles = tiles_m * tiles_n, ktiles = course::ceil_div(K, BK);
+  const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);                         // the local producer's arrive (+ the TMA bytes)
+      mbar_init(&empty[s], CONSUMERS * 4 * CLUSTER);  // one arrive per consumer warp of every block
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  // The other block's copies and arrivals target this block's barriers: all must be initialised first.
+  if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
+
+  if (wg == 0) {  // producer
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      int it = 0;
+      for (int t = first_tile; t < tiles; t += tile_step) {
+        int tm, tn;
+        tile_coords(t, tiles_m, tiles_n, group, tm, tn);
+        const int row = (tm * CLUSTER + static_cast<int>(rank)) * BM, col = tn * BN;
+        const int a_row = row < M ? row : 0;  // a block below C (odd tile rows, v4) loads rows it never stores
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+          const int s = it % STAGES;
+          mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // slot free in every block (passes in round 0)
+          mbar_expect_bytes(&full[s], STAGE_BYTES);        // A + the whole B, whoever sends it
+          tma_load_2d(sA + s * A_TILE, &tmA, kt * BK, a_row, &full[s]);
+          if constexpr (CLUSTER == 1) {
+            tma_load_2d(sB + s * B_TILE, &tmB, kt * BK, col, &full[s]);
+          } else {
+            constexpr int rows = BN / CLUSTER;  // this block's share of the B tile
+            tma_load_2d_multicast(sB + s * B_TILE + rank * rows * BK, &tmB, kt * BK, col + static_cast<int>(rank) * rows,
+                                  &full[s], static_cast<uint16_t>((1u << CLUSTER) - 1));
+          }
+        }
+      }
+    }
+  } else {  // consumers: warpgroup 1 computes rows 0..63 of the tile, warpgroup 2 rows 64..127
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int row_in_tile = (wg - 1) * 64;
+    auto release = [&](int s) {  // this warp has finished reading slot s (in every block of the cluster)
+      if (threadIdx.x % 32 == 0) {
+        if constexpr (CLUSTER == 1) {
+          mbar_arrive(&empty[s]);
+        } else {
+          for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(&empty[s], r);
+        }
+      }
+    };
+    float d[128];
+    int it = 0;
+    for (int t = first_tile; t < tiles; t += tile_step) {
+      int tm, tn;
+      tile_coords(t, tiles_m, tiles_n, group, tm, tn);
+      const int row = (tm * CLUSTER + static_cast<int>(rank)) * BM, col = tn * BN;
+#pragma unroll
+      for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+      fence_accumulators<128>(d);
+      int previous = 0;
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16)
+          wgmma_64x256x16(d, smem_desc(sA + s * A_TILE + row_in_tile * BK + kk), smem_desc(sB + s * B_TILE + kk));
+        wgmma_commit();
+        wgmma_wait<1>();  // the previous k-step's batch is done (this one may still run): free its slot
+        if (kt > 0) release(previous);
+        previous = s;
+      }
+      wgmma_wait<0>();
+      fence_accumulators<128>(d);
+      release(previous);
+      // The producer is already filling the ring with the next tile while this warpgroup stores.
+      store_tile<BN>(d, C, M, N, row + row_in_tile, col);
+    }
+  }
+  // No block may leave while the other can still arrive on its barriers.
+  if constexpr (CLUSTER > 1) {
+    __syncwarp();
+    cluster_sync();
+  }
+#endif
+}
+// --8<-- [end:ws]
+
+// Which code did the driver load? The harness builds this file for sm_75 to sm_100 beside sm_90a; in
+// the course's recorded runs on H100 and H200 a binary holding both sm_90 and sm_90a code ran the sm_90a
+// code. Should a driver ever pick the sm_90 stub instead, this probe says so and main stops.
+__global__ void built_for_sm90a(int* out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+// --8<-- [start:tensor_map]
+// A TMA descriptor for a row-major rows x K bf16 matrix, copied in boxes of box_rows x 64 (128 bytes a
+// row, the widest row the 128-byte swizzle allows; box_rows at most 256). Elements outside the matrix
+// read as zero. The row stride K * 2 bytes must be a multiple of 16: K a multiple of 8.
+static PFN_cuTensorMapEncodeTiled_v12000 get_encode() {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || fn == nullptr) {
+      std::fprintf(stderr, "error: the driver does not provide cuTensorMapEncodeTiled\n");
+      std::exit(course::kExitFail);
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+static CUtensorMap make_map(const bf16* ptr, int rows, int K, int box_rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(K), static_cast<cuuint64_t>(rows)};  // innermost first
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(K) * sizeof(bf16)};            // bytes, rows
+  const cuuint32_t box[2] = {BK, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = get_encode()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(ptr), dims, strides,
+                                  box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "error: cuTensorMapEncodeTiled failed (%d)\n", static_cast<int>(r));
+    std::exit(course::kExitFail);
+  }
+  return map;
+}
+// --8<-- [end:tensor_map]
+
+struct Problem {
+  int M, N, K;
+  const bf16 *A, *B;
+  bf16* C;
+};
+
+constexpr int kVersions = 4;
+const char* const kImpl[kVersions + 1] = {
+    "v0 cuBLAS bf16 (A*B^T)",  // the same peer row as gemm_wgmma.cu
+    "hopper v1 TMA pipeline (bf16, fp32 acc)",
+    "hopper v2 warp-specialised (bf16, fp32 acc)",
+    "hopper v3 persistent (bf16, fp32 acc)",
+    "hopper v4 cluster multicast (bf16, fp32 acc)",
+};
+
+// --8<-- [start:cublas]
+// Row-major C = A B^T is column-major C^T = B A^T (as in gemm_wgmma.cu).
+static cublasHandle_t g_cublas = nullptr;
+static void launch_cublas(const Problem& p) {
+  const float one = 1.0f, zero = 0.0f;
+  CUBLAS_CHECK(cublasGemmEx(g_cublas, CUBLAS_OP_T, CUBLAS_OP_N, p.N, p.M, p.K, &one, p.B, CUDA_R_16BF, p.K, p.A,
+                            CUDA_R_16BF, p.K, &zero, p.C, CUDA_R_16BF, p.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+// --8<-- [end:cublas]
+
+// --8<-- [start:launch]
+// How many blocks the persistent versions start: one per SM (or --sms), and for v4 no more clusters of 2
+// than can be resident at once (an SM count that GPCs split unevenly leaves some SMs out of clusters).
+struct Machine {
+  int sms = 0, clusters = 0;
+};
+
+static cudaLaunchConfig_t cluster_config(dim3 grid, cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(THREADS);
+  cfg.dynamicSmemBytes = kSmemBytes;
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = 2;
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+struct Hopper {  // the tensor maps are built once per problem, outside the timed launches
+  CUtensorMap a, b128, b256;
+  Machine machine;
+  Hopper(const Problem& p, Machine m)
+      : a(make_map(p.A, p.M, p.K, BM)), b128(make_map(p.B, p.N, p.K, 128)), b256(make_map(p.B, p.N, p.K, BN)),
+        machine(m) {}
+  void operator()(int version, const Problem& p) const {
+    const int tiles = course::ceil_div(p.M, BM) * course::ceil_div(p.N, BN);
+    if (version == 1) {
+      const dim3 grid(course::ceil_div(p.N, V1_BN), course::ceil_div(p.M, V1_BM));
+      gemm_v1_pipeline<<<grid, V1_THREADS, kV1SmemBytes>>>(p.M, p.N, p.K, a, b128, p.C);
+    } else if (version == 2) {
+      gemm_ws<1><<<tiles, THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b256, p.C, 1);
+    } else if (version == 3) {
+      gemm_ws<1><<<std::min(tiles, machine.sms), THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b256, p.C, GROUP_ROWS);
+    } else {
+      const int pair_tiles = course::ceil_div(p.M, 2 * BM) * course::ceil_div(p.N, BN);
+      cudaLaunchAttribute attr{};
+      const cudaLaunchConfig_t cfg = cluster_config(dim3(2 * std::min(pair_tiles, machine.clusters)), &attr);
+      CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm_ws<2>, p.M, p.N, p.K, a, b128, p.C, GROUP_ROWS / 2));
+    }
+    CUDA_CHECK_LAUNCH();
+  }
+};
+// --8<-- [end:launch]
+
+static Machine setup_kernels(int sms_wanted) {
+  CUDA_CHECK(cudaFuncSetAttribute(gemm_v1_pipeline, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kV1SmemBytes)));
+  CUDA_CHECK(cudaFuncSetAttribute(gemm_ws<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
+  CUDA_CHECK(cudaFuncSetAttribute(gemm_ws<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  Machine m;
+  m.sms = sms_wanted > 0 ? std::min(sms_wanted, sms) : sms;
+  cudaLaunchAttribute attr{};
+  const cudaLaunchConfig_t cfg = cluster_config(dim3(2 * (sms / 2)), &attr);
+  int resident = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveClusters(&resident, gemm_ws<2>, &cfg));
+  if (resident < 1) {
+    std::fprintf(stderr, "error: no cluster of 2 blocks with %zu bytes of shared memory each fits on this GPU\n",
+                 kSmemBytes);
+    std::exit(course::kExitFail);
+  }
+  m.clusters = std::max(1, std::min(resident, m.sms / 2));
+  return m;
+}
+
+static std::vector<bf16> random_bf16(size_t n, uint64_t seed) {
+  std::vector<float> f(n);
+  course::fill_uniform(f, seed);
+  std::vector<bf16> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = __float2bfloat16(f[i]);
+  return out;
+}
+static std::vector<float> to_float(const std::vector<bf16>& v) {
+  std::vector<float> f(v.size());
+  for (size_t i = 0; i < v.size(); ++i) f[i] = __bfloat162float(v[i]);
+  return f;
+}
+
+struct DeviceMats {
+  bf16 *A = nullptr, *B = nullptr, *C = nullptr;
+  DeviceMats(const std::vector<bf16>& a, const std::vector<bf16>& b, size_t c) {
+    CUDA_CHECK(cudaMalloc(&A, a.size() * sizeof(bf16)));
+    CUDA_CHECK(cudaMalloc(&B, b.size() * sizeof(bf16)));
+    CUDA_CHECK(cudaMalloc(&C, c * sizeof(bf16)));
+    CUDA_CHECK(cudaMemcpy(A, a.data(), a.size() * sizeof(bf16), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(B, b.data(), b.size() * sizeof(bf16), cudaMemcpyHostToDevice));
+  }
+  ~DeviceMats() {
+    cudaFree(A);
+    cudaFree(B);
+    cudaFree(C);
+  }
+};
+
+// Runs version v (0 = cuBLAS) into a poisoned C and copies C back.
+static std::vector<float> run_version(int v, const Problem& p, const Hopper& hopper, size_t nc) {
+  course::poison(p.C, nc * sizeof(bf16));
+  if (v == 0) launch_cublas(p); else hopper(v, p);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<bf16> got(nc);
+  CUDA_CHECK(cudaMemcpy(got.data(), p.C, nc * sizeof(bf16), cudaMemcpyDeviceToHost));
+  return to_float(got);
+}
+
+// cuBLAS and every selected version against the float64 reference.
+static bool check_all(int M, int N, int K, uint64_t seed, int only, Machine machine) {
+  const size_t nc = static_cast<size_t>(M) * N;
+  const auto A = random_bf16(static_cast<size_t>(M) * K, seed), B = random_bf16(static_cast<size_t>(N) * K, seed + 1);
+  std::vector<double> want(nc);
+  course::gemm_reference(M, N, K, A.data(), B.data(), want.data(), course::BLayout::kNxK);
+  DeviceMats d(A, B, nc);
+  const Problem p{M, N, K, d.A, d.B, d.C};
+  const Hopper hopper(p, machine);
+  bool ok = true;
+  for (int v = 0; v <= kVersions; ++v) {
+    if (only != 0 && v != 0 && v != only) continue;
+    const auto got = run_version(v, p, hopper, nc);
+    char name[64];
+    std::snprintf(name, sizeof(name), "hopper_v%d_%dx%dx%d", v, M, N, K);
+    ok &= course::check_close(name, got.data(), want.data(), nc, 1e-2, 1e-3);
+  }
+  return ok;
+}
+
+// The bench sizes: every selected version is checked against cuBLAS's output, then all are timed.
+static bool bench_size(int S, uint64_t seed, int only, Machine machine, double cublas_bytes) {
+  const size_t n = static_cast<size_t>(S) * S;
+  const auto A = random_bf16(n, seed), B = random_bf16(n, seed + 1);
+  DeviceMats d(A, B, n);
+  const Problem p{S, S, S, d.A, d.B, d.C};
+  const Hopper hopper(p, machine);
+  const auto ref = run_version(0, p, hopper, n);
+  char cs[64];
+  std::snprintf(cs, sizeof(cs), "bf16 gemm A*B^T %dx%dx%d", S, S, S);  // gemm_wgmma.cu's case names
+  const double flops = 2.0 * S * S * static_cast<double>(S), bytes = 3.0 * n * sizeof(bf16);
+  bool ok = true;
+  for (int v = 0; v <= kVersions; ++v) {
+    if (only != 0 && v != 0 && v != only) continue;
+    if (v > 0) {
+      const auto got = run_version(v, p, hopper, n);
+      char name[64];
+      std::snprintf(name, sizeof(name), "hopper_v%d_vs_cublas_%d", v, S);
+      if (!course::check_close(name, got.data(), ref.data(), n, 1.6e-2, 1e-2)) {
+        ok = false;
+        continue;  // a wrong kernel gets no BENCH row
+      }
+    }
+    const float ms = course::time_kernel_ms([&] { if (v == 0) launch_cublas(p); else hopper(v, p); });
+    chapter::print_bench_row(cs, kImpl[v], ms, bytes, flops, v == 0, S, v == 0 ? cublas_bytes : 0.0);
+  }
+  return ok;
+}
+
+// sm_90a code runs on compute capability 9.0 only: not on Ampere, and not on Blackwell (10.x), which
+// has no wgmma. require_compute_capability checks "at least", so an exact check follows.
+static void require_hopper() {
+  course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA multicast are Hopper instructions");
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major != 9 || minor != 0) {
+    std::printf("WAIVED needs compute capability exactly 9.0 (wgmma is an sm_90a instruction; sm_90a code "
+                "runs on no other GPU); this GPU is %d.%d\n", major, minor);
+    std::exit(course::kExitWaived);
+  }
+  int* flag = nullptr;
+  int have = 0;
+  CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
+  built_for_sm90a<<<1, 1>>>(flag);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaMemcpy(&have, flag, sizeof(int), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaFree(flag));
+  if (!have) {
+    std::fprintf(stderr, "error: the driver loaded code without wgmma (not built for sm_90a) on this 9.0 GPU; "
+                         "build with -gencode=arch=compute_90a,code=sm_90a\n");
+    std::exit(course::kExitFail);
+  }
+}
+
+int main(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  const long long M = args.get_int("--m", 200, 1, 16384), N = args.get_int("--n", 135, 1, 16384);
+  const long long K = args.get_int("--k", 72, 8, 16384);
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
+  const int only = static_cast<int>(args.get_int("--version", 0, 0, kVersions));  // 0: every version
+  const int sms = static_cast<int>(args.get_int("--sms", 0, 0, 1024));  // 0: all; fewer = more tiles per block
+  const bool bench = args.has("--bench");
+  args.finish();
+  if (K % 8 != 0) {
+    std::fprintf(stderr, "error: --k must be a multiple of 8 (TMA needs 16-byte row strides), got %lld\n", K);
+    return course::kExitFail;
+  }
+  require_hopper();
+  const Machine machine = setup_kernels(sms);
+  size_t free0 = 0, free1 = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free0, &total));
+  CUBLAS_CHECK(cublasCreate(&g_cublas));
+  bool ok = check_all(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), seed, only, machine);
+  CUDA_CHECK(cudaMemGetInfo(&free1, &total));
+  const double cublas_bytes = free0 > free1 ? static_cast<double>(free0 - free1) : 0.0;
+  if (ok && bench)
+    for (int S : {4096, 8192}) ok &= bench_size(S, seed + 10, only, machine, cublas_bytes);
+  CUBLAS_CHECK(cublasDestroy(g_cublas));
+  return ok ? 0 : course::kExitFail;
+}

@@ -6,8 +6,9 @@
 // masked rows (all -inf: the output is all zeros) and rows holding a NaN (the output row is NaN).
 // The benchmark times random rows only.
 //
-// Taught in docs/memory-model/softmax.md (kernels in softmax.cuh). Softmax must read every input
-// once and write every output once, like a copy: a copy of the same buffer is its ceiling, the peer.
+// Taught in docs/memory-model/softmax.md (kernels in softmax.cuh; reference, inputs and checks in
+// softmax_reference.cuh). Softmax must read every input once and write every output once, like a
+// copy: a copy of the same buffer is its ceiling, the peer.
 // Build: nvcc -O3 -arch=native -o build/memory-model/softmax kernels/memory-model/softmax.cu
 // Run:   ./build/memory-model/softmax --rows 97 --cols 997     (checks every version that applies)
 //        ./build/memory-model/softmax --bench                  (also times them on 8192 x 8192)
@@ -22,69 +23,7 @@
 // course: bench --bench
 #include "../common/course.cuh"
 #include "softmax.cuh"
-
-// --8<-- [start:reference]
-// The same conventions as the kernels, written out case by case: a NaN anywhere makes the row NaN;
-// a row with no finite maximum (every element -inf) is all zeros; otherwise the textbook formula.
-static void softmax_cpu(const std::vector<float>& x, std::vector<double>& y, int rows, int cols) {
-  for (int r = 0; r < rows; ++r) {
-    const float* in = &x[(size_t)r * cols];
-    double* out = &y[(size_t)r * cols];
-    bool has_nan = false;
-    double m = -INFINITY, d = 0.0;
-    for (int c = 0; c < cols; ++c) {
-      if (std::isnan(in[c])) has_nan = true;
-      else m = std::max(m, (double)in[c]);
-    }
-    if (has_nan || m == -INFINITY) {
-      std::fill(out, out + cols, has_nan ? NAN : 0.0);
-      continue;
-    }
-    for (int c = 0; c < cols; ++c) d += std::exp(in[c] - m);
-    for (int c = 0; c < cols; ++c) out[c] = std::exp(in[c] - m) / d;
-  }
-}
-// --8<-- [end:reference]
-
-// --8<-- [start:inputs]
-// Row r of the checked matrix is one of eight kinds (r % 8), so that every shape meets all of them.
-enum RowKind { kRandom, kLeadingInf, kCausal, kFullyMasked, kSingleFinite, kNanAfterInf, kRandom2, kNan };
-
-static void fill_rows(std::vector<float>& x, int rows, int cols, uint64_t seed) {
-  const float inf = std::numeric_limits<float>::infinity();
-  course::fill_uniform(x, seed, -8.0f, 8.0f);
-  for (int r = 0; r < rows; ++r) {
-    float* row = &x[(size_t)r * cols];
-    switch (r % 8) {
-      case kLeadingInf:  // three quarters -inf first: each lane's and each warp's first steps see only -inf
-        std::fill(row, row + 3 * (cols / 4), -inf);
-        break;
-      case kCausal:  // attention's causal mask: query r sees keys 0..r
-        if (r + 1 < cols) std::fill(row + r + 1, row + cols, -inf);
-        break;
-      case kFullyMasked:
-        std::fill(row, row + cols, -inf);
-        break;
-      case kSingleFinite: {  // one finite score, at the last column on every other such row
-        const int keep = (r / 8) % 2 ? cols - 1 : static_cast<int>((131LL * r) % cols);
-        const float v = row[keep];
-        std::fill(row, row + cols, -inf);
-        row[keep] = v;
-        break;
-      }
-      case kNanAfterInf:  // a NaN after a run of -inf: the -inf rule must not swallow it
-        std::fill(row, row + cols / 2, -inf);
-        row[cols / 2] = NAN;
-        break;
-      case kNan:
-        row[(r * 7) % cols] = NAN;
-        break;
-      default:
-        break;
-    }
-  }
-}
-// --8<-- [end:inputs]
+#include "softmax_reference.cuh"
 
 enum class Shape { kThreadPerRow, kWarpPerRow, kBlockPerRow, kRegs, kRegsVec4 };
 
@@ -138,41 +77,9 @@ static void launch(const Version& v, const float* x, float* y, int rows, int col
 }
 // --8<-- [end:launch]
 
-// Checks one version's output: rows that must be NaN separately (check_close never lets NaN pass), and
-// only after a second run into an output of zeros, so that a row the kernel never wrote cannot pass
-// as NaN; every other row against the reference, after a run into a NaN-poisoned output.
 static bool check_version(const Version& v, const float* d_x, float* d_y, int R, int C,
                           const std::vector<double>& want) {
-  const size_t n = static_cast<size_t>(R) * C, bytes = n * sizeof(float);
-  std::vector<float> got(n), got_rows;
-  std::vector<double> want_rows;
-  course::poison(d_y, bytes);
-  launch(v, d_x, d_y, R, C);
-  CUDA_CHECK(cudaMemcpy(got.data(), d_y, bytes, cudaMemcpyDeviceToHost));
-  std::vector<bool> nan_row(R);
-  for (int r = 0; r < R; ++r) {
-    nan_row[r] = std::isnan(want[(size_t)r * C]);
-    if (nan_row[r]) continue;
-    got_rows.insert(got_rows.end(), got.begin() + (size_t)r * C, got.begin() + (size_t)(r + 1) * C);
-    want_rows.insert(want_rows.end(), want.begin() + (size_t)r * C, want.begin() + (size_t)(r + 1) * C);
-  }
-  // expf is within 2 ulp; a float sum of cols terms drifts by up to ~cols * 6e-8 relative.
-  bool ok = course::check_close(v.check_name, got_rows.data(), want_rows.data(), got_rows.size(), 1e-4, 1e-9);
-  CUDA_CHECK(cudaMemset(d_y, 0, bytes));
-  launch(v, d_x, d_y, R, C);
-  CUDA_CHECK(cudaMemcpy(got.data(), d_y, bytes, cudaMemcpyDeviceToHost));
-  size_t nan_checked = 0, not_nan = 0;
-  for (int r = 0; r < R; ++r) {
-    if (!nan_row[r]) continue;
-    for (int c = 0; c < C; ++c, ++nan_checked) not_nan += !std::isnan(got[(size_t)r * C + c]);
-  }
-  if (nan_checked > 0) {
-    char name[64], detail[64];
-    std::snprintf(name, sizeof(name), "%s_nan_rows", v.check_name);
-    std::snprintf(detail, sizeof(detail), "not_nan=%zu", not_nan);
-    ok = course::check_true(name, not_nan == 0, nan_checked, detail) && ok;
-  }
-  return ok;
+  return check_softmax(v.check_name, [&](float* y) { launch(v, d_x, y, R, C); }, d_y, R, C, want);
 }
 
 int main(int argc, char** argv) {

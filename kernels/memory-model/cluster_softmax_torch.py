@@ -1,0 +1,68 @@
+# cluster_softmax_torch.py: torch.softmax on the long rows of cluster_softmax.cu, the framework peer of
+# the cluster softmax, with the same case strings and a copy of the same bytes in the same run.
+#
+# Taught in docs/memory-model/clusters.md. torch.softmax gives NaN for a fully masked row where the
+# course's kernels give zeros (softmax.cuh's rules), so the check here uses random rows and partly
+# masked rows (-inf runs and causal masks), compared with torch's own float64 softmax.
+# Run:   python kernels/memory-model/cluster_softmax_torch.py            (checks 24 x 65537)
+#        python kernels/memory-model/cluster_softmax_torch.py --bench    (also times 64K, 128K, 256K rows)
+#
+# course: gpu
+# course: run
+# course: bench --bench
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
+
+# The benchmark shapes of cluster_softmax.cu: 256 MiB in, 256 MiB out each.
+BENCH_SHAPES = ((1024, 65536), (512, 131072), (256, 262144))
+
+
+def scores(torch, rows: int, cols: int, seed: int):
+    """Random scores in [-8, 8]; every fourth row starts with three quarters -inf, every fourth
+    (offset 1) is a causal-mask row, as in softmax_reference.cuh."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.rand(rows, cols, device="cuda", generator=g) * 16 - 8
+    x[0::4, : 3 * (cols // 4)] = float("-inf")
+    cols_idx = torch.arange(cols, device="cuda")
+    for r in range(1, rows, 4):
+        x[r, cols_idx > r] = float("-inf")
+    return x
+
+
+def check(torch, name: str, x, out, sample_rows: int) -> bool:
+    out.fill_(float("nan"))  # poisoned
+    torch.softmax(x, dim=1, out=out)
+    want = torch.softmax(x[:sample_rows].double(), dim=1)
+    return course_tools.check_close(name, out[:sample_rows], want, 1e-4, 1e-9)
+
+
+def main() -> int:
+    p = course_tools.parser("torch.softmax on rows of 64K to 256K floats, against a copy of the same bytes")
+    p.add_argument("--bench", action="store_true", help="also time the benchmark shapes")
+    p.add_argument("--seed", type=int, default=2026)
+    args = p.parse_args()
+    torch = course_tools.require_cuda("torch")
+
+    x = scores(torch, 24, 65537, args.seed)
+    ok = check(torch, "torch_softmax_24x65537", x, torch.empty_like(x), 24)
+    if args.bench and ok:
+        # --8<-- [start:bench]
+        for rows, cols in BENCH_SHAPES:
+            gen = torch.Generator(device="cuda").manual_seed(args.seed + 1)
+            x = torch.rand(rows, cols, device="cuda", generator=gen) * 16 - 8
+            y = torch.empty_like(x)
+            ok &= check(torch, f"torch_softmax_bench_{rows}x{cols}_sample", x, y, 4)
+            case, nbytes = f"softmax {rows} x {cols} fp32", 2.0 * x.numel() * 4
+            course_tools.bench(case, "cudaMemcpy (torch copy_, same bytes)",
+                               course_tools.time_ms(lambda: y.copy_(x)), nbytes, peer=True)
+            course_tools.bench(case, "torch.softmax, fp32",
+                               course_tools.time_ms(lambda: torch.softmax(x, dim=1, out=y)), nbytes)
+        # --8<-- [end:bench]
+    return 0 if ok else course_tools.EXIT_FAIL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -122,6 +122,57 @@ inline void reference_row(const Shape& s, const float* q, const float* k, const 
 }
 // --8<-- [end:reference]
 
+// --8<-- [start:reference_backward]
+// float64 reference of the backward pass for one (batch, head) `bh`, given dO: with P the softmax
+// of the masked scaled scores and O = P V,
+//   dV = P^T dO,  dP = dO V^T,  dS = P o (dP - rowsum(dO o O)),  dQ = scale dS K,  dK = scale dS^T Q.
+// A masked pair has P = 0 and contributes nothing; a fully masked row's dQ is 0.
+inline void reference_backward(const Shape& s, const float* q, const float* k, const float* v, const float* d_out,
+                               long long bh, double* dq, double* dk, double* dv) {
+  const int n = s.seq, d = s.dim, b = static_cast<int>(bh / s.heads);
+  const long long off = bh * n * d;
+  q += off, k += off, v += off, d_out += off;
+  std::vector<double> out(d);
+  for (long long e = 0; e < 1LL * n * d; ++e) dq[e] = dk[e] = dv[e] = 0.0;
+  for (int i = 0; i < n; ++i) {
+    double lse = 0.0;
+    reference_row(s, q - off, k - off, v - off, bh * n + i, out.data(), &lse);
+    double delta = 0.0;  // rowsum(dO o O)
+    for (int c = 0; c < d; ++c) delta += static_cast<double>(d_out[1LL * i * d + c]) * out[c];
+    for (int j = 0; j < n; ++j) {
+      if (!s.allowed(b, i, j)) continue;
+      double dot = 0.0, dp = 0.0;
+      for (int c = 0; c < d; ++c) {
+        dot += static_cast<double>(q[1LL * i * d + c]) * k[1LL * j * d + c];
+        dp += static_cast<double>(d_out[1LL * i * d + c]) * v[1LL * j * d + c];
+      }
+      const double p = std::exp(dot * s.scale() - lse);
+      const double ds = p * (dp - delta) * s.scale();
+      for (int c = 0; c < d; ++c) {
+        dv[1LL * j * d + c] += p * d_out[1LL * i * d + c];
+        dq[1LL * i * d + c] += ds * k[1LL * j * d + c];
+        dk[1LL * j * d + c] += ds * q[1LL * i * d + c];
+      }
+    }
+  }
+}
+// --8<-- [end:reference_backward]
+
+// --8<-- [start:tolerances]
+// Tolerances, from the precision of each step (inputs are exact bf16 values, |q|, |k| <= 2, |v| <= 1):
+//  - the output is rounded to bf16: relative error up to bf16's unit roundoff 2^-8 (rtol 2^-7 leaves
+//    room for the fp32 steps below);
+//  - a score is a length-D fp32 dot product: error <= D * 2^-24 * sum |q_c k_c| <= 128 * 2^-24 * 512,
+//    about 4e-3 before the scale 1/sqrt(D), 3.5e-4 after; it shifts p relatively by as much, and
+//    the output (a weighted mean of |v| <= 1) by at most twice that: atol 2^-10 when P stays fp32;
+//  - a kernel that rounds P to bf16 before P V (the row sum uses the fp32 P) changes each weight by
+//    up to 2^-8 relative, the output by at most 2^-8: atol 2^-7 (2^-8 + 2^-10, rounded up).
+// The logsumexp carries only the scores' error: rtol 1e-5, atol 1e-3.
+constexpr double kRtol = 0x1p-7;
+constexpr double kAtolFp32P = 0x1p-10;
+constexpr double kAtolBf16P = 0x1p-7;
+// --8<-- [end:tolerances]
+
 // The rows to check: all of them for small problems; for the benchmark sizes, where the reference
 // would take minutes, a spread of rows in every (batch, head), including each sequence's first and
 // last rows (the causal mask's extremes).
@@ -141,8 +192,8 @@ inline std::vector<long long> rows_to_check(const Shape& s, long long budget = 1
   return rows;
 }
 
-// Compare the GPU's output rows (bf16) and logsumexp (float, natural log) with the reference on the
-// chosen rows. Returns true when both checks pass.
+// Compare the GPU's output rows (bf16) and logsumexp (float, natural log; empty: not produced) with
+// the reference on the chosen rows. Returns true when the checks pass.
 inline bool check_forward(const char* name, const Shape& s, const Inputs& in, const std::vector<__nv_bfloat16>& out,
                           const std::vector<float>& lse, const std::vector<long long>& rows, double rtol,
                           double atol) {
@@ -156,15 +207,13 @@ inline bool check_forward(const char* name, const Shape& s, const Inputs& in, co
       got.push_back(__bfloat162float(out[r * s.dim + c]));
       want.push_back(row[c]);
     }
-    got_lse.push_back(lse[r]);
-    want_lse.push_back(l);
+    if (!lse.empty()) got_lse.push_back(lse[r]), want_lse.push_back(l);
   }
-  const std::string lse_name = std::string(name) + " logsumexp";
-  // The logsumexp is a float computed from fp32 scores: its error is the scores' (see the callers'
-  // tolerances), never the bf16 output's rounding. +inf rows must be +inf (equal infinities match).
   const bool ok_out = course::check_close(name, got.data(), want.data(), got.size(), rtol, atol);
-  const bool ok_lse = course::check_close(lse_name.c_str(), got_lse.data(), want_lse.data(), got_lse.size(), 1e-5, 1e-3);
-  return ok_out && ok_lse;
+  if (lse.empty()) return ok_out;
+  // The logsumexp carries the scores' error only; a fully masked row's +inf must be +inf.
+  const std::string lse_name = std::string(name) + " logsumexp";
+  return course::check_close(lse_name.c_str(), got_lse.data(), want_lse.data(), got_lse.size(), 1e-5, 1e-3) && ok_out;
 }
 
 // --8<-- [start:bench_row]

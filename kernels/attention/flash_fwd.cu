@@ -24,19 +24,7 @@
 #include "attention_common.cuh"
 #include "flash_fwd.cuh"
 
-// --8<-- [start:tolerances]
-// Tolerances, from the precision of each step (inputs are exact bf16 values, |q|, |k| <= 2, |v| <= 1):
-//  - the output is rounded to bf16: relative error up to bf16's unit roundoff 2^-8 (rtol 2^-7 leaves
-//    room for the fp32 steps below);
-//  - a score is a length-D fp32 dot product: error <= D * 2^-24 * sum |q_c k_c| <= 128 * 2^-24 * 512,
-//    about 4e-3 before the scale 1/sqrt(D), 3.5e-4 after; it shifts p relatively by as much, and
-//    the output (a weighted mean of |v| <= 1) by at most twice that: atol 2^-10 for v1;
-//  - v2/v3 also round P to bf16 before P V (the row sum uses the fp32 P): up to 2^-8 relative in
-//    each weight, at most 2^-8 in the output: atol 2^-7 (2^-8 + 2^-10, rounded up).
-// The logsumexp carries only the scores' error: atol 1e-3 (attention_common.cuh).
-constexpr double kRtol = 0x1p-7;
-double atol_for(int version) { return version == 1 ? 0x1p-10 : 0x1p-7; }
-// --8<-- [end:tolerances]
+double atol_for(int version) { return version == 1 ? attn::kAtolFp32P : attn::kAtolBf16P; }
 
 const char* impl_name(int version) {
   switch (version) {
@@ -94,7 +82,7 @@ bool run_and_check(int version, const attn::Shape& s, const attn::Inputs& in, co
   CUDA_CHECK(cudaMemcpy(lse.data(), d.lse, lse.size() * sizeof(float), cudaMemcpyDeviceToHost));
   const std::string name = "v" + std::to_string(version) + " " + attn::case_name(s) +
                            (s.key_len[s.batch - 1] < s.seq || s.key_len[0] < s.seq ? " padded" : "");
-  return attn::check_forward(name.c_str(), s, in, out, lse, rows, kRtol, atol_for(version));
+  return attn::check_forward(name.c_str(), s, in, out, lse, rows, attn::kRtol, atol_for(version));
 }
 
 // Check, then time, one shape; `versions` lists which kernels.

@@ -1,0 +1,157 @@
+"""sdpa_torch.py: PyTorch's scaled_dot_product_attention, one row per backend (flash, cuDNN,
+memory-efficient, math), the peers of the chapter's CUDA kernels: checked against a float64
+reference, timed forward and backward on the chapter's benchmark, and their peak memory measured
+at growing sequence lengths, up to where the math backend (which materialises the score matrix)
+runs out.
+
+Taught in docs/attention/three-kernels.md, flash-forward.md and backward.md. The cases are the CUDA
+programs' ("b4 h16 s4096 d128 causal" and "... non-causal"; backward rows add " backward"), so a
+page can compare a CUDA row with the fastest SDPA row. The course's backward (flash_bwd.cu) is checked
+against its own float64 reference there, not against autograd here: the float64 reference is the
+stricter of the two, and this program would otherwise have to load the CUDA program's output.
+
+Run: python kernels/attention/sdpa_torch.py            (checks every backend)
+     python kernels/attention/sdpa_torch.py --bench    (also times them and measures memory)
+
+# course: gpu
+# course: run
+# course: bench --bench
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
+
+# Tolerances (bf16 in and out, |q|, |k| <= 2, |v| <= 1, as the CUDA programs):
+#  - output: bf16 rounding (unit roundoff 2^-8) of the output and of P where a backend rounds it:
+#    rtol = atol = 2^-7, as attention_common.cuh derives for the CUDA kernels;
+#  - gradients: the math backend rounds every intermediate (P, dP, dS) to bf16 before sums over up
+#    to seq terms; on the check's sizes that costs about 1.5% of the largest gradient: rtol = atol
+#    = 2^-5 leaves a factor of two.
+OUT_TOL = 2.0**-7
+GRAD_TOL = 2.0**-5
+BACKENDS = ["FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "MATH"]
+LABEL = {"FLASH_ATTENTION": "flash", "CUDNN_ATTENTION": "cuDNN", "EFFICIENT_ATTENTION": "efficient", "MATH": "math"}
+
+
+def case_name(b, h, s, d, causal):
+    return f"b{b} h{h} s{s} d{d} {'causal' if causal else 'non-causal'}"
+
+
+def inputs(torch, b, h, s, d, seed):
+    """Q, K in [-2, 2], V and dO in [-1, 1], bf16 (the CUDA programs' distribution)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    def uniform(lo, hi):
+        return (torch.rand(b, h, s, d, device="cuda", generator=g) * (hi - lo) + lo).to(torch.bfloat16)
+    return uniform(-2, 2), uniform(-2, 2), uniform(-1, 1), uniform(-1, 1)
+
+
+def run_backend(torch, backend, q, k, v, causal):
+    """Forward under one backend; raises RuntimeError when the backend cannot run this case."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+    with sdpa_kernel(getattr(SDPBackend, backend)):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def check(torch, backend, causal, seed):
+    """Output and gradients of one backend against float64 autograd on a size that is no multiple of
+    any tile (333) with head dimension 64 and 128 and batch x heads = 6."""
+    ok = True
+    for d in (64, 128):
+        q, k, v, d_out = inputs(torch, 2, 3, 333, d, seed)
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        try:
+            out = run_backend(torch, backend, *leaves, causal)
+        except RuntimeError as e:
+            print(f"SKIP PyTorch SDPA {LABEL[backend]} d{d} {'causal' if causal else 'non-causal'}: "
+                  f"this backend cannot run here: {str(e).splitlines()[0]}")
+            continue
+        grads = torch.autograd.grad(out, leaves, d_out)
+        ref_leaves = [t.double().requires_grad_() for t in (q, k, v)]
+        ref = run_backend(torch, "MATH", *ref_leaves, causal)
+        ref_grads = torch.autograd.grad(ref, ref_leaves, d_out.double())
+        name = f"{LABEL[backend]} {case_name(2, 3, 333, d, causal)}"
+        ok &= course_tools.check_close(name, out, ref, OUT_TOL, OUT_TOL)
+        for grad_name, got, want in zip(("dQ", "dK", "dV"), grads, ref_grads):
+            ok &= course_tools.check_close(f"{grad_name} {name}", got, want, GRAD_TOL, GRAD_TOL)
+    return ok
+
+
+def bench_case(torch, backend, b, h, s, d, causal, seed, repeats=20, backward=True):
+    """Times forward (and backward) of one case; returns False if the backend cannot run it or runs
+    out of memory, after printing why."""
+    label = f"PyTorch SDPA {LABEL[backend]} (bf16)"
+    case = case_name(b, h, s, d, causal)
+    try:
+        q, k, v, d_out = inputs(torch, b, h, s, d, seed)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        run_backend(torch, backend, q, k, v, causal)
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - base  # what the forward itself allocated, at its peak
+        ms = course_tools.time_ms(lambda: run_backend(torch, backend, q, k, v, causal), repeats=repeats)
+    except torch.cuda.OutOfMemoryError:
+        print(f"MEMORY {case} {label}: out of device memory")
+        torch.cuda.empty_cache()
+        return False
+    except RuntimeError as e:
+        print(f"SKIP {case} {label}: this backend cannot run here: {str(e).splitlines()[0]}")
+        return False
+    flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
+    io_bytes = 4 * q.numel() * q.element_size()  # Q, K, V read, O written
+    course_tools.bench(case, label, ms, io_bytes, flops, peer=True, seq=s, peak_bytes=peak,
+                       alloc_bytes=peak + io_bytes)
+    if backward:
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        try:
+            out = run_backend(torch, backend, *leaves, causal)
+            ms = course_tools.time_ms(lambda: torch.autograd.grad(out, leaves, d_out, retain_graph=True),
+                                      repeats=repeats)
+        except torch.cuda.OutOfMemoryError:
+            print(f"MEMORY {case} backward {label}: out of device memory")
+            torch.cuda.empty_cache()
+            return True
+        except RuntimeError as e:
+            print(f"SKIP {case} backward {label}: this backend cannot run here: {str(e).splitlines()[0]}")
+            return True
+        # The usual backward count: five matrix products to the forward's two.
+        course_tools.bench(f"{case} backward", label, ms, 8 * q.numel() * q.element_size(), 2.5 * flops,
+                           peer=True, seq=s)
+        del out, leaves
+    del q, k, v, d_out
+    torch.cuda.empty_cache()
+    return True
+
+
+def main():
+    p = course_tools.parser("PyTorch SDPA backends: checked, timed and their memory measured")
+    p.add_argument("--bench", action="store_true", help="time every backend and measure memory")
+    p.add_argument("--seed", type=int, default=2024)
+    args = p.parse_args()
+    torch = course_tools.require_cuda("torch")
+    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}, "
+          f"{torch.cuda.get_device_name()}")
+
+    ok = True
+    for backend in BACKENDS:
+        for causal in (False, True):
+            ok &= check(torch, backend, causal, args.seed)
+    if args.bench:
+        for causal in (False, True):
+            for backend in BACKENDS:
+                bench_case(torch, backend, 4, 16, 4096, 128, causal, args.seed)
+        # Memory at growing sequence lengths: the fused backends against math, which materialises
+        # the batch x heads x seq x seq scores. Math stops at its first out-of-memory.
+        for backend in ("FLASH_ATTENTION", "MATH"):
+            for s in (1024, 2048, 8192, 16384, 32768):
+                if not bench_case(torch, backend, 4, 16, s, 128, False, args.seed, repeats=5, backward=False):
+                    break
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -127,6 +127,8 @@ def _verdict(ex: Exercise, proc_rc: int, stdout: str, stderr: str, lines: list[s
             continue
         m = re.search(r"first_bad=(\d+) got=(\S+) want=(\S+)", c["detail"])
         why = f"first wrong index {m[1]}: expected {m[3]}, got {m[2]}" if m else c["detail"] or "failed"
+        count = re.search(rf"^  {re.escape(c['name'])}: (\d+) of (\d+) elements wrong", stdout, re.MULTILINE)
+        why += f" ({count[1]} of {count[2]} wrong)" if count else ""
         _say(lines, f"  {c['name']}: {why}", echo)
     if not any(c["status"] == "FAIL" for c in outcome.checks):
         for p in outcome.problems:

@@ -10,6 +10,8 @@ a checker can also be run by hand:
     use_simulator(args, ...)      set NUMBA_ENABLE_CUDASIM / TRITON_INTERPRET before numba or triton
                                   is imported, or exit 1 when neither a GPU nor --sim is there
     load(stub, solution, args)    import the reader's file (or the course's solution) as a module
+    launch(name, kernel, grid, *a)  run a Numba or Triton kernel; an exception it raises becomes a
+                                  failing CHECK line (what was raised), not a traceback
     compare(name, got, want, ...) course_tools.check_close, preceded by how many elements are wrong
                                   and the first few (index, expected, got)
 """
@@ -80,6 +82,23 @@ def load(stub: str, solution: str, args):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def launch(name: str, kernel, config, *args, **kwargs) -> bool:
+    """kernel[config](*args, **kwargs) for a Numba or Triton kernel, then wait for it. An exception
+    (an index out of range in the simulator, a compile error) becomes a failing CHECK line that says
+    what was raised, instead of a traceback."""
+    try:
+        kernel[config](*args, **kwargs)
+        if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and "numba" in sys.modules:
+            from numba import cuda
+            cuda.synchronize()
+    except Exception as e:  # the reader's kernel may fail in any way: report it as the checker's verdict
+        message = " ".join(str(e).split())[:300]
+        print(f"  {name}: your kernel raised {type(e).__name__}: {message}")
+        course_tools.check_true(name, False, 1, f"raised {type(e).__name__}")
+        return False
+    return True
 
 
 # --8<-- [start:compare]

@@ -8,8 +8,8 @@
 
 // --8<-- [start:stub]
 __global__ void histogram256(const unsigned char* data, size_t n, unsigned int* bins) {
-  __shared__ unsigned int local[kBins];
-  // TODO (about 8 lines):
+  // TODO (about 9 lines):
+  //  0. declare the block's bins: __shared__ unsigned int local[kBins];
   //  1. zero local[] (256 bins, blockDim.x threads), then __syncthreads();
   //  2. grid-stride loop over the data (the grid is a few blocks per SM, far fewer threads than bytes):
   //     atomicAdd(&local[data[i]], 1u), an atomic on shared memory;
@@ -18,6 +18,5 @@ __global__ void histogram256(const unsigned char* data, size_t n, unsigned int* 
   (void)data;
   (void)n;
   (void)bins;
-  (void)local;
 }
 // --8<-- [end:stub]

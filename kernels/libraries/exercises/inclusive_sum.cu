@@ -8,14 +8,13 @@
 
 // --8<-- [start:stub]
 void inclusive_sum(const int* d_in, int* d_out, int n) {
-  void* d_temp = nullptr;
-  size_t temp_bytes = 0;
-  // TODO (4 lines):
+  // TODO (6 lines):
+  //  0. void* d_temp = nullptr; size_t temp_bytes = 0;
   //  1. call cub::DeviceScan::InclusiveSum(d_temp, temp_bytes, d_in, d_out, n) with d_temp == nullptr:
   //     it only writes the scratch size it needs into temp_bytes;
   //  2. cudaMalloc that many bytes into d_temp;
   //  3. call it again: now it scans;
   //  4. cudaFree(d_temp). Wrap every call in CUDA_CHECK (CUB returns a cudaError_t).
-  (void)d_in, (void)d_out, (void)n, (void)d_temp, (void)temp_bytes;
+  (void)d_in, (void)d_out, (void)n;
 }
 // --8<-- [end:stub]

@@ -93,7 +93,6 @@ EXERCISES = [
     Exercise("softmax_rows", "triton", "Row softmax with masked rows", "triton", _TRI),
     Exercise("matmul_tiles", "triton", "The tile loop of a matmul", "triton", _TRI),
     Exercise("fake_op", "pytorch-extensions", "A custom operator's fake function", "torch", _EXT),
-    Exercise("autograd_op", "pytorch-extensions", "A custom operator's backward", "torch", _EXT),
     Exercise("softmax_xent", "mnist", "Softmax cross-entropy, forward and backward", "cuda", _MN),
 ]
 # --8<-- [end:registry]

@@ -1,6 +1,5 @@
 // Solution to exercise 2 (docs/first-kernels/exercises.md): a bounds check and one atomicAdd.
-// Build: nvcc -O3 -arch=native -o build/first-kernels/exercises/solutions/count_above kernels/first-kernels/exercises/solutions/count_above.cu
-// Run:   ./build/first-kernels/exercises/solutions/count_above --n 1000003
+// Check it: python -m course.exercise count_above --solution
 //
 // course: gpu
 // course: run --n 1000003 --seed 31

@@ -4,7 +4,7 @@
 //   python -m course.exercise count_above
 //
 // course: compile-only
-#include "count_check.cuh"
+#include "count_above_check.cuh"
 
 __global__ void count_above(const float* x, size_t n, float t, unsigned long long* count) {
   // TODO: one thread per element (the checker launches ceil(n / 256) blocks of 256 threads).

@@ -5,7 +5,7 @@
 // course: run --n 1000003 --seed 31
 // course: run --n 1 --seed 32
 // course: run --n 7919 --seed 33
-#include "../count_check.cuh"
+#include "../count_above_check.cuh"
 
 // --8<-- [start:solution]
 __global__ void count_above(const float* x, size_t n, float t, unsigned long long* count) {

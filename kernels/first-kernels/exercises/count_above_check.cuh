@@ -1,4 +1,4 @@
-// count_check.cuh: the checker for exercise 2 of docs/first-kernels/exercises.md. It launches YOUR
+// count_above_check.cuh: the checker for exercise 2 of docs/first-kernels/exercises.md. It launches YOUR
 // count_above kernel with one thread per element on random inputs and compares the count with
 // the CPU's, on the size you give and on a large one, where lost updates cannot hide.
 //

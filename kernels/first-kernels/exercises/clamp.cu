@@ -1,8 +1,7 @@
 // Exercise 1 (docs/first-kernels/exercises.md): clamp every element of x into [lo, hi].
 // The checker launches your kernel with only 8 blocks of 128 threads, for up to 2^30 elements.
-// Build and check:
-//   nvcc -O3 -arch=native -o build/first-kernels/exercises/clamp kernels/first-kernels/exercises/clamp.cu
-//   ./build/first-kernels/exercises/clamp --n 1000003      (prints CHECK PASS when you are done)
+// Check it (builds this file, runs the checker, says what is wrong):
+//   python -m course.exercise clamp
 //
 // course: compile-only
 #include "clamp_check.cuh"

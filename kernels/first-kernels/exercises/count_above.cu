@@ -1,11 +1,10 @@
 // Exercise 2 (docs/first-kernels/exercises.md): count the elements of x greater than t.
 // Thousands of threads add to the same counter at once.
-// Build and check:
-//   nvcc -O3 -arch=native -o build/first-kernels/exercises/count_above kernels/first-kernels/exercises/count_above.cu
-//   ./build/first-kernels/exercises/count_above --n 1000003      (prints CHECK PASS when you are done)
+// Check it (builds this file, runs the checker, says what is wrong):
+//   python -m course.exercise count_above
 //
 // course: compile-only
-#include "count_check.cuh"
+#include "count_above_check.cuh"
 
 __global__ void count_above(const float* x, size_t n, float t, unsigned long long* count) {
   // TODO: one thread per element (the checker launches ceil(n / 256) blocks of 256 threads).

@@ -1,6 +1,5 @@
 // Solution to exercise 1 (docs/first-kernels/exercises.md): a grid-stride loop.
-// Build: nvcc -O3 -arch=native -o build/first-kernels/exercises/solutions/clamp kernels/first-kernels/exercises/solutions/clamp.cu
-// Run:   ./build/first-kernels/exercises/solutions/clamp --n 1000003
+// Check it: python -m course.exercise clamp --solution
 //
 // course: gpu
 // course: run --n 1000003 --seed 21

@@ -1,12 +1,11 @@
 // Solution to exercise 2 (docs/first-kernels/exercises.md): a bounds check and one atomicAdd.
-// Build: nvcc -O3 -arch=native -o build/first-kernels/exercises/solutions/count_above kernels/first-kernels/exercises/solutions/count_above.cu
-// Run:   ./build/first-kernels/exercises/solutions/count_above --n 1000003
+// Check it: python -m course.exercise count_above --solution
 //
 // course: gpu
 // course: run --n 1000003 --seed 31
 // course: run --n 1 --seed 32
 // course: run --n 7919 --seed 33
-#include "../count_check.cuh"
+#include "../count_above_check.cuh"
 
 // --8<-- [start:solution]
 __global__ void count_above(const float* x, size_t n, float t, unsigned long long* count) {

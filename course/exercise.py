@@ -1,0 +1,227 @@
+"""The course's exercises and the one command that checks them.
+
+    python -m course.exercise list                  every exercise: chapter, language, whether it needs a GPU
+    python -m course.exercise NAME                  build (or import) your file, run its checker, say what is wrong
+    python -m course.exercise NAME --solution       the same for the course's solution
+    python -m course.exercise NAME --sim            on the CPU: Numba's CUDA simulator or Triton's interpreter
+    python -m course.exercise NAME --seed 1234      replay the inputs of an earlier run
+    python -m course.exercise NAME --file PATH      check another file (a copy of the stub, beside it)
+
+Each exercise is a stub with TODOs that compiles (or imports) and fails its checker as shipped, a
+solution that passes, and a checker that draws fresh random inputs (the seed is printed), uses sizes
+that are not multiples of the block size, fills the output with NaN before the kernel runs, and, for the
+exercises about speed, times the kernel against a peer in the same run. CUDA C++ exercises: the stub
+`#include`s its checker (`NAME_check.cuh`, which has `main`). Python exercises: the checker
+(`NAME_check.py`) imports the stub. tests/test_exercises.py proves that every stub fails and every
+solution passes. Exit code: 0 pass, 1 fail (or bad usage), 2 waived (the GPU lacks a feature).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from course import programs
+
+ROOT = programs.ROOT
+
+SIMULATORS = {"numba": "NUMBA_ENABLE_CUDASIM", "triton": "TRITON_INTERPRET"}
+
+
+@dataclass(frozen=True)
+class Exercise:
+    name: str
+    chapter: str          # the docs/ folder whose exercises page presents it
+    title: str
+    lang: str             # cuda (C++), numba, triton, torch
+    folder: str           # kernels/<chapter>/exercises
+    speed: bool = False   # the checker's speed bar runs (with --bench)
+    mistakes: tuple[str, ...] = ()  # plausible wrong answers the checker must reject (file names in mistakes/)
+
+    @property
+    def stub(self) -> str:
+        return f"{self.folder}/{self.name}.{'cu' if self.lang == 'cuda' else 'py'}"
+
+    @property
+    def solution(self) -> str:
+        return f"{self.folder}/solutions/{self.name}.{'cu' if self.lang == 'cuda' else 'py'}"
+
+    @property
+    def checker(self) -> str:
+        return f"{self.folder}/{self.name}_check.{'cuh' if self.lang == 'cuda' else 'py'}"
+
+    @property
+    def simulator(self) -> str | None:
+        """The environment switch that runs the kernel on the CPU, or None."""
+        return SIMULATORS.get(self.lang)
+
+    @property
+    def needs_gpu(self) -> bool:
+        return self.lang == "cuda"
+
+    def where_it_runs(self) -> str:
+        return {"cuda": "GPU", "numba": "GPU, or CPU with --sim (Numba simulator)",
+                "triton": "GPU, or CPU with --sim (Triton interpreter)", "torch": "CPU or GPU"}[self.lang]
+
+
+_FK, _MM, _LIB = "kernels/first-kernels/exercises", "kernels/memory-model/exercises", "kernels/libraries/exercises"
+_MAT, _TRI = "kernels/matmul/exercises", "kernels/triton/exercises"
+_EXT, _MN = "kernels/pytorch-extensions/exercises", "kernels/mnist/exercises"
+
+# --8<-- [start:registry]
+EXERCISES = [
+    Exercise("clamp", "first-kernels", "Clamp with a grid-stride loop", "cuda", _FK),
+    Exercise("count_above", "first-kernels", "Count with an atomic", "cuda", _FK),
+    Exercise("saxpy", "first-kernels", "SAXPY with a bounds check (Numba)", "numba", _FK),
+    Exercise("matrix_add", "first-kernels", "A 2D grid over a matrix (Numba)", "numba", _FK),
+    Exercise("histogram", "first-kernels", "A histogram with shared-memory atomics", "cuda", _FK),
+    Exercise("row_max", "memory-model", "The maximum of every row, one warp per row", "cuda", _MM,
+             mistakes=("row_max_one_column.cu",)),
+    Exercise("block_sum", "memory-model", "A block's sum in shared memory (Numba)", "numba", _MM),
+    Exercise("transpose", "memory-model", "A transpose at copy speed", "cuda", _MM, speed=True),
+    Exercise("gemm_row_major", "libraries", "Row-major GEMM with column-major cuBLAS", "cuda", _LIB),
+    Exercise("inclusive_sum", "libraries", "A prefix sum with CUB", "cuda", _LIB),
+    Exercise("sgemm_tiled", "fast-matmul-fft", "A tiled SGEMM against cuBLAS", "cuda", _MAT, speed=True),
+    Exercise("fft_convolve", "fast-matmul-fft", "Circular convolution with cuFFT", "cuda", _MAT),
+    Exercise("add_masked", "triton", "Vector addition with masks", "triton", _TRI),
+    Exercise("softmax_rows", "triton", "Row softmax with masked rows", "triton", _TRI),
+    Exercise("matmul_tiles", "triton", "The tile loop of a matmul", "triton", _TRI),
+    Exercise("fake_op", "pytorch-extensions", "A custom operator's fake function", "torch", _EXT),
+    Exercise("softmax_xent", "mnist", "Softmax cross-entropy, forward and backward", "cuda", _MN),
+]
+# --8<-- [end:registry]
+BY_NAME = {e.name: e for e in EXERCISES}
+
+
+@dataclass
+class Result:
+    returncode: int   # 0 pass, 1 fail, 2 waived
+    output: str       # everything the build and the checker printed, and the verdict
+
+
+def _say(lines: list[str], text: str, echo: bool) -> None:
+    lines.append(text)
+    if echo:
+        print(text, flush=True)
+
+
+def _verdict(ex: Exercise, proc_rc: int, stdout: str, stderr: str, lines: list[str], echo: bool) -> int:
+    outcome = programs.judge(proc_rc, stdout, stderr)
+    if outcome.waived:
+        _say(lines, f"WAIVED {ex.name}: this GPU lacks a feature the exercise needs (see above)", echo)
+        return programs.EXIT_WAIVED
+    passed = [c for c in outcome.checks if c["status"] == "PASS"]
+    if outcome.passed:
+        _say(lines, f"PASS {ex.name}: {len(passed)} checks passed", echo)
+        return 0
+    _say(lines, f"FAIL {ex.name}:", echo)
+    for c in outcome.checks:
+        if c["status"] != "FAIL":
+            continue
+        m = re.search(r"first_bad=(\d+) got=(\S+) want=(\S+)", c["detail"])
+        why = f"first wrong index {m[1]}: expected {m[3]}, got {m[2]}" if m else c["detail"] or "failed"
+        count = re.search(rf"^  {re.escape(c['name'])}: (\d+) of (\d+) elements wrong", stdout, re.MULTILINE)
+        why += f" ({count[1]} of {count[2]} wrong)" if count else ""
+        _say(lines, f"  {c['name']}: {why}", echo)
+    if not any(c["status"] == "FAIL" for c in outcome.checks):
+        for p in outcome.problems:
+            _say(lines, f"  {p}", echo)
+    return programs.EXIT_FAIL
+
+
+def _build_cuda(ex: Exercise, rel: str, lines: list[str], echo: bool) -> Path | None:
+    path = (ROOT / rel).resolve()
+    if programs.KERNELS not in path.parents:
+        _say(lines, f"error: {rel}: keep your file under kernels/ beside the stub (it includes its checker "
+                    f"by a relative path)", echo)
+        return None
+    prog = replace(programs.parse(path), compile_only=False, header=False)
+    _say(lines, f"building {path.relative_to(ROOT)}", echo)
+    try:
+        proc = programs.build(prog)
+    except (programs.MissingLibrary, FileNotFoundError) as e:
+        _say(lines, f"error: cannot build: {e}", echo)
+        return None
+    if proc.returncode != 0:
+        _say(lines, proc.stdout + proc.stderr, echo)
+        _say(lines, f"FAIL {ex.name}: {path.relative_to(ROOT)} does not compile (the compiler's messages are above)",
+             echo)
+        return None
+    return prog.executable
+
+
+def check(ex: Exercise, solution: bool = False, sim: bool = False, seed: int | None = None,
+          file: str | None = None, echo: bool = True) -> Result:
+    """Build or import the file, run the exercise's checker on fresh inputs, and judge it."""
+    lines: list[str] = []
+    seed = seed if seed is not None else random.randrange(1, 2**31)
+    rel = file or (ex.solution if solution else ex.stub)
+    _say(lines, f"exercise {ex.name} ({ex.chapter}): {ex.title}", echo)
+    if ex.lang == "cuda":
+        if sim:
+            _say(lines, f"error: {ex.name} is CUDA C++: it has no simulator and needs a GPU", echo)
+            return Result(programs.EXIT_FAIL, "\n".join(lines))
+        exe = _build_cuda(ex, rel, lines, echo)
+        if exe is None:
+            return Result(programs.EXIT_FAIL, "\n".join(lines))
+        if not programs.has_gpu():
+            _say(lines, f"FAIL {ex.name}: it compiles; checking it needs an NVIDIA GPU (none found: nvidia-smi -L)",
+                 echo)
+            return Result(programs.EXIT_FAIL, "\n".join(lines))
+        _say(lines, f"seed {seed} (repeat these inputs with --seed {seed})", echo)
+        cmd = [str(exe), "--seed", str(seed)] + (["--bench"] if ex.speed else [])
+        env = dict(os.environ)
+    else:
+        if not sim and ex.simulator and not programs.has_gpu():
+            _say(lines, "no GPU found: running on the CPU (--sim)", echo)
+            sim = True
+        cmd = [sys.executable, str(ROOT / ex.checker), "--seed", str(seed)]
+        cmd += (["--solution"] if solution and not file else []) + (["--file", file] if file else [])
+        cmd += ["--sim"] if sim else []
+        env = dict(os.environ)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=1800)
+    for text in (proc.stdout.rstrip("\n"), proc.stderr.rstrip("\n")):
+        if text:
+            _say(lines, text, echo)
+    rc = _verdict(ex, proc.returncode, proc.stdout, proc.stderr, lines, echo)
+    return Result(rc, "\n".join(lines))
+
+
+def _list() -> int:
+    print(f"{'exercise':16} {'chapter':20} {'language':8} runs on")
+    for e in EXERCISES:
+        print(f"{e.name:16} {e.chapter:20} {e.lang:8} {e.where_it_runs()}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # exit 1, never argparse's 2 (the course's "waived")
+            self.print_usage(sys.stderr)
+            sys.exit(f"{self.prog}: error: {message}")
+
+    p = Parser(prog="python -m course.exercise", allow_abbrev=False,
+               description="Check one of the course's exercises: `list` shows them all.")
+    p.add_argument("name", help="an exercise's name, or `list`")
+    p.add_argument("--solution", action="store_true", help="check the course's solution instead of the stub")
+    p.add_argument("--sim", action="store_true", help="run on the CPU: Numba's simulator or Triton's interpreter")
+    p.add_argument("--seed", type=int, default=None, help="replay the inputs of an earlier run")
+    p.add_argument("--file", default=None, help="check this file (relative to the repository's root) instead")
+    args = p.parse_args(argv)
+    if args.name == "list":
+        return _list()
+    if args.name not in BY_NAME:
+        p.error(f"no exercise named {args.name!r}; `python -m course.exercise list` shows them")
+    if args.solution and args.file:
+        p.error("--solution and --file name two different files: give one")
+    return check(BY_NAME[args.name], args.solution, args.sim, args.seed, args.file).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

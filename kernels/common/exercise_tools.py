@@ -1,0 +1,136 @@
+"""exercise_tools.py: what every Python exercise checker shares (kernels/*/exercises/*_check.py), the
+Python counterpart of kernels/common/exercise.cuh.
+
+Taught in docs/contributing.md (adding an exercise). `python -m course.exercise NAME` runs a checker;
+a checker can also be run by hand:
+
+    python kernels/<chapter>/exercises/NAME_check.py [--solution] [--sim] [--seed S]
+
+    checker_parser(description)   course_tools.parser with --solution, --sim and --seed
+    use_simulator(args, ...)      set NUMBA_ENABLE_CUDASIM / TRITON_INTERPRET before numba or triton
+                                  is imported, or exit 1 when neither a GPU nor --sim is there
+    load(stub, solution, args)    import the reader's file (or the course's solution) as a module
+    launch(name, kernel, grid, *a)  run a Numba or Triton kernel; an exception it raises becomes a
+                                  failing CHECK line (what was raised), not a traceback
+    compare(name, got, want, ...) course_tools.check_close, preceded by how many elements are wrong
+                                  and the first few (index, expected, got)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import sys
+from pathlib import Path
+
+import course_tools
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def checker_parser(description: str):
+    p = course_tools.parser(description)
+    p.add_argument("--solution", action="store_true", help="check the course's solution instead of your file")
+    p.add_argument("--file", help="check this file instead of the exercise's stub")
+    p.add_argument("--sim", action="store_true",
+                   help="run the kernel on the CPU (Numba's CUDA simulator, Triton's interpreter)")
+    p.add_argument("--seed", type=int, default=None, help="the inputs' seed (default: a fresh one, printed)")
+    return p
+
+
+def seed_of(args) -> int:
+    """The seed to draw inputs from: --seed, or a fresh one, printed so that a failure can be replayed."""
+    seed = args.seed if args.seed is not None else random.randrange(1, 2**31)
+    print(f"seed {seed} (repeat these inputs with --seed {seed})")
+    return seed
+
+
+def use_simulator(args, env_var: str | None) -> bool:
+    """Call before importing numba or triton. --sim sets env_var (the simulator or interpreter switch);
+    without --sim a GPU is needed: exit 1 with a plain message if there is none."""
+    if args.sim:
+        if env_var is None:
+            sys.exit("error: this exercise has no simulator; run it without --sim on a machine with a GPU")
+        os.environ[env_var] = "1"
+        return True
+    try:
+        import torch
+        if torch.cuda.is_available():
+            return False
+    except ImportError:
+        pass
+    import subprocess
+    try:
+        ok = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    if not ok:
+        sys.exit("error: no CUDA GPU is available; add --sim to run the kernel on the CPU instead")
+    return False
+
+
+def load(stub: str, solution: str, args):
+    """Import the file to check as a module: --file, else the course's solution with --solution, else the
+    reader's stub. Paths are relative to the repository's root."""
+    rel = args.file or (solution if args.solution else stub)
+    path = (ROOT / rel) if not Path(rel).is_absolute() else Path(rel)
+    if not path.is_file():
+        sys.exit(f"error: no such file: {rel}")
+    print(f"checking {path.relative_to(ROOT) if ROOT in path.parents else path}")
+    spec = importlib.util.spec_from_file_location(path.stem + "_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def launch(name: str, kernel, config, *args, **kwargs) -> bool:
+    """kernel[config](*args, **kwargs) for a Numba or Triton kernel, then wait for it. An exception
+    (an index out of range in the simulator, a compile error) becomes a failing CHECK line that says
+    what was raised, instead of a traceback."""
+    try:
+        kernel[config](*args, **kwargs)
+        if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and "numba" in sys.modules:
+            from numba import cuda
+            cuda.synchronize()
+    except Exception as e:  # the reader's kernel may fail in any way: report it as the checker's verdict
+        message = " ".join(str(e).split())[:300]
+        print(f"  {name}: your kernel raised {type(e).__name__}: {message}")
+        course_tools.check_true(name, False, 1, f"raised {type(e).__name__}")
+        return False
+    return True
+
+
+# --8<-- [start:compare]
+def compare(name: str, got, want, rtol: float, atol: float, shown: int = 5) -> bool:
+    """course_tools.check_close (which prints the CHECK line), preceded, when it fails, by how many
+    elements are wrong and the first `shown` of them, with their index (a tuple for an array of more
+    than one dimension), the expected value and the value the kernel wrote."""
+    import numpy as np
+
+    try:
+        import torch
+        if isinstance(got, torch.Tensor):
+            got = got.detach().cpu().double().numpy()
+        if isinstance(want, torch.Tensor):
+            want = want.detach().cpu().double().numpy()
+    except ImportError:
+        pass
+    g = np.asarray(got, dtype=np.float64)
+    w = np.broadcast_to(np.asarray(want, dtype=np.float64), g.shape)
+    with np.errstate(invalid="ignore"):
+        err = np.where(g == w, 0.0, np.abs(g - w))
+    bad = ~(err <= atol + rtol * np.abs(w))
+    if bad.any():
+        for flat in np.flatnonzero(bad)[:shown]:
+            index = np.unravel_index(flat, g.shape) if g.ndim > 1 else int(flat)
+            index = tuple(int(i) for i in index) if g.ndim > 1 else index
+            print(f"  wrong at index {index}: expected {w.flat[flat]:.9g}, got {g.flat[flat]:.9g}")
+        print(f"  {name}: {int(bad.sum())} of {g.size} elements wrong (a NaN is an element your kernel never wrote)")
+    return course_tools.check_close(name, g, w, rtol, atol)
+# --8<-- [end:compare]
+
+
+def finish(results: list[bool]) -> int:
+    """The checker's exit code: 0 when every check passed (and there was one), else 1."""
+    return 0 if results and all(results) else 1

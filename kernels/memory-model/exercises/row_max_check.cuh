@@ -1,0 +1,56 @@
+// row_max_check.cuh: the checker for the row-maximum exercise of docs/memory-model/exercises.md. It
+// launches YOUR row_max kernel with 256 threads per block (8 warps, so 8 rows per block) on random
+// matrices whose sizes are not multiples of 32 or 8, the output filled with NaN first, and compares
+// every row's maximum with the CPU's.
+//
+// course: header
+#pragma once
+#include "../../common/exercise.cuh"
+
+constexpr int kRowMaxThreads = 256;  // 8 warps per block: 8 rows per block
+
+// You write this kernel: out[r] = the largest element of row r, row r handled by warp number r
+// (counted over the whole grid).
+__global__ void row_max(const float* __restrict__ x, float* __restrict__ out, int rows, int cols);
+
+static void row_max_cpu(const std::vector<float>& x, std::vector<float>& out, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    float m = -INFINITY;
+    for (int c = 0; c < cols; ++c) m = std::max(m, x[static_cast<size_t>(r) * cols + c]);
+    out[r] = m;
+  }
+}
+
+static bool check_row_max(int rows, int cols, uint64_t seed) {
+  std::vector<float> x(static_cast<size_t>(rows) * cols), want(rows), got(rows);
+  course::fill_uniform(x, seed, -100.0f, 100.0f);
+  row_max_cpu(x, want, rows, cols);
+  float *d_x = nullptr, *d_out = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_x, x.size() * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&d_out, rows * sizeof(float)));
+  CUDA_CHECK(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  course::poison(d_out, rows * sizeof(float));
+  row_max<<<course::ceil_div(rows, kRowMaxThreads / 32), kRowMaxThreads>>>(d_x, d_out, rows, cols);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaMemcpy(got.data(), d_out, rows * sizeof(float), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaFree(d_x));
+  CUDA_CHECK(cudaFree(d_out));
+  char name[64];
+  std::snprintf(name, sizeof(name), "row_max_%dx%d", rows, cols);
+  return course::exercise::compare(name, got.data(), want.data(), static_cast<size_t>(rows), 0.0, 0.0);
+}
+
+int main(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  const long long rows = args.get_int("--rows", 1009, 1, 1LL << 28), cols = args.get_int("--cols", 997, 1, 1LL << 28);
+  const course::exercise::Options options{args};
+  args.finish();
+  if (rows * cols > (1LL << 28)) {
+    std::fprintf(stderr, "error: --rows x --cols must be at most 2^28 elements (got %lld x %lld)\n", rows, cols);
+    return course::kExitFail;
+  }
+  bool ok = check_row_max(static_cast<int>(rows), static_cast<int>(cols), options.seed);
+  ok = check_row_max(1, 1, options.seed + 1) && ok;
+  ok = check_row_max(3, 31, options.seed + 2) && ok;  // rows shorter than a warp
+  return ok ? 0 : course::kExitFail;
+}

@@ -1,0 +1,65 @@
+"""fake_op_check.py: the checker for the fake-function exercise of docs/pytorch-extensions/exercises.md.
+It imports kernels/pytorch-extensions/exercises/fake_op.py (or, with --solution,
+kernels/pytorch-extensions/exercises/solutions/fake_op.py), compares the operator with a float64
+reference on random tensors of several shapes (one row of one element, rows not a multiple of
+anything), runs torch.library.opcheck on each (schema, fake tensor, AOT dispatch tests), and compiles
+it with torch.compile(fullgraph=True), which traces through the fake function.
+
+Run: python -m course.exercise fake_op     (or this file, with --solution, --seed S)
+"""
+# course: run --solution --seed 11
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
+import course_tools  # noqa: E402
+import exercise_tools  # noqa: E402
+
+STUB = "kernels/pytorch-extensions/exercises/fake_op.py"
+SOLUTION = "kernels/pytorch-extensions/exercises/solutions/fake_op.py"
+EPS = 1e-6
+
+
+def opcheck(name, op, args) -> bool:
+    """torch.library.opcheck's tests, each reported; a failing one prints what it raised."""
+    import torch
+
+    report = torch.library.opcheck(op, args, raise_exception=False)
+    failed = [test for test, outcome in report.items() if outcome != "SUCCESS"]
+    for test in failed:
+        print(f"  {name}: opcheck {test} failed: {' '.join(str(report[test]).split())[:400]}")
+    detail = f"failed: {', '.join(failed)}" if failed else "passed: " + ", ".join(report)
+    return course_tools.check_true(f"{name}_opcheck", not failed, len(report), detail)
+
+
+def main() -> int:
+    args = exercise_tools.checker_parser("Check the fake-function exercise (torch.library).").parse_args()
+    if args.sim:
+        sys.exit("error: this exercise runs on the CPU as it is: leave out --sim")
+    seed = exercise_tools.seed_of(args)
+    import torch
+
+    module = exercise_tools.load(STUB, SOLUTION, args)
+    op = torch.ops.course_ex.rms_normalize.default
+    gen = torch.Generator().manual_seed(seed)
+    results = []
+    for shape in [(7, 33), (1, 1), (3, 5, 129)]:
+        x = torch.randn(*shape, generator=gen)
+        name = "rms_normalize_" + "x".join(map(str, shape))
+        xd = x.double()
+        want = xd / torch.sqrt((xd * xd).mean(dim=-1, keepdim=True) + EPS)
+        results.append(exercise_tools.compare(name, module.rms_normalize(x, EPS), want, 1e-5, 1e-6))
+        results.append(opcheck(name, op, (x, EPS)))
+    try:
+        compiled = torch.compile(lambda t: module.rms_normalize(t, EPS) * 2, fullgraph=True, backend="aot_eager")
+        x = torch.randn(4, 17, generator=gen)
+        results.append(exercise_tools.compare("rms_normalize_compiled", compiled(x), 2 * module.rms_normalize(x, EPS),
+                                              1e-6, 1e-6))
+    except Exception as e:  # the reader's fake function may raise anything while torch.compile traces
+        print(f"  torch.compile(fullgraph=True) failed: {type(e).__name__}: {' '.join(str(e).split())[:300]}")
+        results.append(course_tools.check_true("rms_normalize_compiled", False, 1, f"raised {type(e).__name__}"))
+    return exercise_tools.finish(results)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

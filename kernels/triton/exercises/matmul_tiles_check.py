@@ -1,0 +1,48 @@
+"""matmul_tiles_check.py: the checker for the matmul tile-loop exercise of docs/triton/exercises.md. It
+launches matmul_kernel from kernels/triton/exercises/matmul_tiles.py (or, with --solution,
+kernels/triton/exercises/solutions/matmul_tiles.py) with 32 x 32 x 16 tiles on random matrices whose
+sides are not multiples of the tiles, C filled with NaN first, and compares with a float64 product.
+On a GPU, tl.dot rounds float32 inputs to TF32 by default, so the tolerance there is that of TF32;
+the interpreter (--sim, no GPU) multiplies in float32.
+
+Run: python -m course.exercise matmul_tiles     (or this file, with --solution, --sim, --seed S)
+"""
+# course: run --solution --sim --seed 10
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
+import exercise_tools  # noqa: E402
+
+STUB, SOLUTION = "kernels/triton/exercises/matmul_tiles.py", "kernels/triton/exercises/solutions/matmul_tiles.py"
+BM, BN, BK = 32, 32, 16
+
+
+def main() -> int:
+    args = exercise_tools.checker_parser("Check the matmul tile-loop exercise (Triton).").parse_args()
+    sim = exercise_tools.use_simulator(args, "TRITON_INTERPRET")
+    seed = exercise_tools.seed_of(args)
+    import torch
+    import triton
+
+    kernel = exercise_tools.load(STUB, SOLUTION, args).matmul_kernel
+    device = "cpu" if sim else "cuda"
+    gen = torch.Generator().manual_seed(seed)
+    rtol, atol = (1e-4, 1e-4) if sim else (1e-2, 2e-2)  # TF32 on a GPU: 10 bits of mantissa
+    results = []
+    for M, N, K in [(67, 45, 37), (1, 1, 1), (130, 70, 200)]:
+        a = (torch.rand(M, K, generator=gen) * 2 - 1).to(device)
+        b = (torch.rand(K, N, generator=gen) * 2 - 1).to(device)
+        c = torch.full((M, N), float("nan"), device=device)
+        name = f"matmul_tiles_{M}x{N}x{K}"
+        grid = (triton.cdiv(M, BM), triton.cdiv(N, BN))
+        if not exercise_tools.launch(name, kernel, grid, a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                                     b.stride(1), c.stride(0), c.stride(1), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK):
+            results.append(False)
+            continue
+        results.append(exercise_tools.compare(name, c, a.double().cpu() @ b.double().cpu(), rtol, atol))
+    return exercise_tools.finish(results)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

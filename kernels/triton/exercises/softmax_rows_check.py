@@ -1,0 +1,61 @@
+"""softmax_rows_check.py: the checker for the masked softmax exercise of docs/triton/exercises.md. It
+launches softmax_kernel from kernels/triton/exercises/softmax_rows.py (or, with --solution,
+kernels/triton/exercises/solutions/softmax_rows.py), one program per row, on random scores with
+widths that are not powers of two, some scores masked (-inf), some rows fully masked, some rows with
+large scores (exp overflows without the maximum subtracted), the output filled with NaN first, and
+compares with a float64 reference that follows the course's rules. --sim runs it on Triton's
+interpreter (no GPU).
+
+Run: python -m course.exercise softmax_rows     (or this file, with --solution, --sim, --seed S)
+"""
+# course: run --solution --sim --seed 9
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
+import exercise_tools  # noqa: E402
+
+STUB, SOLUTION = "kernels/triton/exercises/softmax_rows.py", "kernels/triton/exercises/solutions/softmax_rows.py"
+
+
+def reference(x):
+    """Softmax of every row in float64: -inf scores give 0, a fully masked row gives zeros."""
+    import torch
+
+    x = x.double()
+    m = x.amax(dim=1, keepdim=True)
+    base = torch.where(torch.isinf(m) & (m < 0), torch.zeros_like(m), m)
+    e = torch.exp(x - base)
+    d = e.sum(dim=1, keepdim=True)
+    return torch.where(d == 0, torch.zeros_like(e), e / d)
+
+
+def main() -> int:
+    args = exercise_tools.checker_parser("Check the masked softmax exercise (Triton).").parse_args()
+    sim = exercise_tools.use_simulator(args, "TRITON_INTERPRET")
+    seed = exercise_tools.seed_of(args)
+    import torch
+    import triton
+
+    kernel = exercise_tools.load(STUB, SOLUTION, args).softmax_kernel
+    device = "cpu" if sim else "cuda"
+    gen = torch.Generator().manual_seed(seed)
+    results = []
+    for rows, cols in [(37, 100), (1, 1), (9, 1000), (64, 33)]:
+        x = torch.randn(rows, cols, generator=gen) * 3
+        x[torch.rand(rows, cols, generator=gen) < 0.2] = float("-inf")  # masked scores
+        x[::5] = float("-inf")                                          # fully masked rows
+        x[2::7] += 1000.0                                               # exp(x) overflows in float
+        x = x.to(device)
+        out = torch.full_like(x, float("nan"))
+        name = f"softmax_rows_{rows}x{cols}"
+        block = triton.next_power_of_2(cols)
+        if not exercise_tools.launch(name, kernel, (rows,), x, out, cols, BLOCK=block):
+            results.append(False)
+            continue
+        results.append(exercise_tools.compare(name, out, reference(x.cpu()), 1e-5, 1e-6))
+    return exercise_tools.finish(results)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -49,3 +49,25 @@ def test_render_links_relative_to_the_page():
     out = prereqs.render("# T\n\n<!-- prereqs: setup/first-kernel.md -->\n", "memory-model/coalescing.md")
     assert "[Your first kernel](../setup/first-kernel.md)" in out and "Prerequisites:" in out
     assert re.search(r"Prerequisites:\*\* none\.", prereqs.render("<!-- prereqs: none -->", "index.md"))
+
+
+# Pages that are lists or references rather than lessons: no "What you now know" / "Further reading".
+NOT_LESSONS = {"index.md", "glossary.md", "kernel-index.md", "contributing.md"}
+
+
+def _is_lesson(page: str) -> bool:
+    name = page.rsplit("/", 1)[-1]
+    return page not in NOT_LESSONS and name not in ("index.md", "exercises.md")
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if _is_lesson(p)])
+def test_lesson_ends_with_what_you_now_know_and_further_reading(page):
+    text = (DOCS / page).read_text()
+    heads = re.findall(r"^## (.+?)\s*$", text, re.MULTILINE)
+    assert heads[-2:] == ["What you now know", "Further reading"], \
+        f"docs/{page} must end with '## What you now know' then '## Further reading' (its last sections: {heads[-2:]})"
+    known = text.split("## What you now know", 1)[1].split("## Further reading", 1)[0]
+    bullets = re.findall(r"^- ", known, re.MULTILINE)
+    assert 1 <= len(bullets) <= 4, f"docs/{page}: 'What you now know' should have 1 to 4 bullets, has {len(bullets)}"
+    reading = text.split("## Further reading", 1)[1]
+    assert re.search(r"\]\(https://", reading), f"docs/{page}: 'Further reading' links to nothing"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from course import claims, programs, record  # noqa: E402
+from course import claims, prereqs, programs, record  # noqa: E402
 
 log = logging.getLogger("mkdocs.plugins.course")
 
@@ -284,6 +284,7 @@ def record_summary(rec: dict, awaiting: dict) -> str:
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
+    markdown = prereqs.render(markdown, page.file.src_uri)  # the page's "Prerequisites:" line
     src = Path(page.file.abs_src_path)
     items = record.page_gpu_items(src)
     badge = badge_html(items, _record, cpu_example_count(src), _awaiting)

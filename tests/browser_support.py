@@ -205,7 +205,7 @@ COLLECT_JS = r"""
   const links = Array.from(document.querySelectorAll("a[href]"), a => ({
     href: a.href, raw: a.getAttribute("href"), text: (a.textContent || "").trim().slice(0, 60)}));
   const images = Array.from(document.querySelectorAll("img"), img => ({
-    src: img.getAttribute("src"), alt: img.getAttribute("alt"),
+    src: img.getAttribute("src"), alt: img.getAttribute("alt"), naturalWidth: img.naturalWidth,
     decorative: img.getAttribute("role") === "presentation" || img.getAttribute("aria-hidden") === "true"}));
   const headings = article ? Array.from(article.querySelectorAll("h1, h2, h3, h4, h5, h6"), h => ({
     level: Number(h.tagName[1]), text: (h.textContent || "").replace("\u00b6", "").trim().slice(0, 80)})) : [];

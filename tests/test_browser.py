@@ -695,6 +695,25 @@ def test_every_image_has_alt_text(crawl):
     assert not bad, _fmt(bad)
 
 
+def test_every_figure_loads_on_its_page(crawl):
+    """The SVG figures drawn by course/figures.py: each is shown on some page, and loads there."""
+    from course import figures
+
+    seen: set[str] = set()
+    broken = {}
+    for path, info in crawl["pages"].items():
+        for im in info["images"]:
+            name = (im["src"] or "").rsplit("/", 1)[-1]
+            if "assets/figures/" not in (im["src"] or ""):
+                continue
+            seen.add(name)
+            if not im.get("naturalWidth"):
+                broken.setdefault(path, []).append(f"{im['src']} did not load (naturalWidth 0)")
+    assert not broken, "figures that did not load:\n" + _fmt(broken)
+    missing = sorted(set(figures.FIGURES) - seen)
+    assert not missing, f"figures shown on no page of the built site: {missing}"
+
+
 def test_heading_order_is_sane(crawl):
     bad = {}
     for path, info in crawl["pages"].items():

@@ -1,0 +1,56 @@
+"""Prerequisites at the top of every page.
+
+A page states what it builds on with one line right after its title:
+
+    <!-- prereqs: setup/first-kernel.md memory-model/coalescing.md -->
+    <!-- prereqs: none -->
+
+Paths are relative to docs/. `render` (called from course/mkdocs_hooks.py's on_page_markdown) turns
+the line into a visible "Prerequisites:" paragraph linking each page by its title;
+tests/test_prereqs.py checks that every page has the line and that each listed page exists and comes
+earlier in the mkdocs.yml nav.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+LINE = re.compile(r"^<!--\s*prereqs:\s*(?P<list>.*?)\s*-->[ \t]*$", re.MULTILINE)
+_H1 = re.compile(r"^#[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+
+
+def parse(markdown: str) -> list[str] | None:
+    """The docs-relative paths a page lists ([] for "none"), or None when it has no prereqs line."""
+    m = LINE.search(markdown)
+    if m is None:
+        return None
+    items = m["list"].split()
+    return [] if items == ["none"] else items
+
+
+def title(rel: str) -> str:
+    m = _H1.search((DOCS / rel).read_text())
+    return m.group(1) if m else rel
+
+
+def render(markdown: str, src_uri: str) -> str:
+    """Replace the prereqs line with a visible paragraph of links, relative to the page."""
+    def paragraph(m: re.Match) -> str:
+        items = m["list"].split()
+        if items == ["none"]:
+            links = "none."
+        else:
+            here = posixpath.dirname(src_uri) or "."
+            links = ", ".join(f"[{title(rel)}]({posixpath.relpath(rel, here)})" for rel in items) + "."
+        return f"**Prerequisites:** {links}\n{{: .course-prereqs }}"
+    return LINE.sub(paragraph, markdown, count=1)
+
+
+def nav_order(config: Path | None = None) -> list[str]:
+    """The docs-relative pages in the order mkdocs.yml's nav lists them."""
+    text = (config or DOCS.parent / "mkdocs.yml").read_text()
+    nav = text[text.index("\nnav:"):]
+    return re.findall(r"^\s*-\s*(?:[^\n]*?:\s+)?([\w./-]+\.(?:md|ipynb))\s*$", nav, re.MULTILINE)

@@ -116,12 +116,22 @@ TITLES = {"streams": "8 chunks on 4 streams: copy in, compute, copy out",
           "mnist-step": "one MNIST training step (batch 64), kernels in launch order"}
 
 
+def output_path(trace: str) -> Path:
+    """Where the figure of one trace is written."""
+    return FIGURES / f"timeline-{trace}.svg"
+
+
+def outputs() -> list[Path]:
+    """Every figure this script owns (tests/test_figures.py accepts these beside course/figures.py's)."""
+    return [output_path(trace) for trace in TRACES]
+
+
 def figures(rec: dict | None = None) -> dict[Path, str]:
     """{figure path: SVG text} as the record says now."""
     found = recorded(rec)
     out = {}
     for trace in TRACES:
-        path = FIGURES / f"timeline-{trace}.svg"
+        path = output_path(trace)
         if found and trace in found[0] and found[0][trace]["events"]:
             out[path] = svg(found[0][trace], TITLES[trace], found[1])
         else:

@@ -1,8 +1,10 @@
-"""The figures under docs/assets/figures/ are what course/figures.py draws, legible, and each is shown
-on a page with alt text (tests/test_browser.py checks that they load there)."""
+"""The figures under docs/assets/figures/ are what course/figures.py draws (beside the timelines that
+scripts/timeline_svg.py draws from the GPU record), legible, and each is shown on a page with alt text
+(tests/test_browser.py checks that they load there)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -14,6 +16,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from course import figures  # noqa: E402
+
+# The timeline figures are drawn from the GPU record by scripts/timeline_svg.py (checked by
+# tests/test_timeline_svg.py), not by course/figures.py.
+_spec = importlib.util.spec_from_file_location("timeline_svg", ROOT / "scripts" / "timeline_svg.py")
+timeline_svg = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(timeline_svg)
+TIMELINES = {p.name for p in timeline_svg.outputs()}
 
 NS = "{http://www.w3.org/2000/svg}"
 EMBED = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]*assets/figures/(?P<name>[\w.-]+\.svg))\)")
@@ -31,9 +40,13 @@ def contrast(a: str, b: str) -> float:
 
 
 def test_every_drawn_figure_is_committed_and_nothing_else():
+    assert {p.parent for p in timeline_svg.outputs()} == {figures.OUT}
+    assert not TIMELINES & set(figures.FIGURES), "course/figures.py and scripts/timeline_svg.py draw the same file"
     committed = {p.name for p in figures.OUT.glob("*.svg")}
-    assert committed == set(figures.FIGURES), \
-        f"docs/assets/figures/ holds {sorted(committed)}, course/figures.py draws {sorted(figures.FIGURES)}"
+    drawn = set(figures.FIGURES) | TIMELINES
+    assert committed == drawn, \
+        f"docs/assets/figures/ holds {sorted(committed)}; course/figures.py draws {sorted(figures.FIGURES)} " \
+        f"and scripts/timeline_svg.py {sorted(TIMELINES)}"
 
 
 @pytest.mark.parametrize("name", sorted(figures.FIGURES))

@@ -48,12 +48,14 @@ def inputs(torch, b, h, s, d, seed):
     return uniform(-2, 2), uniform(-2, 2), uniform(-1, 1), uniform(-1, 1)
 
 
+# --8<-- [start:backend]
 def run_backend(torch, backend, q, k, v, causal):
     """Forward under one backend; raises RuntimeError when the backend cannot run this case."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
     with sdpa_kernel(getattr(SDPBackend, backend)):
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+# --8<-- [end:backend]
 
 
 def check(torch, backend, causal, seed):

@@ -466,6 +466,10 @@ def judge(returncode: int, stdout: str, stderr: str, require_check: bool = True)
     empty = [c["name"] for c in checks if c["status"] == "PASS" and c["n"] == 0]
     if empty:
         problems.append(f"checks that compared nothing (n=0): {', '.join(empty)}")
+    malformed = [line for line in stdout.splitlines()
+                 if re.match(r"CHECK (PASS|FAIL)\b", line) and not _CHECK.fullmatch(line)]
+    if malformed:  # a FAIL line the pattern misses would otherwise go unseen
+        problems.append(f"malformed CHECK line (want 'CHECK PASS|FAIL <one-word name> n=<count> ...'): {malformed[0]}")
     if returncode == 0 and require_check and not [c for c in checks if c["status"] == "PASS" and c["n"] > 0]:
         problems.append("exited 0 without printing a passing CHECK line: success was claimed, not checked")
     for b in benchmarks:

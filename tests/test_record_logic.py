@@ -99,3 +99,11 @@ def test_a_declaration_covers_only_the_content_it_was_made_for():
     awaiting = {h: {"id": i, "reason": "r", "since": "d"} for i, h in (("a", "h1"), ("c", "bad"))}
     assert [i for i, _ in unvouched_items([("a", "h1", "s"), ("b", "h2", "s"), ("c", "bad", "s")], rec, awaiting)] == ["b", "c"]
     assert [i for i, _ in unvouched_items([("a", "h1-edited", "s")], rec, awaiting)] == ["a"]
+
+
+def test_a_check_name_with_spaces_is_a_problem_not_a_silent_miss():
+    """'CHECK FAIL v1 b2 causal n=3' does not match the one-word pattern: were it ignored, a failing
+    check would go unseen; the judge calls it malformed instead."""
+    out = programs.judge(0, "CHECK PASS fine n=4\nCHECK FAIL v1 b2 causal n=3 max_abs_err=1\n", "")
+    assert not out.passed and "malformed CHECK line" in "; ".join(out.problems)
+    assert programs.judge(0, "CHECK PASS v1_b2_causal n=3 max_abs_err=0\n", "").passed

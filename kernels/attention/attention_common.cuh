@@ -192,6 +192,12 @@ inline std::vector<long long> rows_to_check(const Shape& s, long long budget = 1
   return rows;
 }
 
+// A CHECK line's name is one word: "v1 b2 h3 s1 d128 causal" becomes "v1_b2_h3_s1_d128_causal".
+inline std::string check_label(std::string text) {
+  for (char& c : text) c = c == ' ' ? '_' : c;
+  return text;
+}
+
 // Compare the GPU's output rows (bf16) and logsumexp (float, natural log; empty: not produced) with
 // the reference on the chosen rows. Returns true when the checks pass.
 inline bool check_forward(const char* name, const Shape& s, const Inputs& in, const std::vector<__nv_bfloat16>& out,
@@ -209,10 +215,10 @@ inline bool check_forward(const char* name, const Shape& s, const Inputs& in, co
     }
     if (!lse.empty()) got_lse.push_back(lse[r]), want_lse.push_back(l);
   }
-  const bool ok_out = course::check_close(name, got.data(), want.data(), got.size(), rtol, atol);
+  const bool ok_out = course::check_close(check_label(name).c_str(), got.data(), want.data(), got.size(), rtol, atol);
   if (lse.empty()) return ok_out;
   // The logsumexp carries the scores' error only; a fully masked row's +inf must be +inf.
-  const std::string lse_name = std::string(name) + " logsumexp";
+  const std::string lse_name = check_label(std::string(name) + " logsumexp");
   return course::check_close(lse_name.c_str(), got_lse.data(), want_lse.data(), got_lse.size(), 1e-5, 1e-3) && ok_out;
 }
 

@@ -239,9 +239,9 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats) {
   }
   const bool padded = s.key_len[0] < s.seq || s.key_len[s.batch - 1] < s.seq;
   const std::string name = attn::case_name(s) + (padded ? " padded" : "");
-  bool ok = course::check_close(("dQ " + name).c_str(), g_dq.data(), w_dq.data(), g_dq.size(), attn::kRtol, kAtolDqDk);
-  ok = course::check_close(("dK " + name).c_str(), g_dk.data(), w_dk.data(), g_dk.size(), attn::kRtol, kAtolDqDk) && ok;
-  ok = course::check_close(("dV " + name).c_str(), g_dv.data(), w_dv.data(), g_dv.size(), attn::kRtol, kAtolDv) && ok;
+  bool ok = course::check_close(attn::check_label("dQ " + name).c_str(), g_dq.data(), w_dq.data(), g_dq.size(), attn::kRtol, kAtolDqDk);
+  ok = course::check_close(attn::check_label("dK " + name).c_str(), g_dk.data(), w_dk.data(), g_dk.size(), attn::kRtol, kAtolDqDk) && ok;
+  ok = course::check_close(attn::check_label("dV " + name).c_str(), g_dv.data(), w_dv.data(), g_dv.size(), attn::kRtol, kAtolDv) && ok;
 
   if (repeats > 0) {
     const double ms = course::time_kernel_ms([&] { backward(p, s.batch, s.dim); }, 1, repeats);

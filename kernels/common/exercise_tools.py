@@ -46,9 +46,20 @@ def seed_of(args) -> int:
     return seed
 
 
+def _numpy_shim_for_numba_cuda() -> None:
+    """numba-cuda compiles a kernel only after registering its NumPy overloads, one of which names
+    np.row_stack; NumPy 2.5 removed that alias of np.vstack (the GPU machine has NumPy 2.5), and the
+    first kernel launch then raises AttributeError. Restoring the alias changes nothing else."""
+    import numpy as np
+
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+
+
 def use_simulator(args, env_var: str | None) -> bool:
     """Call before importing numba or triton. --sim sets env_var (the simulator or interpreter switch);
     without --sim a GPU is needed: exit 1 with a plain message if there is none."""
+    _numpy_shim_for_numba_cuda()
     if args.sim:
         if env_var is None:
             sys.exit("error: this exercise has no simulator; run it without --sim on a machine with a GPU")

@@ -169,28 +169,38 @@ __global__ void __launch_bounds__(kThreads) blur_cp_async(const float* __restric
 // land. Elements outside the image arrive as zeros: the tensor map's out-of-bounds fill is the blur's
 // padding, so no thread tests an index. Everyone waits on the stage's mbarrier (try_wait.parity: the
 // n-th use of a stage completes phase n, of parity n % 2).
+// One tile's TMA copy, issued by one thread: forced inline, so that the tensor map is read straight
+// from the kernel's parameter (a __grid_constant__ parameter, as TMA requires: a copy of the map in a
+// thread's local memory makes cp.async.bulk.tensor an illegal instruction).
+__device__ __forceinline__ void tma_issue(const CUtensorMap* map, float* dst, uint64_t* bar, Tile tile) {
+#if __CUDA_ARCH__ >= 900
+  const int32_t coords[2] = {tile.x0 - kRadius, tile.y0 - kRadius};  // innermost first; may be negative
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar,
+                                       kTileBytes);
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
+#else
+  (void)map, (void)dst, (void)bar, (void)tile;
+#endif
+}
+
 template <int kStages>
 __global__ void __launch_bounds__(kThreads) blur_tma(const __grid_constant__ CUtensorMap map, float* __restrict__ out,
                                                      int H, int W, int tiles) {
 #if __CUDA_ARCH__ >= 900
   __shared__ alignas(128) float s[kStages][kStageFloats];
   __shared__ uint64_t full[kStages];
-  if (threadIdx.x == 0)
+  if (threadIdx.x == 0) {
     for (int k = 0; k < kStages; ++k) cuda::ptx::mbarrier_init(&full[k], 1);  // one arrival: the producer's
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the initialised barriers, visible to TMA
+  }
   __syncthreads();
-  auto issue = [&](int t, int stage) {
-    if (threadIdx.x != 0 || t >= tiles) return;
-    const Tile tile = tile_at(t, W);
-    const int32_t coords[2] = {tile.x0 - kRadius, tile.y0 - kRadius};  // innermost first; may be negative
-    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                         &full[stage], kTileBytes);
-    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, s[stage], &map, coords,
-                                    &full[stage]);
-  };
   const int first = blockIdx.x, step = gridDim.x;
-  for (int k = 0; k < kStages - 1; ++k) issue(first + k * step, k);
+  if (threadIdx.x == 0)
+    for (int k = 0; k < kStages - 1 && first + k * step < tiles; ++k)
+      tma_issue(&map, s[k], &full[k], tile_at(first + k * step, W));
   for (int i = 0, t = first; t < tiles; ++i, t += step) {
-    issue(t + (kStages - 1) * step, (i + kStages - 1) % kStages);
+    const int next = t + (kStages - 1) * step, next_stage = (i + kStages - 1) % kStages;
+    if (threadIdx.x == 0 && next < tiles) tma_issue(&map, s[next_stage], &full[next_stage], tile_at(next, W));
     const int stage = i % kStages;
     while (!cuda::ptx::mbarrier_try_wait_parity(&full[stage], static_cast<uint32_t>((i / kStages) % 2))) {
     }

@@ -72,7 +72,7 @@ __device__ inline uint32_t ld_pair(const __nv_bfloat16* p) { return *reinterpret
 // tiles, z = slices of k of length k_split (split-K; Op::store then adds with atomicAdd).
 // STATS: each row's sum and sum of squares of C (a conv's output channel) into sum[m], sumsq[m].
 template <int BM, int BN, int WARPS_M, int WARPS_N, bool STATS, class Op>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     gemm_bf16(const Op op, int M, int N, int K, int k_split, double* __restrict__ sum, double* __restrict__ sumsq) {
   static_assert(WARPS_M * WARPS_N * 32 == kThreads, "8 warps");
   constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N, MF = WTM / 16, NF = WTN / 8, LD = kBK + kPad;
@@ -87,53 +87,41 @@ __global__ void __launch_bounds__(kThreads)
   const int kbegin = blockIdx.z * k_split, kend = min(K, kbegin + k_split);
   float s1[MF][2] = {}, s2[MF][2] = {};  // STATS: this thread's sums for its 2 * MF rows
 
-  // Element t of this thread's share of a tile: (row, k) of A, (column, k) of B.
+  // Element t of this thread's share of a tile: (row, k) of A, (column, k) of B. 256 is a multiple
+  // of BM, BN and kBK, so along the contiguous index a thread keeps the same position for every t:
+  // what depends on it only (an image's base address, a pixel's coordinates) is computed once.
+  static_assert(kThreads % BM == 0 && kThreads % BN == 0 && kThreads % kBK == 0, "fixed positions");
   auto a_at = [&](int t, int& mm, int& kk) {
-    const int e = tid + t * kThreads;
-    if constexpr (Op::kAKFast) { kk = e % kBK; mm = e / kBK; } else { mm = e % BM; kk = e / BM; }
+    if constexpr (Op::kAKFast) { kk = tid % kBK; mm = tid / kBK + t * (kThreads / kBK); }
+    else { mm = tid % BM; kk = tid / BM + t * (kThreads / BM); }
   };
   auto b_at = [&](int t, int& nn, int& kk) {
-    const int e = tid + t * kThreads;
-    if constexpr (Op::kBKFast) { kk = e % kBK; nn = e / kBK; } else { nn = e % BN; kk = e / BN; }
+    if constexpr (Op::kBKFast) { kk = tid % kBK; nn = tid / kBK + t * (kThreads / kBK); }
+    else { nn = tid % BN; kk = tid / BN + t * (kThreads / BN); }
   };
 
   for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
     const int n0 = tile * BN;
     float acc[MF][NF][4] = {};
-    // Software pipelining: the next k-tile's global loads go to registers during this one's mma.
-    float ra[kAPer], rb[kBPer];
-    auto load = [&](int k0) {
+    // Each k-tile: gather (converting to bf16) into shared memory, then multiply. No register
+    // staging of the next tile: it would double the registers a thread holds and halve the blocks
+    // an SM keeps; the loads of one block overlap the mma of the other blocks on the SM instead.
+    for (int k0 = kbegin; k0 < kend; k0 += kBK) {
 #pragma unroll
       for (int t = 0; t < kAPer; ++t) {
         int mm, kk;
         a_at(t, mm, kk);
         const int m = m0 + mm, k = k0 + kk;
-        ra[t] = (m < M && k < kend) ? op.a(m, k) : 0.0f;
+        As[mm][kk] = __float2bfloat16_rn((m < M && k < kend) ? op.a(m, k) : 0.0f);
       }
 #pragma unroll
       for (int t = 0; t < kBPer; ++t) {
         int nn, kk;
         b_at(t, nn, kk);
         const int n = n0 + nn, k = k0 + kk;
-        rb[t] = (n < N && k < kend) ? op.b(k, n) : 0.0f;
-      }
-    };
-    if (kbegin < kend) load(kbegin);
-    for (int k0 = kbegin; k0 < kend; k0 += kBK) {
-#pragma unroll
-      for (int t = 0; t < kAPer; ++t) {
-        int mm, kk;
-        a_at(t, mm, kk);
-        As[mm][kk] = __float2bfloat16_rn(ra[t]);
-      }
-#pragma unroll
-      for (int t = 0; t < kBPer; ++t) {
-        int nn, kk;
-        b_at(t, nn, kk);
-        Bs[nn][kk] = __float2bfloat16_rn(rb[t]);
+        Bs[nn][kk] = __float2bfloat16_rn((n < N && k < kend) ? op.b(k, n) : 0.0f);
       }
       __syncthreads();
-      if (k0 + kBK < kend) load(k0 + kBK);
 #pragma unroll
       for (int ks = 0; ks < kBK; ks += 16) {
         uint32_t af[MF][4], bf[NF][2];
@@ -472,7 +460,7 @@ template <class TIn>
 inline void linear_forward(const TIn* x, const __nv_bfloat16* w, float* y, int B, int I, int O, int sms,
                            cudaStream_t st) {
   const int tiles = course::ceil_div(B, 64) * course::ceil_div(O, 128);
-  gemm<64, 128, 2, 4>(LinFwd<TIn>{x, w, y, I, O}, B, O, I, split_for(tiles, I, sms, 4 * kBK), st);
+  gemm<64, 128, 2, 4>(LinFwd<TIn>{x, w, y, I, O}, B, O, I, split_for(tiles, I, sms, 2 * kBK), st);
 }
 
 // fc1 input gradient dx (B x I) = dy (B x O) W (O x I): K = O = 128, no split.

@@ -705,8 +705,8 @@ static void bench(Net& n, DeviceData& d, float lr, int only_version) {
   }
 }
 
-// Every version, and the captured graph, take one step from the same weights on the same batch;
-// versions 2 and 3 must agree with version 1 (which check_layers.py checks against PyTorch).
+// Every version, and the captured graphs, take one step from the same weights on the same batch;
+// versions 2 to 4 must agree with version 1 (which check_layers.py checks against PyTorch).
 static bool versions_agree(Net& n, DeviceData& d, int B, float lr) {
   const std::vector<float> init = init_params(7);
   std::mt19937_64 rng(3);
@@ -743,12 +743,13 @@ static bool versions_agree(Net& n, DeviceData& d, int B, float lr) {
     const double tol = v == kTc ? 2e-1 : v == kTf32 ? 2e-2 : 2e-3;
     char name[96];
     std::snprintf(name, sizeof(name), "%s_loss_vs_naive", kRunners[k].name());
-    for (char* c = name; *c; ++c) *c = (*c == ' ' || *c == '+') ? '_' : *c;
+    for (char* c = name; *c; ++c) *c = std::isalnum(static_cast<unsigned char>(*c)) ? *c : '_';
     ok &= course::check_close(name, loss[k].data(), loss[0].data(), 1, tol / 10, 1e-5);
     if (v == kTf32 || v == kTc) {
       // TF32 rounding moves some max-pool winners and ReLU masks, which changes individual gradient
       // values by more than any elementwise tolerance; check_layers.py checks each TF32 kernel on its
-      // own inputs instead. Here: the loss above, and the gradients' relative L2 distance as a note.
+      // own inputs instead, and check_tc_* (below) each version-4 kernel. Here: the loss above, and
+      // the gradients' relative L2 distance as a note.
       for (int p = 0; p < kNumParams; ++p) {
         double d2 = 0, w2 = 0;
         for (int i = 0; i < kParamSize[p]; ++i) {
@@ -1318,6 +1319,14 @@ int main(int argc, char** argv) {
   const float lr = 0.05f;  // the reference's learning rate (kernels/mnist/mnist_torch.py)
   if (!image_path.empty() && predict_path.empty()) {
     std::fprintf(stderr, "error: --image needs --predict WEIGHTS (the weights to classify it with)\n");
+    return course::kExitFail;
+  }
+  if (!predict_path.empty() && train_mode && save_path.empty()) {
+    std::fprintf(stderr, "error: with --train, --predict reads back what --save wrote; give --save too\n");
+    return course::kExitFail;
+  }
+  if (!curve_dir.empty() && (only_version == 1 || only_version == 2)) {
+    std::fprintf(stderr, "error: --loss-curve writes versions 3 and 4 (--version 3 or 4, or neither)\n");
     return course::kExitFail;
   }
   if (!save_path.empty() && !train_mode) {

@@ -677,6 +677,37 @@ static float epoch_ms(const Net& n, DeviceData& d, Runner r, const Source& src, 
 }
 // --8<-- [end:timing]
 
+// --8<-- [start:layer_bench]
+// Version 4's matrix products one by one, on the buffers the last step left (L2 flushed, median):
+// rows "<layer>, batch B" whose flops and bytes (the least each must move: inputs read once, the
+// output written once; weights in bf16) give the share of the tensor cores' peak on the page.
+static void bench_tc_layers(const Net& n, int B, const char* impl) {
+  const double b = B;
+  double* s = n.stats;
+  auto row = [&](const char* layer, double flops, double bytes, auto&& launch) {
+    const float ms = course::time_kernel_ms(launch, 3, 50);
+    char name[64];
+    std::snprintf(name, sizeof(name), "%s, batch %d", layer, B);
+    std::printf("  %-28s %8.4f ms  %7.2f TFLOP/s\n", name, ms, flops / ms / 1e9);
+    course::print_bench(name, impl, ms, bytes, flops);
+  };
+  row("conv1 forward (CUDA cores)", 2 * b * 784 * 32 * 9, b * 784 * 4 + b * 32 * 784 * 4 + 288 * 4,
+      [&] { igemm::forward<true>(n.x, n.param(W1), n.c1, B, 1, 32, 28, 28, n.st, s, s + 32); });
+  row("conv2 forward", 2 * b * 196 * 64 * 288, b * 32 * 196 * 4 + 18432 * 2 + b * 64 * 196 * 4,
+      [&] { tc::conv_forward<14>(n.param_bf16(W2), n.p1, n.c2, B, 32, 64, s + 64, s + 128, n.sms, n.st); });
+  row("conv2 input gradient", 2 * b * 196 * 64 * 288, b * 64 * 196 * 4 + 18432 * 2 + b * 32 * 196 * 4,
+      [&] { tc::conv_backward_data<14>(n.param_bf16(W2), n.dc2, n.dp1, B, 32, 64, n.st); });
+  row("conv2 weight gradient", 2 * b * 196 * 64 * 288, b * 64 * 196 * 4 + b * 32 * 196 * 4 + 18432 * 4,
+      [&] { tc::conv_backward_weight<14>(n.dc2, n.p1, n.grad(W2), B, 32, 64, n.sms, n.st); });
+  row("fc1 forward", 2 * b * 3136 * 128, b * 3136 * 4 + 401408 * 2 + b * 128 * 4,
+      [&] { tc::linear_forward(n.p2, n.param_bf16(W3), n.h_pre, B, 3136, 128, n.sms, n.st); });
+  row("fc1 input gradient", 2 * b * 3136 * 128, b * 128 * 4 + 401408 * 2 + b * 3136 * 4,
+      [&] { tc::linear_backward_data(n.dh_pre, n.param_bf16(W3), n.dp2, B, 3136, 128, n.st); });
+  row("fc1 weight gradient", 2 * b * 3136 * 128, b * 128 * 4 + b * 3136 * 4 + 401408 * 4,
+      [&] { tc::linear_backward_weight(n.dh_pre, n.p2, n.grad(W3), B, 3136, 128, n.sms, n.st); });
+}
+// --8<-- [end:layer_bench]
+
 static const Runner kRunners[] = {{kNaive, false}, {kLibraries, false}, {kFused, false},
                                   {kFused, true},  {kTf32, true},       {kTc, true}};
 constexpr int kNumRunners = 6;  // the last two need compute capability 8.0
@@ -701,6 +732,7 @@ static void bench(Net& n, DeviceData& d, float lr, int only_version) {
       std::printf("batch %4d  %-20s step %8.4f ms  epoch %7.3f s\n", B, r.name(), step, epoch / 1e3);
       print_bench("step", B, r.name(), step, 1);
       print_bench("epoch", B, r.name(), epoch, src.steps_per_epoch);
+      if (r.v == kTc) bench_tc_layers(n, B, r.name());
     }
   }
 }

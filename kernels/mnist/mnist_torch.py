@@ -686,7 +686,8 @@ def compare_curve(data, data_dir: Path, binary_arg: str | None) -> bool:
     subprocess: the harness runs each program on its own, so this one cannot count on another run
     having left files behind."""
     from check_layers import ROOT, build  # noqa: E402  (it imports this module: import it only here)
-    binary = Path(binary_arg) if binary_arg else ROOT / "build" / "mnist" / "mnist_cnn_check"
+    # its own binary: check_layers.py's run builds mnist_cnn_check, and the two runs must not race
+    binary = Path(binary_arg) if binary_arg else ROOT / "build" / "mnist" / "mnist_cnn_curve"
     if not binary_arg:
         build(binary)
     out_dir = ROOT / "build" / "mnist" / "loss_curve"

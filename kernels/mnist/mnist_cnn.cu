@@ -789,8 +789,12 @@ static bool versions_agree(Net& n, DeviceData& d, int B, float lr) {
           d2 += (g - w) * (g - w);
           w2 += w * w;
         }
-        std::printf("NOTE %s grad %s: relative L2 distance to version 1 = %.3g\n", kVersionName[v], names[p],
-                    std::sqrt(d2 / w2));
+        const double dist = std::sqrt(d2 / w2);
+        std::printf("NOTE %s grad %s: relative L2 distance to version 1 = %.3g\n", kVersionName[v], names[p], dist);
+        if (v == kTc) {  // bf16: at least every gradient written (finite) and closer to version 1's than zero is
+          std::snprintf(name, sizeof(name), "tc_grad_%s_finite_and_nearer_than_zero", names[p]);
+          ok &= course::check_true(name, std::isfinite(dist) && dist < 1.0, kParamSize[p]);
+        }
       }
       continue;
     }

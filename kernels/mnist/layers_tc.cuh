@@ -21,7 +21,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "layers_naive.cuh"
+#include "layers_fused.cuh"
 
 namespace mnist {
 namespace tc {
@@ -56,9 +56,6 @@ __device__ inline void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], con
 #endif
 }
 // --8<-- [end:mma]
-
-__device__ inline float to_float(float v) { return v; }
-__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 __device__ inline uint32_t ld_pair(const __nv_bfloat16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 

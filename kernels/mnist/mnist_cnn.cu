@@ -97,6 +97,7 @@ struct Net {
   float* params_backup;
   int* step_backup;
   __nv_bfloat16* params_bf16;  // version 4: the bf16 copy of params that the tensor cores read
+  __nv_bfloat16 *p1_bf16, *p2_bf16;  // version 4: the pooled activations, read only by bf16 products
   float* loss_part;            // version 4: per-block partial losses, and the counter that finds the
   unsigned* loss_blocks_done;  // last block (tc::fc2_softmax_xent)
   int sms;
@@ -140,6 +141,8 @@ struct Net {
     loss_hist = dalloc<float>(loss_capacity);
     CUDA_CHECK(cudaMemset(step, 0, sizeof(int)));
     params_bf16 = dalloc<__nv_bfloat16>(kTotalParams);
+    p1_bf16 = dalloc<__nv_bfloat16>(B * 32 * 196);
+    p2_bf16 = dalloc<__nv_bfloat16>(B * 3136);
     loss_part = dalloc<float>(tc::kLossBlocks);
     loss_blocks_done = dalloc<unsigned>(1);
     CUDA_CHECK(cudaMemset(loss_blocks_done, 0, sizeof(unsigned)));
@@ -219,7 +222,8 @@ void bn_relu_pool_backward_unfused(const Net& n, const float* dp, const uint8_t*
 }
 
 // Fused version: pass 1 (per-channel sums) and pass 2 (every element) of the block's backward.
-void bn_relu_pool_backward_fused(const Net& n, const float* dp, const float* p, const uint8_t* arg, const float* c,
+template <typename T>  // the pooled activations: float (version 3) or bf16 (version 4)
+void bn_relu_pool_backward_fused(const Net& n, const float* dp, const T* p, const uint8_t* arg, const float* c,
                                  const float4* coef, float4* bcoef, double* dsum, double* dsumx, int gamma, int beta,
                                  float* dc, int B, int C, int H) {
   const int pooled_per_channel = B * (H / 2) * (H / 2);
@@ -244,11 +248,11 @@ void forward_tc(const Net& n, const Source& src, int B, float* loss_out, int cap
   CUDA_CHECK(cudaMemsetAsync(n.h_pre, 0, B * 128 * sizeof(float), n.st));    // fc1 adds its k-slices
   igemm::forward<true>(n.x, n.param(W1), n.c1, B, 1, 32, 28, 28, n.st, s, s + 32);
   fused::bn_finalize<<<1, 32, 0, n.st>>>(s, s + 32, n.param(G1), n.param(BE1), 32, B * 784, n.coef1);
-  fused::bn_relu_pool_forward<<<blocks(B * 32 * 196), 256, 0, n.st>>>(n.c1, n.coef1, n.p1, n.arg1, B, 32, 28, 28);
-  tc::conv_forward<14>(n.param_bf16(W2), n.p1, n.c2, B, 32, 64, s + 64, s + 128, n.sms, n.st);
+  fused::bn_relu_pool_forward<<<blocks(B * 32 * 196), 256, 0, n.st>>>(n.c1, n.coef1, n.p1_bf16, n.arg1, B, 32, 28, 28);
+  tc::conv_forward<14>(n.param_bf16(W2), n.p1_bf16, n.c2, B, 32, 64, s + 64, s + 128, n.sms, n.st);
   fused::bn_finalize<<<1, 64, 0, n.st>>>(s + 64, s + 128, n.param(G2), n.param(BE2), 64, B * 196, n.coef2);
-  fused::bn_relu_pool_forward<<<blocks(B * 3136), 256, 0, n.st>>>(n.c2, n.coef2, n.p2, n.arg2, B, 64, 14, 14);
-  tc::linear_forward(n.p2, n.param_bf16(W3), n.h_pre, B, 3136, 128, n.sms, n.st);
+  fused::bn_relu_pool_forward<<<blocks(B * 3136), 256, 0, n.st>>>(n.c2, n.coef2, n.p2_bf16, n.arg2, B, 64, 14, 14);
+  tc::linear_forward(n.p2_bf16, n.param_bf16(W3), n.h_pre, B, 3136, 128, n.sms, n.st);
   tc::fc2_softmax_xent<<<tc::fc2_loss_blocks(B), tc::kLossThreads, 0, n.st>>>(
       n.h_pre, n.param(B3), n.param(W4), n.param(B4), n.y, n.h, n.logits, n.dlogits, B, src.step, loss_out, cap,
       n.loss_part, n.loss_blocks_done);
@@ -264,13 +268,13 @@ void backward_tc(const Net& n, int B) {
   tc::fc2_backward<<<course::ceil_div(B, 16), 128, 0, n.st>>>(n.dlogits, n.h, n.param(W4), n.dh_pre, n.grad(B3),
                                                                n.grad(W4), n.grad(B4), B, 16);
   CUDA_CHECK_LAUNCH();
-  tc::linear_backward_weight(n.dh_pre, n.p2, n.grad(W3), B, 3136, 128, n.sms, n.st);
+  tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), B, 3136, 128, n.sms, n.st);
   tc::linear_backward_data(n.dh_pre, n.param_bf16(W3), n.dp2, B, 3136, 128, n.st);
-  bn_relu_pool_backward_fused(n, n.dp2, n.p2, n.arg2, n.c2, n.coef2, n.bcoef2, s + 256, s + 320, G2, BE2, n.dc2, B, 64,
+  bn_relu_pool_backward_fused(n, n.dp2, n.p2_bf16, n.arg2, n.c2, n.coef2, n.bcoef2, s + 256, s + 320, G2, BE2, n.dc2, B, 64,
                               14);
   tc::conv_backward_data<14>(n.param_bf16(W2), n.dc2, n.dp1, B, 32, 64, n.st);
-  tc::conv_backward_weight<14>(n.dc2, n.p1, n.grad(W2), B, 32, 64, n.sms, n.st);
-  bn_relu_pool_backward_fused(n, n.dp1, n.p1, n.arg1, n.c1, n.coef1, n.bcoef1, s + 192, s + 224, G1, BE1, n.dc1, B, 32,
+  tc::conv_backward_weight<14>(n.dc2, n.p1_bf16, n.grad(W2), B, 32, 64, n.sms, n.st);
+  bn_relu_pool_backward_fused(n, n.dp1, n.p1_bf16, n.arg1, n.c1, n.coef1, n.bcoef1, s + 192, s + 224, G1, BE1, n.dc1, B, 32,
                               28);
   igemm::backward_weight(n.dc1, n.x, n.grad(W1), B, 1, 32, 28, 28, n.st);
 }
@@ -693,18 +697,18 @@ static void bench_tc_layers(const Net& n, int B, const char* impl) {
   };
   row("conv1 forward (CUDA cores)", 2 * b * 784 * 32 * 9, b * 784 * 4 + b * 32 * 784 * 4 + 288 * 4,
       [&] { igemm::forward<true>(n.x, n.param(W1), n.c1, B, 1, 32, 28, 28, n.st, s, s + 32); });
-  row("conv2 forward", 2 * b * 196 * 64 * 288, b * 32 * 196 * 4 + 18432 * 2 + b * 64 * 196 * 4,
-      [&] { tc::conv_forward<14>(n.param_bf16(W2), n.p1, n.c2, B, 32, 64, s + 64, s + 128, n.sms, n.st); });
+  row("conv2 forward", 2 * b * 196 * 64 * 288, b * 32 * 196 * 2 + 18432 * 2 + b * 64 * 196 * 4,
+      [&] { tc::conv_forward<14>(n.param_bf16(W2), n.p1_bf16, n.c2, B, 32, 64, s + 64, s + 128, n.sms, n.st); });
   row("conv2 input gradient", 2 * b * 196 * 64 * 288, b * 64 * 196 * 4 + 18432 * 2 + b * 32 * 196 * 4,
       [&] { tc::conv_backward_data<14>(n.param_bf16(W2), n.dc2, n.dp1, B, 32, 64, n.st); });
-  row("conv2 weight gradient", 2 * b * 196 * 64 * 288, b * 64 * 196 * 4 + b * 32 * 196 * 4 + 18432 * 4,
-      [&] { tc::conv_backward_weight<14>(n.dc2, n.p1, n.grad(W2), B, 32, 64, n.sms, n.st); });
-  row("fc1 forward", 2 * b * 3136 * 128, b * 3136 * 4 + 401408 * 2 + b * 128 * 4,
-      [&] { tc::linear_forward(n.p2, n.param_bf16(W3), n.h_pre, B, 3136, 128, n.sms, n.st); });
+  row("conv2 weight gradient", 2 * b * 196 * 64 * 288, b * 64 * 196 * 4 + b * 32 * 196 * 2 + 18432 * 4,
+      [&] { tc::conv_backward_weight<14>(n.dc2, n.p1_bf16, n.grad(W2), B, 32, 64, n.sms, n.st); });
+  row("fc1 forward", 2 * b * 3136 * 128, b * 3136 * 2 + 401408 * 2 + b * 128 * 4,
+      [&] { tc::linear_forward(n.p2_bf16, n.param_bf16(W3), n.h_pre, B, 3136, 128, n.sms, n.st); });
   row("fc1 input gradient", 2 * b * 3136 * 128, b * 128 * 4 + 401408 * 2 + b * 3136 * 4,
       [&] { tc::linear_backward_data(n.dh_pre, n.param_bf16(W3), n.dp2, B, 3136, 128, n.st); });
-  row("fc1 weight gradient", 2 * b * 3136 * 128, b * 128 * 4 + b * 3136 * 4 + 401408 * 4,
-      [&] { tc::linear_backward_weight(n.dh_pre, n.p2, n.grad(W3), B, 3136, 128, n.sms, n.st); });
+  row("fc1 weight gradient", 2 * b * 3136 * 128, b * 128 * 4 + b * 3136 * 2 + 401408 * 4,
+      [&] { tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), B, 3136, 128, n.sms, n.st); });
 }
 // --8<-- [end:layer_bench]
 
@@ -909,6 +913,8 @@ static int check_layers(const std::string& dir, float lr) {
 // --8<-- [start:tc_checks]
 // Version 4's layers, each on its own random inputs against float64 on the CPU, outputs poisoned
 // (the k-split GEMMs add into outputs that the step zeroes first: those are poisoned, then zeroed).
+// The inputs are stored as the step stores them (weights and pooled activations in bf16, gradients
+// in fp32), so the kernels checked are the ones the step runs; the references use the fp32 values.
 // Tolerance from bf16: an fp32 value rounded to bf16 (8 significant bits) is off by at most
 // u = 2^-8 relatively, so a product of two rounded inputs by at most 2u |a| |b|. The K errors of a
 // dot product have random signs, so their sum grows like sqrt(K) (a random walk), not like K: spread
@@ -951,7 +957,7 @@ static bool check_tc_convs(int sms, cudaStream_t st) {
   constexpr int N = 3, C = 32, K = 64, H = 14, HW = H * H;
   const std::vector<float> in = random_vector(N * C * HW, 101), w = random_vector(K * C * 9, 102),
                            dout = random_vector(N * K * HW, 103);
-  float* d_in = to_device(in);
+  __nv_bfloat16* d_in = to_device(to_bf16_host(in));  // stored in bf16 by the step (p1); dout in fp32
   float* d_dout = to_device(dout);
   __nv_bfloat16* d_w = to_device(to_bf16_host(w));
   float* d_out = dalloc<float>(N * K * HW);
@@ -1020,7 +1026,7 @@ static bool check_tc_linears(int sms, cudaStream_t st) {
   // fc1's shapes on a batch of 5 (not a multiple of the 64-row tile; fc1 forward splits k = 3136).
   constexpr int B = 5, I = 3136, O = 128;
   const std::vector<float> x = random_vector(B * I, 201), w = random_vector(O * I, 202), dy = random_vector(B * O, 203);
-  float* d_x = to_device(x);
+  __nv_bfloat16* d_x = to_device(to_bf16_host(x));  // stored in bf16 by the step (p2); dy in fp32
   float* d_dy = to_device(dy);
   __nv_bfloat16* d_w = to_device(to_bf16_host(w));
   float* d_y = dalloc<float>(B * O);

@@ -244,8 +244,10 @@ void forward_tc(const Net& n, const Source& src, int B, float* loss_out, int cap
   gather_batch<<<blocks(B * 784), 256, 0, n.st>>>(src, B, n.x, n.y);
   CUDA_CHECK_LAUNCH();
   double* s = n.stats;
-  CUDA_CHECK(cudaMemsetAsync(s, 0, 192 * sizeof(double), n.st));             // the four BN sums
-  CUDA_CHECK(cudaMemsetAsync(n.h_pre, 0, B * 128 * sizeof(float), n.st));    // fc1 adds its k-slices
+  // Zero what the step adds into: the eight BN sums (forward and backward), fc1's k-slices, and every
+  // gradient from conv2's weight on (bn2's two, in that range, are simply overwritten).
+  const int n_grads = kTotalParams - offset_of(W2);
+  tc::zero_accumulators<<<blocks(n_grads, 1024), 1024, 0, n.st>>>(s, 384, n.h_pre, B * 128, n.grad(W2), n_grads);
   igemm::forward<true>(n.x, n.param(W1), n.c1, B, 1, 32, 28, 28, n.st, s, s + 32);
   fused::bn_finalize<<<1, 32, 0, n.st>>>(s, s + 32, n.param(G1), n.param(BE1), 32, B * 784, n.coef1);
   fused::bn_relu_pool_forward<<<blocks(B * 32 * 196), 256, 0, n.st>>>(n.c1, n.coef1, n.p1_bf16, n.arg1, B, 32, 28, 28);
@@ -260,11 +262,7 @@ void forward_tc(const Net& n, const Source& src, int B, float* loss_out, int cap
 }
 
 void backward_tc(const Net& n, int B) {
-  double* s = n.stats;
-  // Every gradient from conv2's weight on is a sum that kernels add into: one memset zeroes them all
-  // (bn2's two, in that range, are simply overwritten).
-  CUDA_CHECK(cudaMemsetAsync(n.grad(W2), 0, (kTotalParams - offset_of(W2)) * sizeof(float), n.st));
-  CUDA_CHECK(cudaMemsetAsync(s + 192, 0, 192 * sizeof(double), n.st));  // the four gradient sums
+  double* s = n.stats;  // the gradient sums and the gradients it adds into were zeroed by forward_tc
   tc::fc2_backward<<<course::ceil_div(B, 16), 128, 0, n.st>>>(n.dlogits, n.h, n.param(W4), n.dh_pre, n.grad(B3),
                                                                n.grad(W4), n.grad(B4), B, 16);
   CUDA_CHECK_LAUNCH();

@@ -9,8 +9,8 @@
 // it stages a tile in shared memory: the implicit GEMM's im2col gather happens there, and so does
 // the fp32 -> bf16 rounding of the activations. The weights come from a bf16 copy of the fp32
 // master weights that the SGD kernel writes (sgd_update_bf16), once per step.
-// Around the GEMMs: fc2, softmax and the loss in one kernel (fc2_softmax_xent), and fc2's backward,
-// fc1's bias gradient and ReLU mask in another (fc2_backward). conv1 (one input channel: K = 9) stays
+// Around the GEMMs: fc2, softmax, the loss, fc2's backward and fc1's bias, ReLU, ReLU mask and bias
+// gradient in one kernel (fc2_loss_and_backward). conv1 (one input channel: K = 9) stays
 // on the CUDA cores (conv_igemm.cuh), as do batch norm, ReLU and pooling (layers_fused.cuh).
 //
 // course: header
@@ -241,7 +241,7 @@ struct ConvWgrad {
 };
 
 // Linear forward without bias: y[b][o] += sum_i x[b][i] w[o][i] (split-K: y zeroed; the bias and
-// ReLU are applied by the next kernel, fc2_softmax_xent). M = batch, N = O, K = I.
+// ReLU are applied by the next kernel, fc2_loss_and_backward). M = batch, N = O, K = I.
 template <class TIn>
 struct LinFwd {
   static constexpr bool kAKFast = true, kBKFast = true;
@@ -282,30 +282,41 @@ struct LinWgrad {
 // --8<-- [end:operands]
 
 // --8<-- [start:around]
-// fc2, softmax and cross-entropy, with fc1's bias and ReLU in front, one warp per row:
-// h = relu(h_pre + b3) (written: the backward pass needs it), logits = h W4^T + b4,
-// dlogits = (softmax - onehot) / N, and the batch's mean loss at loss_hist[step % cap].
+// fc2 forward and backward, with fc1's bias and ReLU in front and fc1's ReLU mask behind, one warp
+// per row: h = relu(h_pre + b3), logits = h W4^T + b4, dlogits = (softmax - onehot) / N, the batch's
+// mean loss at loss_hist[step % cap]; then, while the row is still in registers, fc2's backward:
+// dh_pre = (dlogits W4) where h > 0, else 0, and, added into zeroed gradients, dW4 = dlogits^T h,
+// db4 = sum dlogits, db3 = sum dh_pre (each block sums its rows in shared memory first).
 // Tiny (10 x 128 per row), so on the CUDA cores, W4 in shared memory. Several blocks share the rows;
 // each writes its partial loss, and the last block to finish (a counter in global memory, reset by
 // that block) adds them up in a fixed order: the loss is the same from run to run.
-// Grid: fc2_loss_blocks(N) blocks of 256 threads.
+// Grid: fc2_loss_blocks(N) blocks of kLossThreads threads.
 constexpr int kLossBlocks = 128, kLossThreads = 256;
 inline int fc2_loss_blocks(int N) { return std::min(kLossBlocks, (N + kLossThreads / 32 - 1) / (kLossThreads / 32)); }
 
 __global__ void __launch_bounds__(kLossThreads)
-    fc2_softmax_xent(const float* __restrict__ h_pre, const float* __restrict__ b3, const float* __restrict__ w4,
-                     const float* __restrict__ b4, const int* __restrict__ labels, float* __restrict__ h,
-                     float* __restrict__ logits, float* __restrict__ dlogits, int N, const int* __restrict__ step,
-                     float* __restrict__ loss_hist, int cap, float* __restrict__ loss_part,
-                     unsigned* __restrict__ blocks_done) {
+    fc2_loss_and_backward(const float* __restrict__ h_pre, const float* __restrict__ b3, const float* __restrict__ w4,
+                          const float* __restrict__ b4, const int* __restrict__ labels, float* __restrict__ h,
+                          float* __restrict__ logits, float* __restrict__ dlogits, float* __restrict__ dh_pre,
+                          float* __restrict__ db3, float* __restrict__ dw4, float* __restrict__ db4, int N,
+                          const int* __restrict__ step, float* __restrict__ loss_hist, int cap,
+                          float* __restrict__ loss_part, unsigned* __restrict__ blocks_done) {
   __shared__ float w[10][128];
   __shared__ float bias3[128];
+  __shared__ float sum_dw4[10][128], sum_db3[128], sum_db4[10];  // this block's share of the gradients
   __shared__ bool last;
-  for (int i = threadIdx.x; i < 1280; i += blockDim.x) w[i / 128][i % 128] = w4[i];
-  for (int i = threadIdx.x; i < 128; i += blockDim.x) bias3[i] = b3[i];
+  for (int i = threadIdx.x; i < 1280; i += blockDim.x) {
+    w[i / 128][i % 128] = w4[i];
+    sum_dw4[i / 128][i % 128] = 0.0f;
+  }
+  for (int i = threadIdx.x; i < 128; i += blockDim.x) {
+    bias3[i] = b3[i];
+    sum_db3[i] = 0.0f;
+    if (i < 10) sum_db4[i] = 0.0f;
+  }
   __syncthreads();
   const int lane = threadIdx.x & 31, warps = blockDim.x / 32;
-  float total = 0.0f;
+  float total = 0.0f, gw[10][4] = {}, gb3[4] = {}, gb4 = 0.0f;
   for (int n = blockIdx.x * warps + threadIdx.x / 32; n < N; n += gridDim.x * warps) {
     float hv[4];
 #pragma unroll
@@ -333,12 +344,40 @@ __global__ void __launch_bounds__(kLossThreads)
       zl = k == label ? z[k] : zl;
     }
     if (lane == 0) total += logf(s) + m - zl;
+    const float dl_mine = lane < 10 ? (expf(mine - m) / s - (lane == label ? 1.0f : 0.0f)) / N : 0.0f;
     if (lane < 10) {
       logits[n * 10 + lane] = mine;
-      dlogits[n * 10 + lane] = (expf(mine - m) / s - (lane == label ? 1.0f : 0.0f)) / N;
+      dlogits[n * 10 + lane] = dl_mine;
+      gb4 += dl_mine;
+    }
+    float dl[10];
+#pragma unroll
+    for (int k = 0; k < 10; ++k) dl[k] = __shfl_sync(0xffffffffu, dl_mine, k);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      float d = 0.0f;
+#pragma unroll
+      for (int k = 0; k < 10; ++k) {
+        d += dl[k] * w[k][lane + 32 * u];
+        gw[k][u] += dl[k] * hv[u];
+      }
+      d = hv[u] > 0.0f ? d : 0.0f;  // fc1's ReLU: the gradient passes where its output was positive
+      dh_pre[n * 128 + lane + 32 * u] = d;
+      gb3[u] += d;
     }
   }
-  total = block_sum(total);
+  // The block's gradient sums: its warps add in shared memory, then one global atomic per value.
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+#pragma unroll
+    for (int k = 0; k < 10; ++k) atomicAdd(&sum_dw4[k][lane + 32 * u], gw[k][u]);
+    atomicAdd(&sum_db3[lane + 32 * u], gb3[u]);
+  }
+  if (lane < 10) atomicAdd(&sum_db4[lane], gb4);
+  total = block_sum(total);  // its __syncthreads also order the shared-memory sums before the reads below
+  for (int i = threadIdx.x; i < 1280; i += blockDim.x) atomicAdd(&dw4[i], sum_dw4[i / 128][i % 128]);
+  for (int i = threadIdx.x; i < 128; i += blockDim.x) atomicAdd(&db3[i], sum_db3[i]);
+  for (int i = threadIdx.x; i < 10; i += blockDim.x) atomicAdd(&db4[i], sum_db4[i]);
   if (threadIdx.x == 0) {
     loss_part[blockIdx.x] = total;
     __threadfence();  // the partial is visible to every block before the counter says so
@@ -354,37 +393,6 @@ __global__ void __launch_bounds__(kLossThreads)
       *blocks_done = 0;  // ready for the next launch (the next graph replay)
     }
   }
-}
-
-// fc2's backward and fc1's ReLU: dh_pre = (dlogits W4) where h > 0, else 0; and, added with atomics
-// into zeroed gradients, dW4 = dlogits^T h, db4 = sum dlogits, db3 = sum dh_pre.
-// Grid: ceil(N / rows) blocks of 128 threads; thread i owns feature i of `rows` rows.
-__global__ void __launch_bounds__(128)
-    fc2_backward(const float* __restrict__ dlogits, const float* __restrict__ h, const float* __restrict__ w4,
-                 float* __restrict__ dh_pre, float* __restrict__ db3, float* __restrict__ dw4,
-                 float* __restrict__ db4, int N, int rows) {
-  const int i = threadIdx.x, nbegin = blockIdx.x * rows, nend = min(N, nbegin + rows);
-  float wcol[10], gw[10] = {}, gb3 = 0.0f, gb4 = 0.0f;
-#pragma unroll
-  for (int k = 0; k < 10; ++k) wcol[k] = w4[k * 128 + i];
-  for (int n = nbegin; n < nend; ++n) {
-    const float hv = h[n * 128 + i];
-    float d = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 10; ++k) {
-      const float dl = dlogits[n * 10 + k];
-      d += dl * wcol[k];
-      gw[k] += dl * hv;
-    }
-    d = hv > 0.0f ? d : 0.0f;
-    dh_pre[n * 128 + i] = d;
-    gb3 += d;
-    if (i < 10) gb4 += dlogits[n * 10 + i];
-  }
-  atomicAdd(&db3[i], gb3);
-#pragma unroll
-  for (int k = 0; k < 10; ++k) atomicAdd(&dw4[k * 128 + i], gw[k]);
-  if (i < 10) atomicAdd(&db4[i], gb4);
 }
 
 // SGD on the fp32 master weights, and their bf16 copy for the next step's tensor-core products, in

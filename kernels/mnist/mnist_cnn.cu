@@ -99,7 +99,7 @@ struct Net {
   __nv_bfloat16* params_bf16;  // version 4: the bf16 copy of params that the tensor cores read
   __nv_bfloat16 *p1_bf16, *p2_bf16;  // version 4: the pooled activations, read only by bf16 products
   float* loss_part;            // version 4: per-block partial losses, and the counter that finds the
-  unsigned* loss_blocks_done;  // last block (tc::fc2_softmax_xent)
+  unsigned* loss_blocks_done;  // last block (tc::fc2_loss_and_backward)
   int sms;
   float* loss_hist;
   int loss_cap;
@@ -238,8 +238,8 @@ void bn_relu_pool_backward_fused(const Net& n, const float* dp, const T* p, cons
 // --8<-- [start:tc_step]
 // Version 4. conv1 (one input channel: a GEMM with K = 9) stays on the CUDA cores, its batch-norm
 // statistics in its epilogue as in version 3; conv2 and fc1, forward and backward, are bf16 GEMMs on
-// the tensor cores (layers_tc.cuh); fc2 and the loss are one small kernel with fc1's bias and ReLU
-// in front, and fc2's backward one kernel with fc1's ReLU mask and bias gradient.
+// the tensor cores (layers_tc.cuh); fc2, the loss and fc2's backward are one small kernel, with fc1's
+// bias and ReLU in front and fc1's ReLU mask and bias gradient behind.
 void forward_tc(const Net& n, const Source& src, int B, float* loss_out, int cap) {
   gather_batch<<<blocks(B * 784), 256, 0, n.st>>>(src, B, n.x, n.y);
   CUDA_CHECK_LAUNCH();
@@ -255,17 +255,16 @@ void forward_tc(const Net& n, const Source& src, int B, float* loss_out, int cap
   fused::bn_finalize<<<1, 64, 0, n.st>>>(s + 64, s + 128, n.param(G2), n.param(BE2), 64, B * 196, n.coef2);
   fused::bn_relu_pool_forward<<<blocks(B * 3136), 256, 0, n.st>>>(n.c2, n.coef2, n.p2_bf16, n.arg2, B, 64, 14, 14);
   tc::linear_forward(n.p2_bf16, n.param_bf16(W3), n.h_pre, B, 3136, 128, n.sms, n.st);
-  tc::fc2_softmax_xent<<<tc::fc2_loss_blocks(B), tc::kLossThreads, 0, n.st>>>(
-      n.h_pre, n.param(B3), n.param(W4), n.param(B4), n.y, n.h, n.logits, n.dlogits, B, src.step, loss_out, cap,
-      n.loss_part, n.loss_blocks_done);
+  tc::fc2_loss_and_backward<<<tc::fc2_loss_blocks(B), tc::kLossThreads, 0, n.st>>>(
+      n.h_pre, n.param(B3), n.param(W4), n.param(B4), n.y, n.h, n.logits, n.dlogits, n.dh_pre, n.grad(B3), n.grad(W4),
+      n.grad(B4), B, src.step, loss_out, cap, n.loss_part, n.loss_blocks_done);
   CUDA_CHECK_LAUNCH();
 }
 
 void backward_tc(const Net& n, int B) {
-  double* s = n.stats;  // the gradient sums and the gradients it adds into were zeroed by forward_tc
-  tc::fc2_backward<<<course::ceil_div(B, 16), 128, 0, n.st>>>(n.dlogits, n.h, n.param(W4), n.dh_pre, n.grad(B3),
-                                                               n.grad(W4), n.grad(B4), B, 16);
-  CUDA_CHECK_LAUNCH();
+  // fc2's backward ran with the loss (forward_tc); the gradient sums and the gradients this adds
+  // into were zeroed there too.
+  double* s = n.stats;
   tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), B, 3136, 128, n.sms, n.st);
   tc::linear_backward_data(n.dh_pre, n.param_bf16(W3), n.dp2, B, 3136, 128, n.st);
   bn_relu_pool_backward_fused(n, n.dp2, n.p2_bf16, n.arg2, n.c2, n.coef2, n.bcoef2, s + 256, s + 320, G2, BE2, n.dc2, B, 64,
@@ -1059,16 +1058,14 @@ static bool check_tc_linears(int sms, cudaStream_t st) {
   return ok;
 }
 
-// The fp32 kernels around the GEMMs: fc2 + loss, fc2's backward, SGD with the bf16 copy.
+// The fp32 kernels around the GEMMs: fc2 with the loss and its backward, SGD with the bf16 copy.
 static bool check_tc_small_kernels(cudaStream_t st) {
-  constexpr int B = 301, n_params = 1000;  // several loss blocks; rows not a multiple of 16
+  constexpr int B = 301, n_params = 1000;  // several loss blocks, the last one partly empty
   const std::vector<float> h_pre = random_vector(B * 128, 301), b3 = random_vector(128, 302, -0.1f, 0.1f),
-                           w4 = random_vector(1280, 303, -0.1f, 0.1f), b4 = random_vector(10, 304, -0.1f, 0.1f),
-                           dl = random_vector(B * 10, 305, -0.01f, 0.01f);
+                           w4 = random_vector(1280, 303, -0.1f, 0.1f), b4 = random_vector(10, 304, -0.1f, 0.1f);
   std::vector<int> labels(B);
   for (int b = 0; b < B; ++b) labels[b] = (b * 7 + 3) % 10;
   float *d_hpre = to_device(h_pre), *d_b3 = to_device(b3), *d_w4 = to_device(w4), *d_b4 = to_device(b4);
-  float* d_dlin = to_device(dl);
   int* d_labels = to_device(labels);
   int* d_step = to_device(std::vector<int>{0});
   float *d_h = dalloc<float>(B * 128), *d_logits = dalloc<float>(B * 10), *d_dlogits = dalloc<float>(B * 10);
@@ -1081,12 +1078,10 @@ static bool check_tc_small_kernels(cudaStream_t st) {
   course::poison(d_dlogits, B * 10 * sizeof(float));
   course::poison(d_dhpre, B * 128 * sizeof(float));
   course::poison(d_g, 1418 * sizeof(float));
-  CUDA_CHECK(cudaMemset(d_g, 0, 1418 * sizeof(float)));
-  tc::fc2_softmax_xent<<<tc::fc2_loss_blocks(B), tc::kLossThreads, 0, st>>>(
-      d_hpre, d_b3, d_w4, d_b4, d_labels, d_h, d_logits, d_dlogits, B, d_step, d_loss, 1, d_part, d_done);
-  // fc2's backward on the h that the forward kernel wrote (about half of it zero) and given dlogits.
-  tc::fc2_backward<<<course::ceil_div(B, 16), 128, 0, st>>>(d_dlin, d_h, d_w4, d_dhpre, d_g, d_g + 128, d_g + 1408, B,
-                                                            16);
+  CUDA_CHECK(cudaMemset(d_g, 0, 1418 * sizeof(float)));  // sums: zeroed by the step before the kernel
+  tc::fc2_loss_and_backward<<<tc::fc2_loss_blocks(B), tc::kLossThreads, 0, st>>>(
+      d_hpre, d_b3, d_w4, d_b4, d_labels, d_h, d_logits, d_dlogits, d_dhpre, d_g, d_g + 128, d_g + 1408, B, d_step,
+      d_loss, 1, d_part, d_done);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaStreamSynchronize(st));
 
@@ -1107,13 +1102,13 @@ static bool check_tc_small_kernels(cudaStream_t st) {
     for (int i = 0; i < 128; ++i) {
       double d = 0.0;
       for (int k = 0; k < 10; ++k) {
-        d += double(dl[b * 10 + k]) * w4[k * 128 + i];
-        g[128 + k * 128 + i] += double(dl[b * 10 + k]) * h[b * 128 + i];
+        d += dz[b * 10 + k] * w4[k * 128 + i];
+        g[128 + k * 128 + i] += dz[b * 10 + k] * h[b * 128 + i];  // dW4 = dlogits^T h
       }
       dhpre[b * 128 + i] = h[b * 128 + i] > 0.0 ? d : 0.0;
-      g[i] += dhpre[b * 128 + i];
+      g[i] += dhpre[b * 128 + i];  // db3
     }
-    for (int k = 0; k < 10; ++k) g[1408 + k] += dl[b * 10 + k];
+    for (int k = 0; k < 10; ++k) g[1408 + k] += dz[b * 10 + k];  // db4
   }
   bool ok = true;
   ok &= course::check_close("v4_fc1_bias_relu_vs_fp64", fetch(d_h, h.size()).data(), h.data(), h.size(), 1e-6, 1e-6);
@@ -1122,9 +1117,9 @@ static bool check_tc_small_kernels(cudaStream_t st) {
                             1e-4, 1e-8);
   ok &= course::check_close("v4_softmax_xent_loss_vs_fp64", fetch(d_loss, 1).data(), &loss, 1, 1e-5, 1e-6);
   ok &= course::check_close("v4_fc2_backward_dh_vs_fp64", fetch(d_dhpre, dhpre.size()).data(), dhpre.data(),
-                            dhpre.size(), 1e-4, 1e-7);
+                            dhpre.size(), 1e-4, 1e-8);
   ok &= course::check_close("v4_fc2_backward_grads_vs_fp64", fetch(d_g, g.size()).data(), g.data(), g.size(), 1e-4,
-                            1e-5);
+                            1e-6);
   ok &= course::check_true("v4_loss_counter_reset", fetch(d_done, 1)[0] == 0, 1);
 
   // SGD: fp32 master weights and their bf16 copy (within bf16's relative rounding, 2^-8).
@@ -1145,7 +1140,7 @@ static bool check_tc_small_kernels(cudaStream_t st) {
   ok &= course::check_close("v4_sgd_bf16_copy_vs_fp64", p16f.data(), p1.data(), n_params, std::ldexp(1.0, -8), 0.0);
   ok &= course::check_true("v4_sgd_advances_step", fetch(d_step, 1)[0] == 1, 1);
   for (void* p : {static_cast<void*>(d_hpre), static_cast<void*>(d_b3), static_cast<void*>(d_w4),
-                  static_cast<void*>(d_b4), static_cast<void*>(d_dlin), static_cast<void*>(d_labels),
+                  static_cast<void*>(d_b4), static_cast<void*>(d_labels),
                   static_cast<void*>(d_step), static_cast<void*>(d_h), static_cast<void*>(d_logits),
                   static_cast<void*>(d_dlogits), static_cast<void*>(d_loss), static_cast<void*>(d_part),
                   static_cast<void*>(d_done), static_cast<void*>(d_dhpre), static_cast<void*>(d_g),

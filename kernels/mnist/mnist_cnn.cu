@@ -101,6 +101,8 @@ struct Net {
   float* loss_part;            // version 4: per-block partial losses, and the counter that finds the
   unsigned* loss_blocks_done;  // last block (tc::fc2_loss_and_backward)
   int sms;
+  cudaStream_t side;               // version 4: the weight gradients run beside the backward chain
+  cudaEvent_t fork_fc1, fork_conv2, join;
   float* loss_hist;
   int loss_cap;
 
@@ -147,6 +149,9 @@ struct Net {
     loss_blocks_done = dalloc<unsigned>(1);
     CUDA_CHECK(cudaMemset(loss_blocks_done, 0, sizeof(unsigned)));
     sms = igemm::sm_count();
+    CUDA_CHECK(cudaStreamCreate(&side));
+    for (cudaEvent_t* e : {&fork_fc1, &fork_conv2, &join})
+      CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
   }
 };
 
@@ -263,17 +268,25 @@ void forward_tc(const Net& n, const Source& src, int B, float* loss_out, int cap
 
 void backward_tc(const Net& n, int B) {
   // fc2's backward ran with the loss (forward_tc); the gradient sums and the gradients this adds
-  // into were zeroed there too.
+  // into were zeroed there too. The weight gradients of fc1 and conv2 feed nothing but SGD: they run
+  // on a second stream beside the chain of input gradients (a fork and a join in the captured graph),
+  // so that at small batches, where one kernel leaves most SMs idle, they overlap.
   double* s = n.stats;
-  tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), B, 3136, 128, n.sms, n.st);
+  CUDA_CHECK(cudaEventRecord(n.fork_fc1, n.st));
+  CUDA_CHECK(cudaStreamWaitEvent(n.side, n.fork_fc1, 0));
+  tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), B, 3136, 128, n.sms, n.side);
   tc::linear_backward_data(n.dh_pre, n.param_bf16(W3), n.dp2, B, 3136, 128, n.st);
   bn_relu_pool_backward_fused(n, n.dp2, n.p2_bf16, n.arg2, n.c2, n.coef2, n.bcoef2, s + 256, s + 320, G2, BE2, n.dc2, B, 64,
                               14);
+  CUDA_CHECK(cudaEventRecord(n.fork_conv2, n.st));
+  CUDA_CHECK(cudaStreamWaitEvent(n.side, n.fork_conv2, 0));
+  tc::conv_backward_weight<14>(n.dc2, n.p1_bf16, n.grad(W2), B, 32, 64, n.sms, n.side);
   tc::conv_backward_data<14>(n.param_bf16(W2), n.dc2, n.dp1, B, 32, 64, n.st);
-  tc::conv_backward_weight<14>(n.dc2, n.p1_bf16, n.grad(W2), B, 32, 64, n.sms, n.st);
   bn_relu_pool_backward_fused(n, n.dp1, n.p1_bf16, n.arg1, n.c1, n.coef1, n.bcoef1, s + 192, s + 224, G1, BE1, n.dc1, B, 32,
                               28);
   igemm::backward_weight(n.dc1, n.x, n.grad(W1), B, 1, 32, 28, 28, n.st);
+  CUDA_CHECK(cudaEventRecord(n.join, n.side));  // SGD waits for the side stream
+  CUDA_CHECK(cudaStreamWaitEvent(n.st, n.join, 0));
 }
 // --8<-- [end:tc_step]
 

@@ -164,7 +164,7 @@ def main():
     if not all(1 <= b <= 1024 for b in batches):
         ap.error("--batches: each batch must be in [1, 1024]")
     course_tools.require_cuda("torch")  # the CUDA program needs a GPU
-    # Version 4 (TF32 tensor cores) needs compute capability 8.0; mnist_cnn skips it on older GPUs.
+    # The TF32 variant (tensor cores) needs compute capability 8.0; mnist_cnn skips it on older GPUs.
     tf32 = torch.cuda.get_device_capability() >= (8, 0)
     if not tf32:
         print("NOTE the TF32 checks are skipped: TF32 tensor cores need compute capability 8.0")

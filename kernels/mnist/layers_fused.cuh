@@ -12,9 +12,19 @@
 // course: header
 #pragma once
 
+#include <cuda_bf16.h>
+
 #include "layers_naive.cuh"
 
 namespace mnist {
+
+// The pooled activations are float in version 3 and bf16 in version 4 (which only multiplies them on
+// the tensor cores, in bf16 anyway): the kernels below read and write either through these.
+__device__ inline float to_float(float v) { return v; }
+__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ inline void store_value(float* p, float v) { *p = v; }
+__device__ inline void store_value(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+
 namespace fused {
 
 // --8<-- [start:stats]
@@ -39,8 +49,9 @@ __global__ void bn_finalize(const double* __restrict__ sum, const double* __rest
 // --8<-- [start:forward]
 // One thread per pooled output: normalise the 2x2 window, keep the largest, apply ReLU after the
 // max (max and ReLU commute). Writes the pooled value and which of the four won.
+template <typename T>
 __global__ void bn_relu_pool_forward(const float* __restrict__ conv, const float4* __restrict__ coef,
-                                     float* __restrict__ pooled, uint8_t* __restrict__ arg, int N, int C, int H,
+                                     T* __restrict__ pooled, uint8_t* __restrict__ arg, int N, int C, int H,
                                      int W) {
   const int PH = H / 2, PW = W / 2;
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -58,7 +69,7 @@ __global__ void bn_relu_pool_forward(const float* __restrict__ conv, const float
       which = t;
     }
   }
-  pooled[i] = fmaxf(best, 0.0f);
+  store_value(&pooled[i], fmaxf(best, 0.0f));
   arg[i] = static_cast<uint8_t>(which);
 }
 // --8<-- [end:forward]
@@ -67,7 +78,8 @@ __global__ void bn_relu_pool_forward(const float* __restrict__ conv, const float
 // Pass 1: per channel, sum(dy) and sum(dy * xhat), where dy, the gradient at the batch norm's
 // output, is the pooled gradient at each window's winner (if the ReLU let it through) and 0
 // elsewhere: only a quarter of the positions contribute. Grid: (slices, C). dsum, dsumx zeroed.
-__global__ void bn_relu_pool_backward_reduce(const float* __restrict__ dpooled, const float* __restrict__ pooled,
+template <typename T>
+__global__ void bn_relu_pool_backward_reduce(const float* __restrict__ dpooled, const T* __restrict__ pooled,
                                              const uint8_t* __restrict__ arg, const float* __restrict__ conv,
                                              const float4* __restrict__ coef, double* __restrict__ dsum,
                                              double* __restrict__ dsumx, int N, int C, int H, int W) {
@@ -77,7 +89,7 @@ __global__ void bn_relu_pool_backward_reduce(const float* __restrict__ dpooled, 
   for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < N * PHW; j += gridDim.x * blockDim.x) {
     const int n = j / PHW, pp = j % PHW;
     const size_t at = (static_cast<size_t>(n) * C + c) * PHW + pp;
-    if (pooled[at] > 0.0f) {
+    if (to_float(pooled[at]) > 0.0f) {
       const int a = arg[at], y = 2 * (pp / PW) + a / 2, x = 2 * (pp % PW) + a % 2;
       const float xhat = (conv[(static_cast<size_t>(n) * C + c) * H * W + y * W + x] - mean) * rstd;
       sg += dpooled[at];
@@ -105,7 +117,8 @@ __global__ void bn_backward_finalize(const double* __restrict__ dsum, const doub
 }
 
 // Pass 2: dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)) for every element.
-__global__ void bn_relu_pool_backward_apply(const float* __restrict__ dpooled, const float* __restrict__ pooled,
+template <typename T>
+__global__ void bn_relu_pool_backward_apply(const float* __restrict__ dpooled, const T* __restrict__ pooled,
                                             const uint8_t* __restrict__ arg, const float* __restrict__ conv,
                                             const float4* __restrict__ coef, const float4* __restrict__ bcoef,
                                             float* __restrict__ dconv, int N, int C, int H, int W) {
@@ -113,7 +126,7 @@ __global__ void bn_relu_pool_backward_apply(const float* __restrict__ dpooled, c
   if (i >= N * C * H * W) return;
   const int x = i % W, y = (i / W) % H, c = (i / (H * W)) % C, nc = i / (H * W);
   const size_t at = (static_cast<size_t>(nc) * (H / 2) + y / 2) * (W / 2) + x / 2;
-  const float dy = (arg[at] == (y & 1) * 2 + (x & 1) && pooled[at] > 0.0f) ? dpooled[at] : 0.0f;
+  const float dy = (arg[at] == (y & 1) * 2 + (x & 1) && to_float(pooled[at]) > 0.0f) ? dpooled[at] : 0.0f;
   const float4 k = coef[c], b = bcoef[c];
   const float xhat = (conv[i] - k.z) * k.w;
   dconv[i] = b.x * (dy - b.y - xhat * b.z);

@@ -1,4 +1,4 @@
-// mnist_cnn.cu: trains the course's MNIST CNN on the GPU, in three versions of increasing speed.
+// mnist_cnn.cu: trains the course's MNIST CNN on the GPU, in four versions of increasing speed.
 //
 //   conv3x3(1->32) BN ReLU maxpool2 -> conv3x3(32->64) BN ReLU maxpool2 -> flatten
 //   -> linear(3136->128) ReLU -> linear(128->10) -> softmax cross-entropy; plain SGD.
@@ -6,21 +6,28 @@
 //   version 1 "naive"     one simple kernel per layer and direction (layers_naive.cuh)
 //   version 2 "libraries" cuBLAS for the linear layers, implicit-GEMM convolutions (conv_igemm.cuh)
 //   version 3 "fused"     fused batch-norm/ReLU/pool and softmax/loss kernels (layers_fused.cuh),
-//                         and, in "fused + CUDA graph", the whole step replayed as one CUDA graph
-//   version 4 "tf32"      version 3 with the convolutions on the tensor cores in TF32, the precision
-//                         PyTorch allows its cuDNN convolutions by default (always replayed as a graph).
-//                         It needs compute capability 8.0; on an older GPU (7.5) it is skipped with a
-//                         message and versions 1 to 3 run as usual.
+//                         and, in "fused + CUDA graph", the whole step replayed as one CUDA graph;
+//                         "tf32" is the same with the convolutions on the tensor cores in TF32, the
+//                         precision PyTorch allows its cuDNN convolutions by default
+//   version 4 "tc"        the matrix products on the tensor cores in bf16 with fp32 accumulation
+//                         (layers_tc.cuh), fp32 master weights, the step as one CUDA graph
+//   TF32 and version 4 need compute capability 8.0: on an older GPU (7.5) they are skipped with a
+//   message and versions 1 to 3 run as usual; asking for version 4 there (--version 4) waives.
 //
 // Taught in docs/mnist/: index.md (main, training loop), naive.md (layout, forward, backward),
-// libraries.md (cuBLAS), fused.md (the step and its CUDA graph), results.md (timing). The data folder
-// is --data-dir, else $MNIST_DIR, else data/mnist.
+// libraries.md (cuBLAS), fused.md (the step and its CUDA graph), tensor-cores.md (version 4),
+// results.md (timing). The data folder is --data-dir, else $MNIST_DIR, else data/mnist.
 // Build: nvcc -std=c++17 -O3 -arch=native -o build/mnist/mnist_cnn kernels/mnist/mnist_cnn.cu -lcublas
 // Run:   ./build/mnist/mnist_cnn                    (versions agree on one step; one epoch trains)
-//        ./build/mnist/mnist_cnn --agree-only       (only the one-step agreement of the versions: the
-//                                                    short run that compute-sanitizer's tools take)
+//        ./build/mnist/mnist_cnn --agree-only       (only the layer checks and the one-step agreement
+//                                                    of the versions: what compute-sanitizer runs)
 //        ./build/mnist/mnist_cnn --train --epochs 8 (trains, checks test accuracy >= 99%)
+//        ./build/mnist/mnist_cnn --train --version 4 --epochs 3 --save w.bin   (trains v4, saves)
+//        ./build/mnist/mnist_cnn --predict w.bin    (classifies the test set with saved weights)
+//        ./build/mnist/mnist_cnn --predict w.bin --image digit.pgm   (one 28x28 8-bit PGM image)
 //        ./build/mnist/mnist_cnn --bench            (step and epoch times, batch 64/256/1024)
+//        ./build/mnist/mnist_cnn --loss-curve DIR --version 4   (initial weights and 50 steps' losses
+//                                                    for loss_curve.py)
 //        ./build/mnist/mnist_cnn --check-layers DIR (one step on weights and a batch from
 //                                                    kernels/mnist/check_layers.py; dumps everything)
 //
@@ -28,8 +35,13 @@
 // course: libs cublas
 // course: run --agree-only
 // course: run
+// course: run --train --version 4 --epochs 3 --save build/mnist/v4-weights.bin --predict build/mnist/v4-weights.bin
 // course: bench --bench
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <numeric>
 #include <string>
@@ -37,9 +49,11 @@
 
 #include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
+#include "../common/gemm_reference.cuh"
 #include "conv_igemm.cuh"
 #include "layers_fused.cuh"
 #include "layers_naive.cuh"
+#include "layers_tc.cuh"
 #include "mnist_idx.h"
 
 namespace mnist {
@@ -53,8 +67,9 @@ constexpr int offset_of(int p) { return p == 0 ? 0 : offset_of(p - 1) + kParamSi
 constexpr int kTotalParams = offset_of(kNumParams);  // 421,738
 // --8<-- [end:layout]
 
-enum Version { kNaive, kLibraries, kFused, kTf32 };  // kTf32: kFused with TF32 tensor-core convolutions
-constexpr const char* kVersionName[] = {"naive", "libraries", "fused", "tf32"};
+// kTf32: kFused with TF32 tensor-core convolutions; kTc: version 4 (bf16 tensor cores).
+enum Version { kNaive, kLibraries, kFused, kTf32, kTc };
+constexpr const char* kVersionName[] = {"naive", "libraries", "fused", "tf32", "tc"};
 
 template <typename T>
 T* dalloc(size_t count) {
@@ -81,10 +96,18 @@ struct Net {
   int* step;      // device step counter: which batch of the epoch the next step gathers
   float* params_backup;
   int* step_backup;
+  __nv_bfloat16* params_bf16;  // version 4: the bf16 copy of params that the tensor cores read
+  __nv_bfloat16 *p1_bf16, *p2_bf16;  // version 4: the pooled activations, read only by bf16 products
+  float* loss_part;            // version 4: per-block partial losses, and the counter that finds the
+  unsigned* loss_blocks_done;  // last block (tc::fc2_loss_and_backward)
+  int sms;
+  cudaStream_t side;               // version 4: the weight gradients run beside the backward chain
+  cudaEvent_t fork_fc1, fork_conv2, join;
   float* loss_hist;
   int loss_cap;
 
   float* param(int p) const { return params + offset_of(p); }
+  const __nv_bfloat16* param_bf16(int p) const { return params_bf16 + offset_of(p); }
   float* grad(int p) const { return grads + offset_of(p); }
 
   explicit Net(int max_b, int loss_capacity) : max_batch(max_b), loss_cap(loss_capacity) {
@@ -119,6 +142,16 @@ struct Net {
     step_backup = dalloc<int>(1);
     loss_hist = dalloc<float>(loss_capacity);
     CUDA_CHECK(cudaMemset(step, 0, sizeof(int)));
+    params_bf16 = dalloc<__nv_bfloat16>(kTotalParams);
+    p1_bf16 = dalloc<__nv_bfloat16>(B * 32 * 196);
+    p2_bf16 = dalloc<__nv_bfloat16>(B * 3136);
+    loss_part = dalloc<float>(tc::kLossBlocks);
+    loss_blocks_done = dalloc<unsigned>(1);
+    CUDA_CHECK(cudaMemset(loss_blocks_done, 0, sizeof(unsigned)));
+    sms = igemm::sm_count();
+    CUDA_CHECK(cudaStreamCreate(&side));
+    for (cudaEvent_t* e : {&fork_fc1, &fork_conv2, &join})
+      CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
   }
 };
 
@@ -194,7 +227,8 @@ void bn_relu_pool_backward_unfused(const Net& n, const float* dp, const uint8_t*
 }
 
 // Fused version: pass 1 (per-channel sums) and pass 2 (every element) of the block's backward.
-void bn_relu_pool_backward_fused(const Net& n, const float* dp, const float* p, const uint8_t* arg, const float* c,
+template <typename T>  // the pooled activations: float (version 3) or bf16 (version 4)
+void bn_relu_pool_backward_fused(const Net& n, const float* dp, const T* p, const uint8_t* arg, const float* c,
                                  const float4* coef, float4* bcoef, double* dsum, double* dsumx, int gamma, int beta,
                                  float* dc, int B, int C, int H) {
   const int pooled_per_channel = B * (H / 2) * (H / 2);
@@ -206,9 +240,60 @@ void bn_relu_pool_backward_fused(const Net& n, const float* dp, const float* p, 
   CUDA_CHECK_LAUNCH();
 }
 
+// --8<-- [start:tc_step]
+// Version 4. conv1 (one input channel: a GEMM with K = 9) stays on the CUDA cores, its batch-norm
+// statistics in its epilogue as in version 3; conv2 and fc1, forward and backward, are bf16 GEMMs on
+// the tensor cores (layers_tc.cuh); fc2, the loss and fc2's backward are one small kernel, with fc1's
+// bias and ReLU in front and fc1's ReLU mask and bias gradient behind.
+void forward_tc(const Net& n, const Source& src, int B, float* loss_out, int cap) {
+  gather_batch<<<blocks(B * 784), 256, 0, n.st>>>(src, B, n.x, n.y);
+  CUDA_CHECK_LAUNCH();
+  double* s = n.stats;
+  // Zero what the step adds into: the eight BN sums (forward and backward), fc1's k-slices, and every
+  // gradient from conv2's weight on (bn2's two, in that range, are simply overwritten).
+  const int n_grads = kTotalParams - offset_of(W2);
+  tc::zero_accumulators<<<blocks(n_grads, 1024), 1024, 0, n.st>>>(s, 384, n.h_pre, B * 128, n.grad(W2), n_grads);
+  igemm::forward<true>(n.x, n.param(W1), n.c1, B, 1, 32, 28, 28, n.st, s, s + 32);
+  fused::bn_finalize<<<1, 32, 0, n.st>>>(s, s + 32, n.param(G1), n.param(BE1), 32, B * 784, n.coef1);
+  fused::bn_relu_pool_forward<<<blocks(B * 32 * 196), 256, 0, n.st>>>(n.c1, n.coef1, n.p1_bf16, n.arg1, B, 32, 28, 28);
+  tc::conv_forward<14>(n.param_bf16(W2), n.p1_bf16, n.c2, B, 32, 64, s + 64, s + 128, n.sms, n.st);
+  fused::bn_finalize<<<1, 64, 0, n.st>>>(s + 64, s + 128, n.param(G2), n.param(BE2), 64, B * 196, n.coef2);
+  fused::bn_relu_pool_forward<<<blocks(B * 3136), 256, 0, n.st>>>(n.c2, n.coef2, n.p2_bf16, n.arg2, B, 64, 14, 14);
+  tc::linear_forward(n.p2_bf16, n.param_bf16(W3), n.h_pre, B, 3136, 128, n.sms, n.st);
+  tc::fc2_loss_and_backward<<<tc::fc2_loss_blocks(B), tc::kLossThreads, 0, n.st>>>(
+      n.h_pre, n.param(B3), n.param(W4), n.param(B4), n.y, n.h, n.logits, n.dlogits, n.dh_pre, n.grad(B3), n.grad(W4),
+      n.grad(B4), B, src.step, loss_out, cap, n.loss_part, n.loss_blocks_done);
+  CUDA_CHECK_LAUNCH();
+}
+
+void backward_tc(const Net& n, int B) {
+  // fc2's backward ran with the loss (forward_tc); the gradient sums and the gradients this adds
+  // into were zeroed there too. The weight gradients of fc1 and conv2 feed nothing but SGD: they run
+  // on a second stream beside the chain of input gradients (a fork and a join in the captured graph),
+  // so that at small batches, where one kernel leaves most SMs idle, they overlap.
+  double* s = n.stats;
+  CUDA_CHECK(cudaEventRecord(n.fork_fc1, n.st));
+  CUDA_CHECK(cudaStreamWaitEvent(n.side, n.fork_fc1, 0));
+  tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), B, 3136, 128, n.sms, n.side);
+  tc::linear_backward_data(n.dh_pre, n.param_bf16(W3), n.dp2, B, 3136, 128, n.st);
+  bn_relu_pool_backward_fused(n, n.dp2, n.p2_bf16, n.arg2, n.c2, n.coef2, n.bcoef2, s + 256, s + 320, G2, BE2, n.dc2, B, 64,
+                              14);
+  CUDA_CHECK(cudaEventRecord(n.fork_conv2, n.st));
+  CUDA_CHECK(cudaStreamWaitEvent(n.side, n.fork_conv2, 0));
+  tc::conv_backward_weight<14>(n.dc2, n.p1_bf16, n.grad(W2), B, 32, 64, n.sms, n.side);
+  tc::conv_backward_data<14>(n.param_bf16(W2), n.dc2, n.dp1, B, 32, 64, n.st);
+  bn_relu_pool_backward_fused(n, n.dp1, n.p1_bf16, n.arg1, n.c1, n.coef1, n.bcoef1, s + 192, s + 224, G1, BE1, n.dc1, B, 32,
+                              28);
+  igemm::backward_weight(n.dc1, n.x, n.grad(W1), B, 1, 32, 28, 28, n.st);
+  CUDA_CHECK(cudaEventRecord(n.join, n.side));  // SGD waits for the side stream
+  CUDA_CHECK(cudaStreamWaitEvent(n.st, n.join, 0));
+}
+// --8<-- [end:tc_step]
+
 // --8<-- [start:forward]
 // Gathers the batch and runs the network forward, up to the loss (stored at loss_out[step % cap]).
 void forward(const Net& n, Version v, const Source& src, int B, float* loss_out, int cap) {
+  if (v == kTc) return forward_tc(n, src, B, loss_out, cap);
   gather_batch<<<blocks(B * 784), 256, 0, n.st>>>(src, B, n.x, n.y);
   CUDA_CHECK_LAUNCH();
   double* s = n.stats;
@@ -259,6 +344,7 @@ void forward(const Net& n, Version v, const Source& src, int B, float* loss_out,
 
 // --8<-- [start:backward]
 void backward(const Net& n, Version v, int B) {
+  if (v == kTc) return backward_tc(n, B);
   double* s = n.stats;
   if (v == kNaive) {
     naive::cross_entropy_backward<<<blocks(B * 10), 256, 0, n.st>>>(n.probs, n.y, n.dlogits, B);
@@ -315,7 +401,17 @@ void backward(const Net& n, Version v, int B) {
 void train_step(const Net& n, Version v, const Source& src, int B, float lr) {
   forward(n, v, src, B, n.loss_hist, n.loss_cap);
   backward(n, v, B);
-  naive::sgd_update<<<blocks(kTotalParams), 256, 0, n.st>>>(n.params, n.grads, lr, kTotalParams, n.step);
+  if (v == kTc)  // the fp32 master weights and, in the same pass, their bf16 copy for the next step
+    tc::sgd_update_bf16<<<blocks(kTotalParams), 256, 0, n.st>>>(n.params, n.grads, n.params_bf16, lr, kTotalParams,
+                                                                n.step);
+  else
+    naive::sgd_update<<<blocks(kTotalParams), 256, 0, n.st>>>(n.params, n.grads, lr, kTotalParams, n.step);
+  CUDA_CHECK_LAUNCH();
+}
+
+// Version 4's bf16 copy of weights that were uploaded or restored from fp32.
+void refresh_bf16(const Net& n) {
+  tc::to_bf16<<<blocks(kTotalParams), 256, 0, n.st>>>(n.params, n.params_bf16, kTotalParams);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -329,6 +425,7 @@ cudaGraphExec_t capture_step(const Net& n, Version v, const Source& src, int B, 
   train_step(n, v, src, B, lr);
   CUDA_CHECK(cudaMemcpyAsync(n.params, n.params_backup, kTotalParams * sizeof(float), cudaMemcpyDeviceToDevice, n.st));
   CUDA_CHECK(cudaMemcpyAsync(n.step, n.step_backup, sizeof(int), cudaMemcpyDeviceToDevice, n.st));
+  refresh_bf16(n);
   CUDA_CHECK(cudaStreamSynchronize(n.st));
   cudaGraph_t graph;
   CUDA_CHECK(cudaStreamBeginCapture(n.st, cudaStreamCaptureModeGlobal));
@@ -411,6 +508,8 @@ static double evaluate(const Net& n, DeviceData& d, Version v, std::vector<int>&
 
 static void upload_params(const Net& n, const std::vector<float>& p) {
   CUDA_CHECK(cudaMemcpy(n.params, p.data(), p.size() * sizeof(float), cudaMemcpyHostToDevice));
+  refresh_bf16(n);
+  CUDA_CHECK(cudaStreamSynchronize(n.st));
 }
 
 static std::vector<float> download(const float* dev, size_t count) {
@@ -419,8 +518,9 @@ static std::vector<float> download(const float* dev, size_t count) {
   return h;
 }
 
-// TF32 tensor cores exist from compute capability 8.0 on (conv_igemm.cuh compiles stubs for older
-// GPUs). On an older GPU version 4 is skipped, with one message, and versions 1 to 3 run as usual.
+// TF32 and bf16 tensor cores exist from compute capability 8.0 on (conv_igemm.cuh and layers_tc.cuh
+// compile stubs for older GPUs). On an older GPU the TF32 variant and version 4 are skipped, with one
+// message, and versions 1 to 3 run as usual.
 static bool tf32_supported() {
   static int cc = 0;
   if (!cc) {
@@ -430,8 +530,8 @@ static bool tf32_supported() {
     CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     cc = major * 10 + minor;
     if (cc < 80)
-      std::printf("NOTE version 4 (TF32) skipped: TF32 tensor cores need compute capability 8.0, this GPU is "
-                  "%d.%d; versions 1 to 3 (FP32) run as usual\n", major, minor);
+      std::printf("NOTE TF32 and version 4 (bf16) skipped: their tensor-core instructions need compute "
+                  "capability 8.0, this GPU is %d.%d; versions 1 to 3 (FP32) run as usual\n", major, minor);
   }
   return cc >= 80;
 }
@@ -441,6 +541,7 @@ struct Runner {
   Version v;
   bool graph;
   const char* name() const {
+    if (v == kTc) return "CUDA v4 tensor cores (bf16, fp32 accumulate)";
     if (v == kTf32) return "CUDA TF32 + graph";
     if (graph) return "CUDA fused + graph";
     return v == kNaive ? "CUDA naive" : v == kLibraries ? "CUDA libraries" : "CUDA fused";
@@ -590,13 +691,49 @@ static float epoch_ms(const Net& n, DeviceData& d, Runner r, const Source& src, 
 }
 // --8<-- [end:timing]
 
-static const Runner kRunners[] = {{kNaive, false}, {kLibraries, false}, {kFused, false}, {kFused, true}, {kTf32, true}};
-constexpr int kNumRunners = 5;
+// --8<-- [start:layer_bench]
+// Version 4's matrix products one by one, on the buffers the last step left (L2 flushed, median):
+// rows "<layer>, batch B" whose flops and bytes (the least each must move: inputs read once, the
+// output written once; weights in bf16) give the share of the tensor cores' peak on the page.
+static void bench_tc_layers(const Net& n, int B, const char* impl) {
+  const double b = B;
+  double* s = n.stats;
+  auto row = [&](const char* layer, double flops, double bytes, auto&& launch) {
+    const float ms = course::time_kernel_ms(launch, 3, 50);
+    char name[64];
+    std::snprintf(name, sizeof(name), "%s, batch %d", layer, B);
+    std::printf("  %-28s %8.4f ms  %7.2f TFLOP/s\n", name, ms, flops / ms / 1e9);
+    course::print_bench(name, impl, ms, bytes, flops);
+  };
+  row("conv1 forward (CUDA cores)", 2 * b * 784 * 32 * 9, b * 784 * 4 + b * 32 * 784 * 4 + 288 * 4,
+      [&] { igemm::forward<true>(n.x, n.param(W1), n.c1, B, 1, 32, 28, 28, n.st, s, s + 32); });
+  row("conv2 forward", 2 * b * 196 * 64 * 288, b * 32 * 196 * 2 + 18432 * 2 + b * 64 * 196 * 4,
+      [&] { tc::conv_forward<14>(n.param_bf16(W2), n.p1_bf16, n.c2, B, 32, 64, s + 64, s + 128, n.sms, n.st); });
+  row("conv2 input gradient", 2 * b * 196 * 64 * 288, b * 64 * 196 * 4 + 18432 * 2 + b * 32 * 196 * 4,
+      [&] { tc::conv_backward_data<14>(n.param_bf16(W2), n.dc2, n.dp1, B, 32, 64, n.st); });
+  row("conv2 weight gradient", 2 * b * 196 * 64 * 288, b * 64 * 196 * 4 + b * 32 * 196 * 2 + 18432 * 4,
+      [&] { tc::conv_backward_weight<14>(n.dc2, n.p1_bf16, n.grad(W2), B, 32, 64, n.sms, n.st); });
+  row("fc1 forward", 2 * b * 3136 * 128, b * 3136 * 2 + 401408 * 2 + b * 128 * 4,
+      [&] { tc::linear_forward(n.p2_bf16, n.param_bf16(W3), n.h_pre, B, 3136, 128, n.sms, n.st); });
+  row("fc1 input gradient", 2 * b * 3136 * 128, b * 128 * 4 + 401408 * 2 + b * 3136 * 4,
+      [&] { tc::linear_backward_data(n.dh_pre, n.param_bf16(W3), n.dp2, B, 3136, 128, n.st); });
+  row("fc1 weight gradient", 2 * b * 3136 * 128, b * 128 * 4 + b * 3136 * 2 + 401408 * 4,
+      [&] { tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), B, 3136, 128, n.sms, n.st); });
+}
+// --8<-- [end:layer_bench]
 
-static void bench(Net& n, DeviceData& d, float lr) {
+static const Runner kRunners[] = {{kNaive, false}, {kLibraries, false}, {kFused, false},
+                                  {kFused, true},  {kTf32, true},       {kTc, true}};
+constexpr int kNumRunners = 6;  // the last two need compute capability 8.0
+
+// --version N (1 to 4; 0: all): the version number of a runner (TF32 is a variant of version 3).
+static int version_number(Version v) { return v == kTc ? 4 : v == kTf32 ? 3 : static_cast<int>(v) + 1; }
+
+static void bench(Net& n, DeviceData& d, float lr, int only_version) {
   for (int B : {64, 256, 1024}) {
     for (Runner r : kRunners) {
-      if (r.v == kTf32 && !tf32_supported()) continue;
+      if ((r.v == kTf32 || r.v == kTc) && !tf32_supported()) continue;
+      if (only_version && version_number(r.v) != only_version) continue;
       upload_params(n, init_params(0));
       std::mt19937_64 rng(1);
       std::vector<int> perm_host;
@@ -609,19 +746,20 @@ static void bench(Net& n, DeviceData& d, float lr) {
       std::printf("batch %4d  %-20s step %8.4f ms  epoch %7.3f s\n", B, r.name(), step, epoch / 1e3);
       print_bench("step", B, r.name(), step, 1);
       print_bench("epoch", B, r.name(), epoch, src.steps_per_epoch);
+      if (r.v == kTc) bench_tc_layers(n, B, r.name());
     }
   }
 }
 
-// Every version, and the captured graph, take one step from the same weights on the same batch;
-// versions 2 and 3 must agree with version 1 (which check_layers.py checks against PyTorch).
+// Every version, and the captured graphs, take one step from the same weights on the same batch;
+// versions 2 to 4 must agree with version 1 (which check_layers.py checks against PyTorch).
 static bool versions_agree(Net& n, DeviceData& d, int B, float lr) {
   const std::vector<float> init = init_params(7);
   std::mt19937_64 rng(3);
   std::vector<int> perm_host;
   const Source src{d.train_images, d.train_labels, d.perm, n.step, d.train_count / B};
   std::vector<float> grads[kNumRunners], params[kNumRunners], loss[kNumRunners];
-  const int runners = tf32_supported() ? kNumRunners : kNumRunners - 1;  // kTf32 is the last runner
+  const int runners = tf32_supported() ? kNumRunners : kNumRunners - 2;  // kTf32, kTc: the last two
   for (int k = 0; k < runners; ++k) {
     const Runner r = kRunners[k];
     upload_params(n, init);
@@ -645,16 +783,19 @@ static bool versions_agree(Net& n, DeviceData& d, int B, float lr) {
   const char* names[kNumParams] = {"conv1.weight", "bn1.weight", "bn1.bias", "conv2.weight", "bn2.weight",
                                    "bn2.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
   for (int k = 1; k < runners; ++k) {
-    // TF32 rounds every product's inputs to 10 mantissa bits: a looser tolerance for that version.
-    const double tol = kRunners[k].v == kTf32 ? 2e-2 : 2e-3;
+    // TF32 rounds every product's inputs to 10 mantissa bits: a looser tolerance for that version;
+    // bf16 (version 4) keeps 7, 8 times coarser: the loss within 2% (tol / 10).
+    const Version v = kRunners[k].v;
+    const double tol = v == kTc ? 2e-1 : v == kTf32 ? 2e-2 : 2e-3;
     char name[96];
     std::snprintf(name, sizeof(name), "%s_loss_vs_naive", kRunners[k].name());
-    for (char* c = name; *c; ++c) *c = (*c == ' ' || *c == '+') ? '_' : *c;
+    for (char* c = name; *c; ++c) *c = std::isalnum(static_cast<unsigned char>(*c)) ? *c : '_';
     ok &= course::check_close(name, loss[k].data(), loss[0].data(), 1, tol / 10, 1e-5);
-    if (kRunners[k].v == kTf32) {
+    if (v == kTf32 || v == kTc) {
       // TF32 rounding moves some max-pool winners and ReLU masks, which changes individual gradient
       // values by more than any elementwise tolerance; check_layers.py checks each TF32 kernel on its
-      // own inputs instead. Here: the loss above, and the gradients' relative L2 distance as a note.
+      // own inputs instead, and check_tc_* (below) each version-4 kernel. Here: the loss above, and
+      // the gradients' relative L2 distance as a note.
       for (int p = 0; p < kNumParams; ++p) {
         double d2 = 0, w2 = 0;
         for (int i = 0; i < kParamSize[p]; ++i) {
@@ -662,7 +803,12 @@ static bool versions_agree(Net& n, DeviceData& d, int B, float lr) {
           d2 += (g - w) * (g - w);
           w2 += w * w;
         }
-        std::printf("NOTE tf32 grad %s: relative L2 distance to version 1 = %.3g\n", names[p], std::sqrt(d2 / w2));
+        const double dist = std::sqrt(d2 / w2);
+        std::printf("NOTE %s grad %s: relative L2 distance to version 1 = %.3g\n", kVersionName[v], names[p], dist);
+        if (v == kTc) {  // bf16: at least every gradient written (finite) and closer to version 1's than zero is
+          std::snprintf(name, sizeof(name), "tc_grad_%s_finite_and_nearer_than_zero", names[p]);
+          ok &= course::check_true(name, std::isfinite(dist) && dist < 1.0, kParamSize[p]);
+        }
       }
       continue;
     }
@@ -774,6 +920,437 @@ static int check_layers(const std::string& dir, float lr) {
   return 0;
 }
 
+// --8<-- [start:tc_checks]
+// Version 4's layers, each on its own random inputs against float64 on the CPU, outputs poisoned
+// (the k-split GEMMs add into outputs that the step zeroes first: those are poisoned, then zeroed).
+// The inputs are stored as the step stores them (weights and pooled activations in bf16, gradients
+// in fp32), so the kernels checked are the ones the step runs; the references use the fp32 values.
+// Tolerance from bf16: an fp32 value rounded to bf16 (8 significant bits) is off by at most
+// u = 2^-8 relatively, so a product of two rounded inputs by at most 2u |a| |b|. The K errors of a
+// dot product have random signs, so their sum grows like sqrt(K) (a random walk), not like K: spread
+// evenly over [-u, u], its standard deviation is below u sqrt(2/3) sqrt(K) max|a| max|b|. The check
+// allows atol = 6u sqrt(K) max|a| max|b|, over 7 standard deviations; fp32 accumulation (2^-24 per
+// addition) is far below that. A wrong index or a lost k-slice is off by about the value itself,
+// sqrt(K) max|a| max|b| / 3 for uniform inputs: some 14 times the tolerance.
+static double bf16_atol(int K, double amax, double bmax) {
+  return 6.0 * std::ldexp(1.0, -8) * std::sqrt(static_cast<double>(K)) * amax * bmax;
+}
+
+template <typename T>
+static T* to_device(const std::vector<T>& h) {
+  T* d = dalloc<T>(h.size());
+  CUDA_CHECK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+template <typename T>
+static std::vector<T> fetch(const T* dev, size_t count) {
+  std::vector<T> h(count);
+  CUDA_CHECK(cudaMemcpy(h.data(), dev, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+static std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::vector<float> v(n);
+  course::fill_uniform(v, seed, lo, hi);
+  return v;
+}
+
+static std::vector<__nv_bfloat16> to_bf16_host(const std::vector<float>& v) {
+  std::vector<__nv_bfloat16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16_rn(v[i]);
+  return out;
+}
+
+static bool check_tc_convs(int sms, cudaStream_t st) {
+  // conv2's shapes on 3 images: 588 columns, not a multiple of the 128-wide tile.
+  constexpr int N = 3, C = 32, K = 64, H = 14, HW = H * H;
+  const std::vector<float> in = random_vector(N * C * HW, 101), w = random_vector(K * C * 9, 102),
+                           dout = random_vector(N * K * HW, 103);
+  __nv_bfloat16* d_in = to_device(to_bf16_host(in));  // stored in bf16 by the step (p1); dout in fp32
+  float* d_dout = to_device(dout);
+  __nv_bfloat16* d_w = to_device(to_bf16_host(w));
+  float* d_out = dalloc<float>(N * K * HW);
+  float* d_din = dalloc<float>(N * C * HW);
+  float* d_dw = dalloc<float>(K * C * 9);
+  double* d_stats = dalloc<double>(2 * K);
+  course::poison(d_out, N * K * HW * sizeof(float));
+  course::poison(d_din, N * C * HW * sizeof(float));
+  course::poison(d_dw, K * C * 9 * sizeof(float));
+  CUDA_CHECK(cudaMemset(d_dw, 0, K * C * 9 * sizeof(float)));
+  CUDA_CHECK(cudaMemset(d_stats, 0, 2 * K * sizeof(double)));
+  tc::conv_forward<H>(d_w, d_in, d_out, N, C, K, d_stats, d_stats + K, sms, st);
+  tc::conv_backward_data<H>(d_w, d_dout, d_din, N, C, K, st);
+  tc::conv_backward_weight<H>(d_dout, d_in, d_dw, N, C, K, sms, st);
+  CUDA_CHECK(cudaStreamSynchronize(st));
+
+  // The three products written as plain convolution sums (not as the im2col GEMM the kernels use).
+  std::vector<double> out(N * K * HW, 0.0), din(N * C * HW, 0.0), dw(K * C * 9, 0.0);
+  for (int n = 0; n < N; ++n)
+    for (int k = 0; k < K; ++k)
+      for (int c = 0; c < C; ++c)
+        for (int r = 0; r < 3; ++r)
+          for (int q = 0; q < 3; ++q) {
+            const double wv = w[((k * C + c) * 3 + r) * 3 + q];
+            double acc_dw = 0.0;
+            for (int y = 0; y < H; ++y)
+              for (int x = 0; x < H; ++x) {
+                const int iy = y + r - 1, ix = x + q - 1;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= H) continue;
+                const double iv = in[(n * C + c) * HW + iy * H + ix], g = dout[(n * K + k) * HW + y * H + x];
+                out[(n * K + k) * HW + y * H + x] += iv * wv;  // out[y][x] += in[y+r-1][x+s-1] w[r][s]
+                din[(n * C + c) * HW + iy * H + ix] += g * wv;  // its transpose
+                acc_dw += g * iv;
+              }
+            dw[((k * C + c) * 3 + r) * 3 + q] += acc_dw;
+          }
+  bool ok = true;
+  const std::vector<float> got = fetch(d_out, out.size());
+  ok &= course::check_close("v4_conv2_forward_vs_fp64", got.data(), out.data(), out.size(), 0.0, bf16_atol(C * 9, 1, 1));
+  // The epilogue's batch-norm sums: of the values the kernel stored, up to fp32 partial sums.
+  std::vector<double> sum(K, 0.0), sumsq(K, 0.0), sum_abs(K, 0.0);
+  for (int n = 0; n < N; ++n)
+    for (int k = 0; k < K; ++k)
+      for (int p = 0; p < HW; ++p) {
+        const double v = got[(n * K + k) * HW + p];
+        sum[k] += v;
+        sumsq[k] += v * v;
+        sum_abs[k] += std::fabs(v);
+      }
+  const std::vector<double> stats = fetch(d_stats, 2 * K);
+  const double max_abs = *std::max_element(sum_abs.begin(), sum_abs.end());
+  ok &= course::check_close("v4_conv2_bn_sum_vs_stored", stats.data(), sum.data(), K, 1e-5, 1e-5 * max_abs);
+  ok &= course::check_close("v4_conv2_bn_sumsq_vs_stored", stats.data() + K, sumsq.data(), K, 1e-5, 1e-6);
+  ok &= course::check_close("v4_conv2_input_grad_vs_fp64", fetch(d_din, din.size()).data(), din.data(), din.size(),
+                            0.0, bf16_atol(K * 9, 1, 1));
+  ok &= course::check_close("v4_conv2_weight_grad_vs_fp64", fetch(d_dw, dw.size()).data(), dw.data(), dw.size(), 0.0,
+                            bf16_atol(N * HW, 1, 1));
+  for (void* p : {static_cast<void*>(d_in), static_cast<void*>(d_dout), static_cast<void*>(d_w),
+                  static_cast<void*>(d_out), static_cast<void*>(d_din), static_cast<void*>(d_dw),
+                  static_cast<void*>(d_stats)})
+    CUDA_CHECK(cudaFree(p));
+  return ok;
+}
+
+static bool check_tc_linears(int sms, cudaStream_t st) {
+  // fc1's shapes on a batch of 5 (not a multiple of the 64-row tile; fc1 forward splits k = 3136).
+  constexpr int B = 5, I = 3136, O = 128;
+  const std::vector<float> x = random_vector(B * I, 201), w = random_vector(O * I, 202), dy = random_vector(B * O, 203);
+  __nv_bfloat16* d_x = to_device(to_bf16_host(x));  // stored in bf16 by the step (p2); dy in fp32
+  float* d_dy = to_device(dy);
+  __nv_bfloat16* d_w = to_device(to_bf16_host(w));
+  float* d_y = dalloc<float>(B * O);
+  float* d_dx = dalloc<float>(B * I);
+  float* d_dw = dalloc<float>(O * I);
+  course::poison(d_y, B * O * sizeof(float));
+  course::poison(d_dx, B * I * sizeof(float));
+  course::poison(d_dw, O * I * sizeof(float));
+  CUDA_CHECK(cudaMemset(d_y, 0, B * O * sizeof(float)));
+  CUDA_CHECK(cudaMemset(d_dw, 0, O * I * sizeof(float)));
+  tc::linear_forward(d_x, d_w, d_y, B, I, O, sms, st);
+  tc::linear_backward_data(d_dy, d_w, d_dx, B, I, O, st);
+  tc::linear_backward_weight(d_dy, d_x, d_dw, B, I, O, sms, st);
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  std::vector<double> y(B * O), dx(B * I), dw(O * I);
+  std::vector<float> dy_t(O * B);  // dy transposed: dw = dy^T x
+  for (int b = 0; b < B; ++b)
+    for (int o = 0; o < O; ++o) dy_t[o * B + b] = dy[b * O + o];
+  course::gemm_reference(B, O, I, x.data(), w.data(), y.data(), course::BLayout::kNxK);    // y = x w^T
+  course::gemm_reference(B, I, O, dy.data(), w.data(), dx.data(), course::BLayout::kKxN);  // dx = dy w
+  course::gemm_reference(O, I, B, dy_t.data(), x.data(), dw.data(), course::BLayout::kKxN);
+  bool ok = true;
+  ok &= course::check_close("v4_fc1_forward_vs_fp64", fetch(d_y, y.size()).data(), y.data(), y.size(), 0.0,
+                            bf16_atol(I, 1, 1));
+  ok &= course::check_close("v4_fc1_input_grad_vs_fp64", fetch(d_dx, dx.size()).data(), dx.data(), dx.size(), 0.0,
+                            bf16_atol(O, 1, 1));
+  ok &= course::check_close("v4_fc1_weight_grad_vs_fp64", fetch(d_dw, dw.size()).data(), dw.data(), dw.size(), 0.0,
+                            bf16_atol(B, 1, 1));
+  for (void* p : {static_cast<void*>(d_x), static_cast<void*>(d_dy), static_cast<void*>(d_w), static_cast<void*>(d_y),
+                  static_cast<void*>(d_dx), static_cast<void*>(d_dw)})
+    CUDA_CHECK(cudaFree(p));
+  return ok;
+}
+
+// The fp32 kernels around the GEMMs: fc2 with the loss and its backward, SGD with the bf16 copy.
+static bool check_tc_small_kernels(cudaStream_t st) {
+  constexpr int B = 301, n_params = 1000;  // several loss blocks, the last one partly empty
+  const std::vector<float> h_pre = random_vector(B * 128, 301), b3 = random_vector(128, 302, -0.1f, 0.1f),
+                           w4 = random_vector(1280, 303, -0.1f, 0.1f), b4 = random_vector(10, 304, -0.1f, 0.1f);
+  std::vector<int> labels(B);
+  for (int b = 0; b < B; ++b) labels[b] = (b * 7 + 3) % 10;
+  float *d_hpre = to_device(h_pre), *d_b3 = to_device(b3), *d_w4 = to_device(w4), *d_b4 = to_device(b4);
+  int* d_labels = to_device(labels);
+  int* d_step = to_device(std::vector<int>{0});
+  float *d_h = dalloc<float>(B * 128), *d_logits = dalloc<float>(B * 10), *d_dlogits = dalloc<float>(B * 10);
+  float *d_loss = dalloc<float>(1), *d_part = dalloc<float>(tc::kLossBlocks);
+  unsigned* d_done = to_device(std::vector<unsigned>{0});
+  float *d_dhpre = dalloc<float>(B * 128), *d_g = dalloc<float>(128 + 1280 + 10);  // db3 | dw4 | db4
+  course::poison(d_loss, sizeof(float));
+  course::poison(d_h, B * 128 * sizeof(float));
+  course::poison(d_logits, B * 10 * sizeof(float));
+  course::poison(d_dlogits, B * 10 * sizeof(float));
+  course::poison(d_dhpre, B * 128 * sizeof(float));
+  course::poison(d_g, 1418 * sizeof(float));
+  CUDA_CHECK(cudaMemset(d_g, 0, 1418 * sizeof(float)));  // sums: zeroed by the step before the kernel
+  tc::fc2_loss_and_backward<<<tc::fc2_loss_blocks(B), tc::kLossThreads, 0, st>>>(
+      d_hpre, d_b3, d_w4, d_b4, d_labels, d_h, d_logits, d_dlogits, d_dhpre, d_g, d_g + 128, d_g + 1408, B, d_step,
+      d_loss, 1, d_part, d_done);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaStreamSynchronize(st));
+
+  std::vector<double> h(B * 128), z(B * 10), dz(B * 10), dhpre(B * 128), g(1418, 0.0);
+  double loss = 0.0;
+  for (int b = 0; b < B; ++b) {
+    for (int i = 0; i < 128; ++i) h[b * 128 + i] = std::max(0.0, double(h_pre[b * 128 + i]) + b3[i]);
+    double m = -INFINITY, sum = 0.0;
+    for (int k = 0; k < 10; ++k) {
+      double acc = b4[k];
+      for (int i = 0; i < 128; ++i) acc += h[b * 128 + i] * w4[k * 128 + i];
+      z[b * 10 + k] = acc;
+      m = std::max(m, acc);
+    }
+    for (int k = 0; k < 10; ++k) sum += std::exp(z[b * 10 + k] - m);
+    loss += (std::log(sum) + m - z[b * 10 + labels[b]]) / B;
+    for (int k = 0; k < 10; ++k) dz[b * 10 + k] = (std::exp(z[b * 10 + k] - m) / sum - (k == labels[b])) / B;
+    for (int i = 0; i < 128; ++i) {
+      double d = 0.0;
+      for (int k = 0; k < 10; ++k) {
+        d += dz[b * 10 + k] * w4[k * 128 + i];
+        g[128 + k * 128 + i] += dz[b * 10 + k] * h[b * 128 + i];  // dW4 = dlogits^T h
+      }
+      dhpre[b * 128 + i] = h[b * 128 + i] > 0.0 ? d : 0.0;
+      g[i] += dhpre[b * 128 + i];  // db3
+    }
+    for (int k = 0; k < 10; ++k) g[1408 + k] += dz[b * 10 + k];  // db4
+  }
+  bool ok = true;
+  ok &= course::check_close("v4_fc1_bias_relu_vs_fp64", fetch(d_h, h.size()).data(), h.data(), h.size(), 1e-6, 1e-6);
+  ok &= course::check_close("v4_fc2_logits_vs_fp64", fetch(d_logits, z.size()).data(), z.data(), z.size(), 1e-5, 1e-5);
+  ok &= course::check_close("v4_softmax_xent_grad_vs_fp64", fetch(d_dlogits, dz.size()).data(), dz.data(), dz.size(),
+                            1e-4, 1e-8);
+  ok &= course::check_close("v4_softmax_xent_loss_vs_fp64", fetch(d_loss, 1).data(), &loss, 1, 1e-5, 1e-6);
+  ok &= course::check_close("v4_fc2_backward_dh_vs_fp64", fetch(d_dhpre, dhpre.size()).data(), dhpre.data(),
+                            dhpre.size(), 1e-4, 1e-8);
+  ok &= course::check_close("v4_fc2_backward_grads_vs_fp64", fetch(d_g, g.size()).data(), g.data(), g.size(), 1e-4,
+                            1e-6);
+  ok &= course::check_true("v4_loss_counter_reset", fetch(d_done, 1)[0] == 0, 1);
+
+  // SGD: fp32 master weights and their bf16 copy (within bf16's relative rounding, 2^-8).
+  const std::vector<float> p0 = random_vector(n_params, 306), g0 = random_vector(n_params, 307);
+  float* d_p = to_device(p0);
+  float* d_g0 = to_device(g0);
+  __nv_bfloat16* d_p16 = dalloc<__nv_bfloat16>(n_params);
+  course::poison(d_p16, n_params * sizeof(__nv_bfloat16));
+  tc::sgd_update_bf16<<<course::ceil_div(n_params, 256), 256, 0, st>>>(d_p, d_g0, d_p16, 0.05f, n_params, d_step);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  std::vector<double> p1(n_params);
+  for (int i = 0; i < n_params; ++i) p1[i] = double(p0[i]) - 0.05 * double(g0[i]);
+  const std::vector<__nv_bfloat16> p16 = fetch(d_p16, n_params);
+  std::vector<float> p16f(n_params);
+  for (int i = 0; i < n_params; ++i) p16f[i] = __bfloat162float(p16[i]);
+  ok &= course::check_close("v4_sgd_fp32_vs_fp64", fetch(d_p, n_params).data(), p1.data(), n_params, 1e-6, 1e-7);
+  ok &= course::check_close("v4_sgd_bf16_copy_vs_fp64", p16f.data(), p1.data(), n_params, std::ldexp(1.0, -8), 0.0);
+  ok &= course::check_true("v4_sgd_advances_step", fetch(d_step, 1)[0] == 1, 1);
+  for (void* p : {static_cast<void*>(d_hpre), static_cast<void*>(d_b3), static_cast<void*>(d_w4),
+                  static_cast<void*>(d_b4), static_cast<void*>(d_labels),
+                  static_cast<void*>(d_step), static_cast<void*>(d_h), static_cast<void*>(d_logits),
+                  static_cast<void*>(d_dlogits), static_cast<void*>(d_loss), static_cast<void*>(d_part),
+                  static_cast<void*>(d_done), static_cast<void*>(d_dhpre), static_cast<void*>(d_g),
+                  static_cast<void*>(d_p), static_cast<void*>(d_g0), static_cast<void*>(d_p16)})
+    CUDA_CHECK(cudaFree(p));
+  return ok;
+}
+// --8<-- [end:tc_checks]
+
+// --8<-- [start:weights_file]
+// The weights file of --save and --predict (little-endian, as every GPU host the course targets):
+//   8 bytes   "MNISTCNN"   magic
+//   uint32    1            format version
+//   uint32    10           number of tensors, in PyTorch's model.parameters() order
+//   per tensor: uint32 rank, then rank uint32 sizes (conv1.weight: 4 32 1 3 3; ...; fc2.bias: 1 10)
+//   float32   421,738 values: the tensors one after the other, each row-major (PyTorch's layout)
+constexpr char kWeightsMagic[8] = {'M', 'N', 'I', 'S', 'T', 'C', 'N', 'N'};
+constexpr uint32_t kWeightsVersion = 1;
+static const std::vector<uint32_t> kShapes[kNumParams] = {{32, 1, 3, 3}, {32}, {32}, {64, 32, 3, 3}, {64},
+                                                          {64},          {128, 3136}, {128}, {10, 128}, {10}};
+
+static void save_weights(const std::string& path, const std::vector<float>& p) {
+  std::ofstream f(path, std::ios::binary);
+  auto put = [&](uint32_t v) { f.write(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  f.write(kWeightsMagic, sizeof(kWeightsMagic));
+  put(kWeightsVersion);
+  put(kNumParams);
+  for (const auto& shape : kShapes) {
+    put(static_cast<uint32_t>(shape.size()));
+    for (uint32_t d : shape) put(d);
+  }
+  f.write(reinterpret_cast<const char*>(p.data()), static_cast<std::streamsize>(p.size() * sizeof(float)));
+  if (!f) {
+    std::fprintf(stderr, "error: cannot write %s\n", path.c_str());
+    std::exit(course::kExitFail);
+  }
+}
+
+// Reads a weights file, or exits 1 saying what is wrong with it.
+static std::vector<float> load_weights(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  auto fail = [&](const std::string& why) {
+    std::fprintf(stderr, "error: %s: %s\n", path.c_str(), why.c_str());
+    std::exit(course::kExitFail);
+  };
+  if (!f) fail("cannot open it");
+  char magic[8] = {};
+  f.read(magic, sizeof(magic));
+  if (!f || std::memcmp(magic, kWeightsMagic, sizeof(magic)) != 0)
+    fail("not a weights file of mnist_cnn (no \"MNISTCNN\" magic at its start)");
+  auto get = [&]() {
+    uint32_t v = 0;
+    f.read(reinterpret_cast<char*>(&v), sizeof(v));
+    if (!f) fail("truncated header");
+    return v;
+  };
+  if (const uint32_t v = get(); v != kWeightsVersion) fail("format version " + std::to_string(v) + ", expected 1");
+  if (const uint32_t c = get(); c != kNumParams) fail(std::to_string(c) + " tensors, expected 10");
+  for (int t = 0; t < kNumParams; ++t) {
+    const uint32_t rank = get();
+    std::vector<uint32_t> shape(rank <= 4 ? rank : 0);
+    for (auto& d : shape) d = get();
+    if (shape != kShapes[t]) fail("tensor " + std::to_string(t) + " has the wrong shape for this network");
+  }
+  std::vector<float> p(kTotalParams);
+  f.read(reinterpret_cast<char*>(p.data()), static_cast<std::streamsize>(p.size() * sizeof(float)));
+  if (!f) fail("truncated: fewer than 421738 weights");
+  if (f.peek() != std::char_traits<char>::eof()) fail("longer than a weights file: extra bytes after the weights");
+  for (float v : p)
+    if (!std::isfinite(v)) fail("contains a NaN or infinite weight");
+  return p;
+}
+// --8<-- [end:weights_file]
+
+// --8<-- [start:pgm]
+// A 28 x 28 8-bit greyscale image in binary PGM ("P5": the header "P5 28 28 255", whitespace and
+// #-comments allowed between its fields, one whitespace byte, then 784 pixel bytes, row by row).
+// Like MNIST's digits it should be a light digit on a dark background (0 = black).
+static std::vector<uint8_t> read_pgm(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  auto fail = [&](const std::string& why) {
+    std::fprintf(stderr, "error: %s: %s\n", path.c_str(), why.c_str());
+    std::exit(course::kExitFail);
+  };
+  if (!f) fail("cannot open it");
+  auto field = [&]() {  // the next header field, skipping whitespace and comments
+    std::string tok;
+    int ch;
+    while ((ch = f.get()) != EOF) {
+      if (ch == '#') {
+        while ((ch = f.get()) != EOF && ch != '\n') {
+        }
+        continue;
+      }
+      if (std::isspace(ch)) {
+        if (!tok.empty()) break;
+        continue;
+      }
+      tok += static_cast<char>(ch);
+      if (tok.size() > 8) fail("malformed PGM header");
+    }
+    return tok;
+  };
+  if (field() != "P5") fail("not a binary PGM image (it must start with \"P5\")");
+  int dims[3];
+  for (int& d : dims) {
+    const std::string tok = field();
+    if (tok.empty() || tok.find_first_not_of("0123456789") != std::string::npos) fail("malformed PGM header");
+    d = std::stoi(tok);
+  }
+  if (dims[0] != 28 || dims[1] != 28) {
+    fail("image is " + std::to_string(dims[0]) + "x" + std::to_string(dims[1]) + ", expected 28x28");
+  }
+  if (dims[2] < 1 || dims[2] > 255) fail("maximum value " + std::to_string(dims[2]) + ", expected 1..255 (8-bit)");
+  std::vector<uint8_t> px(784);
+  f.read(reinterpret_cast<char*>(px.data()), 784);
+  if (!f) fail("truncated: fewer than 784 pixel bytes");
+  for (auto& v : px) {
+    if (v > dims[2]) fail("a pixel exceeds the header's maximum value");
+    v = static_cast<uint8_t>((v * 255 + dims[2] / 2) / dims[2]);  // to 0..255
+  }
+  return px;
+}
+// --8<-- [end:pgm]
+
+// --8<-- [start:predict]
+// --predict: the test set's accuracy with saved weights; with --image, that one image's class. Batch
+// norm normalises with the statistics of the batch at hand (the model keeps no running statistics),
+// so the image is classified in a batch with the first 999 test images, as evaluation does with
+// batches of 1000: it sees the statistics it was trained with.
+static double predict(Net& n, DeviceData& d, Version v, const std::vector<float>& weights, const std::string& image) {
+  upload_params(n, weights);
+  std::vector<int> pred;
+  const double acc = evaluate(n, d, v, pred);
+  std::printf("test accuracy %.2f%% with the saved weights (version %d)\n", acc, version_number(v));
+  if (image.empty()) return acc;
+  const std::vector<uint8_t> px = read_pgm(image);
+  uint8_t* imgs = dalloc<uint8_t>(kEvalChunk * 784);
+  uint8_t* labels = dalloc<uint8_t>(kEvalChunk);
+  CUDA_CHECK(cudaMemcpy(imgs, d.test_images, (kEvalChunk - 1) * 784, cudaMemcpyDeviceToDevice));
+  CUDA_CHECK(cudaMemcpy(imgs + (kEvalChunk - 1) * 784, px.data(), 784, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(labels, d.test_labels, kEvalChunk, cudaMemcpyDeviceToDevice));  // the image's: unused
+  const int zero = 0;
+  CUDA_CHECK(cudaMemcpy(d.eval_step, &zero, sizeof(int), cudaMemcpyHostToDevice));
+  float* scratch_loss = dalloc<float>(1);
+  const Source src{imgs, labels, d.test_perm, d.eval_step, 1};  // test_perm starts 0, 1, 2, ...
+  forward(n, v, src, kEvalChunk, scratch_loss, 1);
+  CUDA_CHECK(cudaStreamSynchronize(n.st));
+  const std::vector<float> z = fetch(n.logits + (kEvalChunk - 1) * 10, 10);
+  const float m = *std::max_element(z.begin(), z.end());
+  double sum = 0.0;
+  for (float zi : z) sum += std::exp(zi - m);
+  const int best = static_cast<int>(std::max_element(z.begin(), z.end()) - z.begin());
+  std::printf("%s: digit %d (probability %.3f); all:", image.c_str(), best, 1.0 / sum);
+  for (int k = 0; k < 10; ++k) std::printf(" %d:%.3f", k, std::exp(z[k] - m) / sum);
+  std::printf("\n");
+  for (void* p : {static_cast<void*>(imgs), static_cast<void*>(labels), static_cast<void*>(scratch_loss)})
+    CUDA_CHECK(cudaFree(p));
+  return acc;
+}
+// --8<-- [end:predict]
+
+// --8<-- [start:loss_curve]
+// --loss-curve DIR: the initial weights (DIR/init.bin, the weights-file format) and the losses of the
+// first 50 steps (DIR/losses-<version>.txt, one a line) of version 3 (fp32, "fused") and/or 4 (bf16,
+// "tc"), with the training images in file order (no shuffle), so that loss_curve.py
+// can train PyTorch from the same weights on the same batches and compare the curves step by step.
+constexpr int kCurveSteps = 50;
+
+static void loss_curve(Net& n, DeviceData& d, const std::string& dir, int only_version, int B, float lr) {
+  const std::vector<float> init = init_params(0);
+  save_weights(dir + "/init.bin", init);
+  std::vector<int> order(d.train_count);
+  std::iota(order.begin(), order.end(), 0);
+  CUDA_CHECK(cudaMemcpy(d.perm, order.data(), order.size() * sizeof(int), cudaMemcpyHostToDevice));
+  const Source src{d.train_images, d.train_labels, d.perm, n.step, d.train_count / B};
+  for (Version v : {kFused, kTc}) {
+    if (only_version && version_number(v) != only_version) continue;
+    if (v == kTc && !tf32_supported()) continue;
+    upload_params(n, init);
+    CUDA_CHECK(cudaMemset(n.step, 0, sizeof(int)));
+    for (int s = 0; s < kCurveSteps; ++s) train_step(n, v, src, B, lr);
+    const std::vector<float> losses = fetch(n.loss_hist, kCurveSteps);
+    const std::string path = dir + "/losses-" + kVersionName[v] + ".txt";
+    std::ofstream f(path);
+    f.precision(9);
+    for (float l : losses) f << l << "\n";
+    if (!f) {
+      std::fprintf(stderr, "error: cannot write %s\n", path.c_str());
+      std::exit(course::kExitFail);
+    }
+    std::printf("wrote %d losses of version %d (batch %d) to %s; first %.4f, last %.4f\n", kCurveSteps,
+                version_number(v), B, path.c_str(), losses.front(), losses.back());
+  }
+}
+// --8<-- [end:loss_curve]
+
 // --8<-- [start:main]
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
@@ -781,11 +1358,34 @@ int main(int argc, char** argv) {
   const std::string data_dir = mnist::data_dir(args.get_str("--data-dir", "").c_str());
   const int epochs = static_cast<int>(args.get_int("--epochs", 8, 1, 1000));
   const int batch = static_cast<int>(args.get_int("--batch", 64, 1, 1024));
+  const int only_version = static_cast<int>(args.get_int("--version", 0, 0, 4));  // 0: every version
   const bool bench_mode = args.has("--bench"), train_mode = args.has("--train"), agree_only = args.has("--agree-only");
   const std::string curves[2] = {args.get_str("--curves", ""), args.get_str("--curves-tf32", "")};
+  const std::string save_path = args.get_str("--save", ""), predict_path = args.get_str("--predict", "");
+  const std::string image_path = args.get_str("--image", ""), curve_dir = args.get_str("--loss-curve", "");
   args.finish();
   const float lr = 0.05f;  // the reference's learning rate (kernels/mnist/mnist_torch.py)
+  if (!image_path.empty() && predict_path.empty()) {
+    std::fprintf(stderr, "error: --image needs --predict WEIGHTS (the weights to classify it with)\n");
+    return course::kExitFail;
+  }
+  if (!predict_path.empty() && train_mode && save_path.empty()) {
+    std::fprintf(stderr, "error: with --train, --predict reads back what --save wrote; give --save too\n");
+    return course::kExitFail;
+  }
+  if (!curve_dir.empty() && (only_version == 1 || only_version == 2)) {
+    std::fprintf(stderr, "error: --loss-curve writes versions 3 and 4 (--version 3 or 4, or neither)\n");
+    return course::kExitFail;
+  }
+  if (!save_path.empty() && !train_mode) {
+    std::fprintf(stderr, "error: --save writes the weights that --train trained; give --train too\n");
+    return course::kExitFail;
+  }
+  // A weights file that cannot be read is an error before any GPU work.
+  const std::vector<float> saved = predict_path.empty() || train_mode ? std::vector<float>{} : load_weights(predict_path);
   if (!layers_dir.empty()) return check_layers(layers_dir, lr);
+  if (only_version == 4)
+    course::require_compute_capability(8, 0, "version 4 multiplies on bf16 tensor cores (mma.sync m16n8k16.bf16)");
 
   Split train_split, test_split;
   try {  // a missing or damaged file: a clear message and exit code 1, before any GPU work
@@ -798,12 +1398,25 @@ int main(int argc, char** argv) {
   Net n(1024, 60000);
   DeviceData d = upload(train_split, test_split);
   bool ok = true;
+  // Predictions run version 4 where the GPU has it (or the one --version names), else version 3.
+  const Version predict_version = only_version == 4 || (only_version == 0 && tf32_supported()) ? kTc : kFused;
 
-  if (bench_mode) bench(n, d, lr);
+  if (!curve_dir.empty()) {
+    loss_curve(n, d, curve_dir, only_version, batch, lr);
+    return 0;
+  }
+  if (!predict_path.empty() && !train_mode) {
+    predict(n, d, predict_version, saved, image_path);
+    return 0;
+  }
+  if (bench_mode) bench(n, d, lr, only_version);
   if (bench_mode || train_mode) {
-    // The accuracy runs: the two fastest versions (FP32 and TF32), the reference's hyper-parameters.
-    for (const Runner r : {Runner{kFused, true}, Runner{kTf32, true}}) {
-      if (r.v == kTf32 && !tf32_supported()) continue;
+    // The accuracy runs: the fastest version of each precision (FP32, TF32, bf16), the reference's
+    // hyper-parameters; --version N trains only version N's.
+    for (const Runner r : {Runner{kFused, true}, Runner{kTf32, true}, Runner{kTc, true}}) {
+      if ((r.v == kTf32 || r.v == kTc) && !tf32_supported()) continue;
+      if (only_version && version_number(r.v) != only_version) continue;
+      if (only_version == 0 && !save_path.empty() && r.v != predict_version) continue;  // train what is saved
       const TrainResult t = train(n, d, r, epochs, batch, lr, 0);
       // "Reaches 99%": the first epoch whose test accuracy is at least 99.0%. With a constant learning
       // rate the accuracy goes up and down from epoch to epoch, so the best and the last are printed too.
@@ -818,17 +1431,41 @@ int main(int argc, char** argv) {
       ok &= course::check_true(check_name, reached > 0, 10000, detail);
       std::snprintf(kind, sizeof(kind), "train %d epochs", epochs);
       print_bench(kind, batch, r.name(), t.seconds * 1e3, epochs * (d.train_count / batch), t.accuracy.back());
-      const std::string& path = curves[r.v == kTf32 ? 1 : 0];
-      if (!path.empty()) write_curves(path.c_str(), t, test_split.labels, r.name(), batch, lr, epochs);
+      if (r.v != kTc) {
+        const std::string& path = curves[r.v == kTf32 ? 1 : 0];
+        if (!path.empty()) write_curves(path.c_str(), t, test_split.labels, r.name(), batch, lr, epochs);
+      }
+      if (!save_path.empty() && r.v == predict_version) {
+        save_weights(save_path, fetch(n.params, kTotalParams));
+        std::printf("saved the weights of version %d to %s\n", version_number(r.v), save_path.c_str());
+        if (!predict_path.empty()) {  // read them back, and the same kernels must classify as in training
+          const double acc = predict(n, d, r.v, load_weights(predict_path), image_path);
+          char what[96];
+          std::snprintf(what, sizeof(what), "after_training=%.2f%% from_file=%.2f%%", t.accuracy.back(), acc);
+          ok &= course::check_true("saved_weights_predict_as_trained", std::fabs(acc - t.accuracy.back()) <= 0.1,
+                                   10000, what);
+        }
+      }
     }
   } else {
-    // The checked run: the versions agree on one step (batch 61, a prime), then one epoch trains.
+    // The checked run: version 4's layers against float64, then the versions agree on one step
+    // (batch 61, a prime), then one epoch trains.
+    if (tf32_supported() && (only_version == 0 || only_version == 4)) {
+      ok &= check_tc_convs(n.sms, n.st);
+      ok &= check_tc_linears(n.sms, n.st);
+      ok &= check_tc_small_kernels(n.st);
+    }
     ok &= versions_agree(n, d, 61, lr);
     if (agree_only) return ok ? 0 : course::kExitFail;
     const TrainResult t = train(n, d, {kFused, true}, 1, 64, lr, 0);
     char detail[64];
     std::snprintf(detail, sizeof(detail), "accuracy=%.2f%% after 1 epoch", t.accuracy.back());
     ok &= course::check_true("one_epoch_learns", t.accuracy.back() >= 97.0, 10000, detail);
+    if (tf32_supported()) {
+      const TrainResult t4 = train(n, d, {kTc, true}, 1, 64, lr, 0);
+      std::snprintf(detail, sizeof(detail), "accuracy=%.2f%% after 1 epoch", t4.accuracy.back());
+      ok &= course::check_true("tc_one_epoch_learns", t4.accuracy.back() >= 97.0, 10000, detail);
+    }
   }
   return ok ? 0 : course::kExitFail;
 }

@@ -21,14 +21,18 @@ import course_tools  # noqa: E402
 
 # --8<-- [start:compare_curve]
 CURVE_STEPS, CURVE_BATCH = 50, 64
-# Step-by-step tolerance on the loss, |cuda - torch| <= atol + rtol * |torch|. The reference is PyTorch
-# in float64. Version 3 computes in fp32 (relative rounding 2^-24 per operation): after 50 steps its
-# losses stay within about 1e-5 of float64 unless a rounding moves a max-pool winner, so 2e-3 leaves
-# room for a few such moves and still catches any real error (one wrong gradient moves the curve by
-# the size of a step's progress, about 0.05 early on). Version 4 rounds every product's inputs to
-# bf16 (2^-8, 65536 times coarser): the logits move by about 1e-3 at the first step, and the weights
-# drift apart a little more at every step, so 5e-2.
-CURVE_TOLERANCE = {"fused": (2e-3, 2e-3), "tc": (5e-2, 5e-2)}
+# What the comparison can ask. This training is chaotic: with batch norm on batch statistics and a large
+# step, a difference in the last bit changes which pixel wins a max-pool or which unit a ReLU keeps a few
+# steps later, and from then on the two runs follow different (equally good) paths. The first GPU run
+# showed it: version 3 (fp32) matched float64 to a few 1e-6 for ten steps, then drifted by up to 0.1;
+# version 4 (inputs rounded to bf16, unit roundoff 2^-8 against fp32's 2^-24) drifted from the second step. So:
+#   early:  the first EARLY steps step by step, |cuda - torch| <= rtol * |torch|: fp32 to 1e-4 (rounding
+#           alone stays far below; one wrong gradient moves step 1's loss by a good part of a step's
+#           progress, about 0.25 here), bf16 to 1e-2 for its first two steps (one step's rounding);
+#   trend:  the mean loss of the last ten steps within 15% of PyTorch's, and below half of the first
+#           step's: the same training, not a diverged or stalled one.
+CURVE_CHECKS = {"fused": {"early": 10, "rtol": 1e-4}, "tc": {"early": 2, "rtol": 1e-2}}
+TREND_STEPS, TREND_RTOL = 10, 0.15
 
 
 def read_weights(path: Path) -> list[np.ndarray]:
@@ -97,13 +101,20 @@ def compare_curve(data, data_dir: Path, binary_arg: str | None) -> bool:
             print(f"NOTE {label}: no curve (mnist_cnn skips it on this GPU)")
             continue
         got = [float(v) for v in path.read_text().split()]
-        rtol, atol = CURVE_TOLERANCE[name]
         print(f"step  PyTorch float64  CUDA {label}  difference")
         for s, (w, g) in enumerate(zip(ref, got)):
             print(f"{s:4d}  {w:15.6f}  {g:15.6f}  {g - w:+.2e}")
-        ok &= course_tools.check_close(f"loss_curve_{name}_vs_torch_fp64_{CURVE_STEPS}_steps", np.array(got),
-                                       np.array(ref), rtol, atol)
         ok &= course_tools.check_true(f"loss_curve_{name}_has_{CURVE_STEPS}_steps", len(got) == CURVE_STEPS, 1)
+        if len(got) != CURVE_STEPS:
+            continue
+        early, rtol = CURVE_CHECKS[name]["early"], CURVE_CHECKS[name]["rtol"]
+        ok &= course_tools.check_close(f"loss_curve_{name}_first_{early}_steps_vs_torch_fp64", np.array(got[:early]),
+                                       np.array(ref[:early]), rtol, 0.0)
+        mean_got, mean_ref = np.mean(got[-TREND_STEPS:]), np.mean(ref[-TREND_STEPS:])
+        ok &= course_tools.check_true(
+            f"loss_curve_{name}_last_{TREND_STEPS}_steps_mean_within_{TREND_RTOL:g}_of_torch",
+            bool(abs(mean_got - mean_ref) <= TREND_RTOL * mean_ref and mean_got < 0.5 * got[0]), TREND_STEPS,
+            f"mean_cuda={mean_got:.4f} mean_torch={mean_ref:.4f} first_cuda={got[0]:.4f}")
     return ok
 # --8<-- [end:compare_curve]
 

@@ -112,7 +112,7 @@ def _say(lines: list[str], text: str, echo: bool) -> None:
 
 
 def _verdict(ex: Exercise, proc_rc: int, stdout: str, stderr: str, lines: list[str], echo: bool) -> int:
-    outcome = programs.judge(proc_rc, stdout, stderr)
+    outcome = programs.verdict(proc_rc, stdout, stderr)
     if outcome.waived:
         _say(lines, f"WAIVED {ex.name}: this GPU lacks a feature the exercise needs (see above)", echo)
         return programs.EXIT_WAIVED

@@ -299,7 +299,7 @@ def _run_block(self):
     if proc.returncode != 0:
         raise BlockFailed(f"{where} exited with {proc.returncode}\n--- code\n{block.code}--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}")
     runs_program = bool(_RUNS_COURSE_PROGRAM.search(block.code))
-    verdict = programs.judge(0, proc.stdout, proc.stderr, require_check=runs_program)
+    verdict = programs.verdict(0, proc.stdout, proc.stderr, require_check=runs_program)
     if verdict.problems:
         raise BlockFailed(f"{where}: " + "; ".join(verdict.problems) + f"\n--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}")
     if block.expected_output is not None:

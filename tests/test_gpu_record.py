@@ -2,7 +2,7 @@
 
 import pytest
 
-from course import record
+from course import programs, record
 from course.pytest_plugin import GPU_ITEMS
 
 
@@ -60,3 +60,12 @@ def test_items_declared_as_awaiting_a_gpu_run(request):
     if waiting:
         reasons = sorted({e["reason"] for e in waiting.values()})
         pytest.skip(f"{len(waiting)} GPU item(s) await a GPU run (records/awaiting-gpu.json): " + " | ".join(reasons))
+
+
+def test_no_recorded_output_has_a_malformed_check_line():
+    """programs.verdict() rejects a CHECK line it cannot parse, a rule that is not part of the record's
+    content hash (programs.verdict says why): the recorded verdicts stand only if no recorded run
+    printed such a line."""
+    bad = [(e["id"], line) for e in record.load()["items"].values()
+           for line in programs.malformed_check_lines(e.get("stdout", ""))]
+    assert not bad, "\n".join(f"{i}: {line}" for i, line in bad)

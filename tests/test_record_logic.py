@@ -104,6 +104,6 @@ def test_a_declaration_covers_only_the_content_it_was_made_for():
 def test_a_check_name_with_spaces_is_a_problem_not_a_silent_miss():
     """'CHECK FAIL v1 b2 causal n=3' does not match the one-word pattern: were it ignored, a failing
     check would go unseen; the judge calls it malformed instead."""
-    out = programs.judge(0, "CHECK PASS fine n=4\nCHECK FAIL v1 b2 causal n=3 max_abs_err=1\n", "")
+    out = programs.verdict(0, "CHECK PASS fine n=4\nCHECK FAIL v1 b2 causal n=3 max_abs_err=1\n", "")
     assert not out.passed and "malformed CHECK line" in "; ".join(out.problems)
-    assert programs.judge(0, "CHECK PASS v1_b2_causal n=3 max_abs_err=0\n", "").passed
+    assert programs.verdict(0, "CHECK PASS v1_b2_causal n=3 max_abs_err=0\n", "").passed

@@ -51,7 +51,6 @@ using bf16 = __nv_bfloat16;
 // V stage) is 128 rows x D, stored by TMA as D / 64 panels of 128 rows x 64 columns: 64 bf16 = 128 bytes
 // is the widest row the 128-byte swizzle takes.
 constexpr int kBlockM = 128, kBlockN = 128, kStages = 2, kConsumers = 2, kThreads = (kConsumers + 1) * 128;
-constexpr int kPanelCols = course::hopper::kSwizzleElems, kPanelElems = 128 * kPanelCols;  // one 128 x 64 panel: 16 KiB
 template <int D>
 constexpr int kTileElems = 128 * D;
 template <int D>  // Q + 2 stages of K + 2 of V, + 1 KiB: swizzled tiles start on a 1 KiB boundary
@@ -72,11 +71,13 @@ struct Params {
   bool causal;
 };
 
-constexpr float kLn2 = 0.693147180559945309f;
 constexpr float kLog2e = 1.44269504088896341f;
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 using namespace course::hopper;
+
+constexpr int kPanelCols = kSwizzleElems, kPanelElems = 128 * kPanelCols;  // one 128 x 64 panel: 16 KiB
+constexpr float kLn2 = 0.693147180559945309f;
 
 __device__ __forceinline__ float fast_exp2(float x) {  // ex2.approx: exp2(-inf) = +0
   float y;

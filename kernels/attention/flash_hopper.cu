@@ -38,8 +38,8 @@
 #include <string>
 
 #include "../common/hopper.cuh"
-#include "../memory-model/softmax.cuh"  // the -inf rules: softmax_base, softmax_inv_sum
 #include "attention_common.cuh"
+#include "flash_fwd.cuh"  // flash::fast_exp2, flash::pack_bf16, kLog2e, kLn2, and (through it) the -inf rules
 
 // CPU reference: attn::reference_row (attention_common.cuh), float64 from the bf16 inputs.
 
@@ -72,23 +72,14 @@ struct Params {
   bool causal;
 };
 
-constexpr float kLog2e = 1.44269504088896341f;
-
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 using namespace course::hopper;
+using flash::fast_exp2;
+using flash::kLn2;
+using flash::pack_bf16;
 
 constexpr int kPanelCols = kSwizzleElems, kPanelElems = 128 * kPanelCols;  // one 128 x 64 panel: 16 KiB
-constexpr float kLn2 = 0.693147180559945309f;
 
-__device__ __forceinline__ float fast_exp2(float x) {  // ex2.approx: exp2(-inf) = +0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const unsigned*>(&v);
-}
 __device__ __forceinline__ void fence_registers(unsigned* r, int n) {  // see fence_accumulators
 #pragma unroll
   for (int i = 0; i < n; ++i) asm volatile("" : "+r"(r[i])::"memory");
@@ -422,7 +413,7 @@ void launch_d(Schedule schedule, const DeviceBuffers& d, const Params& p) {
 
 void launch(Schedule schedule, const attn::Shape& s, const DeviceBuffers& d) {
   const Params p{d.o, d.lse, d.key_len, s.heads, s.seq, s.batch * s.heads, course::ceil_div(s.seq, kBlockM),
-                 static_cast<float>(s.scale()) * kLog2e, s.causal};
+                 static_cast<float>(s.scale()) * flash::kLog2e, s.causal};
   if (s.dim == 64) launch_d<64>(schedule, d, p);
   else launch_d<128>(schedule, d, p);
 }

@@ -117,7 +117,8 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorM
 
 // --8<-- [start:tma_store]
 // The reverse copy: the tile in shared memory at `src` (laid out and swizzled as `map` says) is written
-// to (column c0, row c1) of the map's matrix; the parts of the box outside the matrix are not written.
+// to (column c0, row c1) of the map's matrix; the box is clipped at the matrix's edges (keep the row
+// length a multiple of 16 bytes, which TMA's row stride rule already asks of a whole matrix).
 // Shared memory written by ordinary stores must first be made visible to the TMA engine (the "async
 // proxy"): every writing thread runs fence_proxy_async_smem, then the block section synchronises, then
 // one thread issues the store. Stores are tracked in per-thread bulk groups: commit after issuing,

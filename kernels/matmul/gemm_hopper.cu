@@ -15,6 +15,10 @@
 //       runs on across tiles, so the producer loads the next tile while the consumers store this one
 //   v4  clusters of 2 blocks on vertically adjacent tiles: each block loads half of the shared B tile
 //       and TMA multicasts it into both blocks' shared memory
+//   v5  v3 with its epilogue through shared memory and TMA stores: each consumer warpgroup writes its
+//       64 x 256 tile in 64 x 64 pieces into two swizzled staging buffers, and one thread hands each
+//       piece to the TMA engine, so the warpgroup returns to its wgmmas without waiting for C's writes
+//       (needs N a multiple of 8, TMA's 16-byte row strides; for other N it runs v3's epilogue)
 // Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -lcublas -o build/matmul/gemm_hopper kernels/matmul/gemm_hopper.cu
 // Run:   ./build/matmul/gemm_hopper --m 200 --n 135 --k 72          (every version; --version 3 for one)
 //        ./build/matmul/gemm_hopper --bench
@@ -31,6 +35,7 @@
 // course: run --m 1 --n 1 --k 8
 // course: run --m 2100 --n 2100 --k 200
 // course: run --m 1000 --n 700 --k 520 --sms 5
+// course: run --m 900 --n 600 --k 136 --sms 3
 // course: bench --bench
 #include <cuda_bf16.h>
 
@@ -59,10 +64,16 @@ constexpr int STAGE_BYTES = (A_TILE + B_TILE) * static_cast<int>(sizeof(bf16)); 
 // Registers per thread after setmaxnreg: 128 x 40 + 256 x 232 = 64512 of the SM's 65536.
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 static_assert(128 * PRODUCER_REGS + CONSUMERS * 128 * CONSUMER_REGS <= 65536, "more registers than an SM has");
-constexpr int GROUP_ROWS = 16;  // v3, v4: tiles are visited in groups 16 tile-rows tall (L2 reuse)
+constexpr int GROUP_ROWS = 16;  // v3 to v5: tiles are visited in groups 16 tile-rows tall (L2 reuse)
+// v5: each consumer warpgroup stages its 64 x 256 result in 64 x 64 pieces (128-byte rows, as the
+// 128-byte swizzle wants) through two buffers of its own: 4 x 8 KiB beside the 4 stages' 192 KiB.
+constexpr int EPI_ROWS = 64, EPI_COLS = 64, EPI_PIECE = EPI_ROWS * EPI_COLS;  // elements per buffer
+constexpr int EPI_BUFFERS = 2;
 // + 1 KiB of slack: 128-byte-swizzled tiles must start on a 1 KiB boundary.
 constexpr size_t kV1SmemBytes = static_cast<size_t>(V1_STAGES) * V1_STAGE_BYTES + 1024;
 constexpr size_t kSmemBytes = static_cast<size_t>(STAGES) * STAGE_BYTES + 1024;
+constexpr size_t kV5SmemBytes = kSmemBytes + static_cast<size_t>(CONSUMERS) * EPI_BUFFERS * EPI_PIECE * sizeof(bf16);
+static_assert(kV5SmemBytes <= 227 * 1024, "more shared memory than a Hopper block may use");
 // --8<-- [end:sizes]
 
 // --8<-- [start:schedule]
@@ -105,6 +116,56 @@ __device__ __forceinline__ void store_tile(const float* d, bf16* C, int M, int N
   }
 }
 // --8<-- [end:store]
+
+// --8<-- [start:store_tma]
+// v5's epilogue: the same 64 x 256 accumulator tile leaves through shared memory and TMA stores, in four
+// 64 x 64 pieces through the warpgroup's two staging buffers. Thread 0 of the warpgroup (the leader)
+// issues the stores, so the bulk groups that track them are its own; the warpgroup's named barrier
+// (`bar_id`, 128 threads: the other warpgroup never waits for it) orders everyone around the leader.
+// Piece p goes to buffer p % 2: before filling it, the leader waits until the store that last read it
+// (two pieces back) has finished reading; the newest store may still run. `stored_last` says whether the
+// previous piece was stored at all (pieces wholly outside C are skipped): if not, the newest store may be
+// the one that read this buffer, and the leader waits for every store.
+__device__ __forceinline__ void warpgroup_sync(int bar_id) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory");
+}
+__device__ __forceinline__ void store_tile_tma(const float* d, bf16* stage, const CUtensorMap* tmC, int M, int N,
+                                               int row0, int col0, int bar_id, bool& stored_last) {
+  using namespace course::hopper;
+  const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+  const bool leader = tid == 0;
+  const int r_top = warp * 16 + lane / 4;  // this thread's rows in the piece: r_top and r_top + 8
+#pragma unroll
+  for (int piece = 0; piece < BN / EPI_COLS; ++piece) {
+    bf16* buf = stage + (piece % EPI_BUFFERS) * EPI_PIECE;
+    if (leader) {
+      if (stored_last) tma_store_wait_read<1>(); else tma_store_wait_read<0>();
+    }
+    warpgroup_sync(bar_id);  // buf is free
+#pragma unroll
+    for (int t = 0; t < EPI_COLS / 8; ++t) {  // 8-column block t of the piece: 16-byte chunk t of a row
+      const int q = piece * (EPI_COLS / 8) + t;  // the same block's index in the 256-wide tile
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = r_top + 8 * h;
+        // The 128-byte swizzle the map names: chunk t of row r sits at chunk t XOR (r mod 8), so the
+        // 8 rows that one store instruction writes fall in 8 different 16-byte groups of banks.
+        const int chunk = t ^ (r % 8);
+        *reinterpret_cast<__nv_bfloat162*>(buf + r * EPI_COLS + chunk * 8 + 2 * (lane % 4)) =
+            __floats2bfloat162_rn(d[4 * q + 2 * h], d[4 * q + 2 * h + 1]);
+      }
+    }
+    fence_proxy_async_smem();  // every writer: make its shared-memory writes visible to the TMA engine
+    warpgroup_sync(bar_id);    // the whole piece is written
+    const int col = col0 + piece * EPI_COLS;
+    stored_last = row0 < M && col < N;  // the same in every thread; TMA clips a box that is partly outside
+    if (leader && stored_last) {
+      tma_store_2d(tmC, buf, col, row0);
+      tma_store_commit();
+    }
+  }
+}
+// --8<-- [end:store_tma]
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 // --8<-- [start:v1]
@@ -168,18 +229,20 @@ __global__ void __launch_bounds__(V1_THREADS, 1)
 // --8<-- [end:v1]
 
 // --8<-- [start:ws]
-// v2, v3, v4: a producer warpgroup and two consumer warpgroups per block, 128 x 256 tiles of C. The block
+// v2 to v5: a producer warpgroup and two consumer warpgroups per block, 128 x 256 tiles of C. The block
 // walks tiles blockIdx.x / CLUSTER, + gridDim.x / CLUSTER, ... in grouped order (`group` tile-rows):
 //   v2  CLUSTER 1, one block per tile, group 1 (row-major, as gemm_wgmma.cu)
 //   v3  CLUSTER 1, one block per SM (persistent), group GROUP_ROWS
 //   v4  CLUSTER 2: a cluster takes a 256 x 256 tile, block r its rows 128r..128r+127; each block loads
 //       its own A and half of B, multicast to both blocks; `tmB` then copies 128-row boxes.
+//   v5  v3 with TMA_STORE: the epilogue goes through shared memory and `tmC` (64 x 64 boxes of C).
 // The ring of STAGES slots runs on across tiles: `it` counts the k-steps this block has gone through,
 // slot it % STAGES, phase (it / STAGES) & 1, the same sequence in the producer and the consumers.
-template <int CLUSTER>
+template <int CLUSTER, bool TMA_STORE = false>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_ws(int M, int N, int K, const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-            bf16* C, int group) {
+            const __grid_constant__ CUtensorMap tmC, bf16* C, int group) {
+  static_assert(!(TMA_STORE && CLUSTER > 1), "v5 is v3's single-block kernel");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace course::hopper;
   extern __shared__ unsigned char smem_raw[];
@@ -240,6 +303,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     };
     float d[128];
     int it = 0;
+    bf16* stage = sB + STAGES * B_TILE + (wg - 1) * EPI_BUFFERS * EPI_PIECE;  // v5: this warpgroup's buffers
+    bool stored_last = false;                                                  // v5: see store_tile_tma
     for (int t = first_tile; t < tiles; t += tile_step) {
       int tm, tn;
       tile_coords(t, tiles_m, tiles_n, group, tm, tn);
@@ -264,8 +329,14 @@ __global__ void __launch_bounds__(THREADS, 1)
       fence_accumulators<128>(d);
       release(previous);
       // The producer is already filling the ring with the next tile while this warpgroup stores.
-      store_tile<BN>(d, C, M, N, row + row_in_tile, col);
+      if constexpr (TMA_STORE)
+        store_tile_tma(d, stage, &tmC, M, N, row + row_in_tile, col, wg, stored_last);  // barrier wg: 1 or 2
+      else
+        store_tile<BN>(d, C, M, N, row + row_in_tile, col);
     }
+    // v5: the stores must have read their shared memory before the block (and its memory) goes away.
+    if constexpr (TMA_STORE)
+      if (threadIdx.x % 128 == 0) tma_store_wait_all();
   }
   // No block may leave while the other can still arrive on its barriers.
   if constexpr (CLUSTER > 1) {
@@ -282,13 +353,14 @@ struct Problem {
   bf16* C;
 };
 
-constexpr int kVersions = 4;
+constexpr int kVersions = 5;
 const char* const kImpl[kVersions + 1] = {
     "v0 cuBLAS bf16 (A*B^T)",  // the same peer row as gemm_wgmma.cu
     "hopper v1 TMA pipeline (bf16, fp32 acc)",
     "hopper v2 warp-specialised (bf16, fp32 acc)",
     "hopper v3 persistent (bf16, fp32 acc)",
     "hopper v4 cluster multicast (bf16, fp32 acc)",
+    "hopper v5 TMA-store epilogue (bf16, fp32 acc)",
 };
 
 // --8<-- [start:cublas]
@@ -322,13 +394,23 @@ static cudaLaunchConfig_t cluster_config(dim3 grid, cudaLaunchAttribute* attr) {
   return cfg;
 }
 
+// v5's map of C: 64 x 64 boxes with the 128-byte swizzle that store_tile_tma writes. TMA needs C's row
+// stride (2N bytes) to be a multiple of 16: for other N there is no map, and v5 runs v3's epilogue.
+static bool c_has_tma_map(const Problem& p) { return p.N % 8 == 0; }
+static CUtensorMap make_c_map(const Problem& p) {
+  if (!c_has_tma_map(p)) return CUtensorMap{};
+  return hopper::make_tensor_map_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, sizeof(bf16), p.C, p.M, p.N, EPI_ROWS, EPI_COLS,
+                                    CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
 struct Hopper {  // the tensor maps are built once per problem, outside the timed launches
-  CUtensorMap a, b128, b256;
+  CUtensorMap a, b128, b256, c;  // c: v5 only (the other versions ignore it)
   Machine machine;
   Hopper(const Problem& p, Machine m)
       : a(hopper::make_kmajor_map(p.A, p.M, p.K, BM)),
         b128(hopper::make_kmajor_map(p.B, p.N, p.K, 128)),
         b256(hopper::make_kmajor_map(p.B, p.N, p.K, BN)),
+        c(make_c_map(p)),
         machine(m) {}
   void operator()(int version, const Problem& p) const {
     const int tiles = course::ceil_div(p.M, BM) * course::ceil_div(p.N, BN);
@@ -336,14 +418,17 @@ struct Hopper {  // the tensor maps are built once per problem, outside the time
       const dim3 grid(course::ceil_div(p.N, V1_BN), course::ceil_div(p.M, V1_BM));
       gemm_v1_pipeline<<<grid, V1_THREADS, kV1SmemBytes>>>(p.M, p.N, p.K, a, b128, p.C);
     } else if (version == 2) {
-      gemm_ws<1><<<tiles, THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b256, p.C, 1);
-    } else if (version == 3) {
-      gemm_ws<1><<<std::min(tiles, machine.sms), THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b256, p.C, GROUP_ROWS);
+      gemm_ws<1><<<tiles, THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b256, c, p.C, 1);
+    } else if (version == 3 || (version == 5 && !c_has_tma_map(p))) {
+      gemm_ws<1><<<std::min(tiles, machine.sms), THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b256, c, p.C, GROUP_ROWS);
+    } else if (version == 5) {
+      gemm_ws<1, true><<<std::min(tiles, machine.sms), THREADS, kV5SmemBytes>>>(p.M, p.N, p.K, a, b256, c, p.C,
+                                                                               GROUP_ROWS);
     } else {
       const int pair_tiles = course::ceil_div(p.M, 2 * BM) * course::ceil_div(p.N, BN);
       cudaLaunchAttribute attr{};
       const cudaLaunchConfig_t cfg = cluster_config(dim3(2 * std::min(pair_tiles, machine.clusters)), &attr);
-      CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm_ws<2>, p.M, p.N, p.K, a, b128, p.C, GROUP_ROWS / 2));
+      CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm_ws<2>, p.M, p.N, p.K, a, b128, c, p.C, GROUP_ROWS / 2));
     }
     CUDA_CHECK_LAUNCH();
   }
@@ -355,6 +440,8 @@ static Machine setup_kernels(int sms_wanted) {
                                   static_cast<int>(kV1SmemBytes)));
   CUDA_CHECK(cudaFuncSetAttribute(gemm_ws<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
   CUDA_CHECK(cudaFuncSetAttribute(gemm_ws<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
+  CUDA_CHECK(cudaFuncSetAttribute(gemm_ws<1, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kV5SmemBytes)));
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));

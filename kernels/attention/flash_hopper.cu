@@ -132,35 +132,37 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
     if (lane == 0) mbar_arrive(empty);
   };
   // The online softmax of tile n, in place: S becomes P = exp2(S * scale_log2 - m) in fp32; m, l and
-  // alpha (the factor O must be multiplied by before this tile's P V) are updated.
+  // alpha (the factor O must be multiplied by before this tile's P V) are updated. The maximum is taken
+  // over the raw scores (the scale is positive, so it commutes with max) and the scale is folded into
+  // one fused multiply-add per score: exp2(fma(s, scale_log2, -m)).
   auto softmax = [&](int n) {
     const int j0 = n * kBlockN;
     // Only tiles that cross the padding or the diagonal need the per-element test.
     const bool needs_mask = j0 + kBlockN > key_len || (p.causal && j0 + kBlockN - 1 > wg_row0);
-    float mx[2] = {m[0], m[1]};
+    float mx[2] = {SOFTMAX_NEG_INF, SOFTMAX_NEG_INF};
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int row = e < 2 ? r_lo : r_hi, key = j0 + 8 * j + 2 * t + (e & 1);
-        float x = s[4 * j + e] * p.scale_log2;
-        if (needs_mask && (key >= key_len || (p.causal && key > row))) x = SOFTMAX_NEG_INF;
-        s[4 * j + e] = x;
-        mx[e / 2] = fmaxf(mx[e / 2], x);
+        if (needs_mask && (key >= key_len || (p.causal && key > row))) s[4 * j + e] = SOFTMAX_NEG_INF;
+        mx[e / 2] = fmaxf(mx[e / 2], s[4 * j + e]);
       }
     }
+    float neg_base[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {  // the four lanes of a quad hold the same two rows
       mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
       mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-      alpha[h] = fast_exp2(m[h] - softmax_base(mx[h]));  // the -inf rule: nothing unmasked yet -> base 0
-      m[h] = mx[h];
+      const float m_new = fmaxf(m[h], mx[h] * p.scale_log2);  // -inf stays -inf
+      neg_base[h] = -softmax_base(m_new);           // the -inf rule: nothing unmasked yet -> base 0
+      alpha[h] = fast_exp2(m[h] + neg_base[h]);     // rescales what was accumulated at the old maximum
+      m[h] = m_new;
     }
-    const float base[2] = {softmax_base(m[0]), softmax_base(m[1])};
     float sum[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int i = 0; i < 64; ++i) {
-      s[i] = fast_exp2(s[i] - base[(i / 2) % 2]);  // a masked score gives exp2(-inf) = 0
+      s[i] = fast_exp2(fmaf(s[i], p.scale_log2, neg_base[(i / 2) % 2]));  // masked: exp2(-inf) = 0
       sum[(i / 2) % 2] += s[i];
     }
 #pragma unroll

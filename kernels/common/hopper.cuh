@@ -3,7 +3,7 @@
 // tensor maps that TMA copies need plus the check that the sm_90a code is the code that runs.
 //
 // Taught in docs/fast-matmul-fft/wgmma.md and docs/fast-matmul-fft/hopper-gemm.md; included by
-// kernels/matmul/gemm_wgmma.cu and kernels/matmul/gemm_hopper.cu.
+// kernels/matmul/gemm_wgmma.cu, kernels/matmul/gemm_hopper.cu and kernels/attention/flash_hopper.cu.
 //   device (namespace course::hopper, compiled only where __CUDA_ARCH_FEAT_SM90_ALL is defined, i.e. in
 //   the compute_90a pass; a program that includes this header still builds for sm_75 to sm_100):
 //     smem_u32, mbar_init, fence_mbarrier_init, mbar_expect_bytes, mbar_arrive, mbar_arrive_cluster,
@@ -14,11 +14,15 @@
 //     setmaxnreg_dec, setmaxnreg_inc
 //     smem_desc                     wgmma descriptor of a K-major, 128-byte-swizzled bf16 tile
 //     wgmma_64x128x16, wgmma_64x256x16, wgmma_fence, wgmma_commit, wgmma_wait<N>, fence_accumulators<N>
+//     tma_load_3d, smem_desc_mn     (attention) a 3-D TMA load; the descriptor of an N-major tile (V in P V)
+//     wgmma_64x128x16_ss            (attention) S = Q K^T with scale-d at run time (first k-step overwrites)
+//     wgmma_64xNx16_rs<N>           (attention) O += P V with P from registers and B N-major, N = 64 or 128
 //     align_1k                      the 1 KiB alignment that 128-byte-swizzled tiles need
 //   host:
 //     make_tensor_map_2d            a TMA descriptor for a row-major 2-D matrix (cuTensorMapEncodeTiled,
 //                                   fetched from the driver at run time: no -lcuda)
 //     make_kmajor_map               the bf16 K-major operand map the GEMMs use (boxes of rows x 64)
+//     make_kmajor_map_3d            (attention) the same for [batch x heads][seq][dim] tensors
 //     require_sm90a                 waive (exit 2) unless compute capability 9.0, error if the driver
 //                                   loaded the non-sm_90a stub
 //
@@ -256,6 +260,109 @@ __device__ __forceinline__ void fence_accumulators(float* d) {
 }
 // --8<-- [end:wgmma_sync]
 
+// --8<-- [start:tma_3d]
+// A TMA copy from a 3-D tensor: the box at (c0, c1, c2), innermost coordinate first. The attention kernel
+// maps [batch x heads][seq][dim] this way, so that a tile running past the end of a sequence is
+// zero-filled instead of reading the next head's rows.
+__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];\n" ::"r"(smem_u32(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar))
+      : "memory");
+}
+// --8<-- [end:tma_3d]
+
+// --8<-- [start:descriptor_mn]
+// A wgmma descriptor for an "MN-major" bf16 operand written by TMA with the 128-byte swizzle: the rows of
+// the tile run along K and each holds 64 contiguous values along M or N (128 bytes), as a V tile stored
+// [key][dim] is for O += P V (K = keys, N = dim). The canonical layout is that of CUTLASS's
+// make_gmma_desc<Major::MN> for SW128: within a 64-wide panel, 8 rows of 128 bytes form a 1 KiB swizzle
+// atom and the next 8 rows along K start 1024 bytes later (stride byte offset); the next 64 values along
+// M/N are in the next panel, `panel_bytes` further on (leading byte offset). Stepping 16 rows along K adds
+// 16 x 128 = 2048 bytes to the start address. The instruction must set imm-trans for this operand.
+__device__ __forceinline__ uint64_t smem_desc_mn(const __nv_bfloat16* tile, unsigned panel_bytes) {
+  const uint64_t addr = smem_u32(tile);
+  return ((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>((panel_bytes >> 4) & 0x3FFF) << 16) |
+         (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
+}
+// --8<-- [end:descriptor_mn]
+
+// --8<-- [start:wgmma_rs]
+// D (64 x 128, fp32: 64 registers per thread) = A (64 x 16) * B (128 x 16)^T, + D when `accumulate`: the
+// same instruction as wgmma_64x128x16, with scale-d a run-time predicate so that the first k-step of a
+// product overwrites D instead of adding to it (no zeroing of the accumulators before each product).
+__device__ __forceinline__ void wgmma_64x128x16_ss(float* d, uint64_t desc_a, uint64_t desc_b, bool accumulate) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n"  // A, B not negated; both K-major
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)));
+}
+
+// D (64 x N, fp32: N / 2 registers per thread) += A (64 x 16, bf16) * B (16 x N). A comes from registers,
+// 4 per thread in mma.sync's A-fragment layout (warp w: rows 16w + l/4 and + 8, columns 2(l%4), +1, +8,
+// +9); B from shared memory, N-major (imm-trans-b = 1): its 16 rows of k each hold N contiguous values,
+// as V's rows hold the head dimension. N = 64 or 128.
+template <int N>
+__device__ __forceinline__ void wgmma_64xNx16_rs(float* d, const unsigned* a, uint64_t desc_b);
+template <>
+__device__ __forceinline__ void wgmma_64xNx16_rs<128>(float* d, const unsigned* a, uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, 1, 0;\n"  // scale-d = true: D += A B
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n"  // not negated; B transposed (N-major)
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+}
+template <>
+__device__ __forceinline__ void wgmma_64xNx16_rs<64>(float* d, const unsigned* a, uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, 1, 0;\n"  // scale-d = true: D += A B
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n"  // not negated; B transposed (N-major)
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+}
+// --8<-- [end:wgmma_rs]
+
 // 128-byte-swizzled tiles must start on a 1 KiB boundary (the swizzle pattern repeats every 1 KiB).
 template <typename T = __nv_bfloat16>
 __device__ __forceinline__ T* align_1k(unsigned char* p) {
@@ -303,6 +410,31 @@ inline CUtensorMap make_kmajor_map(const __nv_bfloat16* ptr, int rows, int K, in
                             kSwizzleElems, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 // --8<-- [end:tensor_map]
+
+// --8<-- [start:tensor_map_3d]
+// A TMA descriptor for a bf16 tensor of `outer` matrices of rows x cols, row-major and packed (the
+// attention layout: outer = batch x heads, rows = seq, cols = head dim), copied in boxes of box_rows x 64
+// columns of one matrix with the 128-byte swizzle. Rows past a matrix's end read as zero. cols must be a
+// multiple of 8 (16-byte row strides).
+inline CUtensorMap make_kmajor_map_3d(const __nv_bfloat16* ptr, int outer, int rows, int cols, int box_rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(outer)};  // innermost first
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(cols) * sizeof(__nv_bfloat16),
+                                 static_cast<cuuint64_t>(rows) * cols * sizeof(__nv_bfloat16)};  // bytes
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(kSwizzleElems), static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = get_encode()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<__nv_bfloat16*>(ptr), dims,
+                                  strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "error: cuTensorMapEncodeTiled failed (%d)\n", static_cast<int>(r));
+    std::exit(course::kExitFail);
+  }
+  return map;
+}
+// --8<-- [end:tensor_map_3d]
 
 // Which code did the driver load? A program that includes this header is built for several targets (the
 // harness adds sm_75 to sm_100 beside the page's sm_90a). In the course's recorded runs on H100 and H200, a

@@ -1,0 +1,496 @@
+// flash_hopper.cu: fused attention forward for Hopper (sm_90a), O = softmax(scale * Q K^T + mask) V
+// and each row's logsumexp, built on TMA, mbarriers and wgmma: the first two steps of FlashAttention-3
+// (warp specialisation, and the softmax overlapped with the tensor cores), checked against the chapter's
+// float64 reference and timed on the chapter's benchmark.
+//
+// Taught in docs/attention/hopper.md, after docs/attention/flash-forward.md (the mma.sync kernels, v1 to
+// v3) and docs/fast-matmul-fft/hopper-gemm.md (TMA, mbarriers, wgmma, setmaxnreg). Layout and masks as
+// in attention_common.cuh: bf16 Q, K, V, O of [batch][heads][seq][dim], dim 64 or 128, key padding per
+// batch entry, optional causal mask; a fully masked row gets zeros and logsumexp +inf.
+//   v4 plain     one block = 128 query rows: a producer warpgroup (one thread issuing TMA) and two
+//                consumer warpgroups of 64 rows; K and V tiles of 128 keys in a 2-stage ring; per tile
+//                S = Q K^T (wgmma, both operands in shared memory), softmax in registers, O += P V
+//                (wgmma with P from registers)
+//   v4 overlap   the same, software-pipelined inside each warpgroup: S of tile n+1 is issued before
+//                P V of tile n, and the softmax of tile n+1 runs while P V of tile n is on the tensor cores
+//   v4 ping-pong the overlapped loop, and the two consumer warpgroups take turns issuing their wgmma
+//                (named barriers), so that one's softmax runs while the other's products do
+// Build: nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o build/attention/flash_hopper kernels/attention/flash_hopper.cu
+// Run:   ./build/attention/flash_hopper --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
+//        ./build/attention/flash_hopper --bench     (b4 h16 s4096 d128, causal and not)
+// It runs only on compute capability 9.0 (H100, H200) and waives itself elsewhere: wgmma and setmaxnreg
+// are sm_90a instructions. The device code exists only in the compute_90a pass, so the file also builds
+// for sm_75 to sm_100, where the kernels are empty stubs that main never launches.
+//
+// course: gpu
+// course: nvcc-flags -gencode=arch=compute_90a,code=sm_90a
+// course: run --batch 3 --heads 2 --seq 77 --dim 128 --causal --padding
+// course: run --batch 3 --heads 2 --seq 1000 --dim 128 --padding
+// course: run --batch 2 --heads 3 --seq 1 --dim 128 --causal
+// course: run --batch 3 --heads 2 --seq 333 --dim 64 --causal --padding
+// course: run --batch 2 --heads 2 --seq 1000 --dim 64
+// course: run --batch 1 --heads 2 --seq 4097 --dim 128 --causal
+// course: run --batch 2 --heads 1 --seq 4097 --dim 128
+// course: bench --bench
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <string>
+
+#include "../common/hopper.cuh"
+#include "attention_common.cuh"
+#include "flash_fwd.cuh"  // flash::fast_exp2, flash::pack_bf16, kLog2e, kLn2, and (through it) the -inf rules
+
+// CPU reference: attn::reference_row (attention_common.cuh), float64 from the bf16 inputs.
+
+using bf16 = __nv_bfloat16;
+
+// --8<-- [start:sizes]
+// A block owns 128 query rows: consumer warpgroup w (0 or 1) computes rows 64w..64w+63, the m = 64
+// of one wgmma. K and V stream past in tiles of 128 keys, two stages each. Every tile (Q, a K stage, a
+// V stage) is 128 rows x D, stored by TMA as D / 64 panels of 128 rows x 64 columns: 64 bf16 = 128 bytes
+// is the widest row the 128-byte swizzle takes.
+constexpr int kBlockM = 128, kBlockN = 128, kStages = 2, kConsumers = 2, kThreads = (kConsumers + 1) * 128;
+template <int D>
+constexpr int kTileElems = 128 * D;
+template <int D>  // Q + 2 stages of K + 2 of V, + 1 KiB: swizzled tiles start on a 1 KiB boundary
+constexpr size_t kSmemBytes = (1 + 2 * kStages) * kTileElems<D> * sizeof(bf16) + 1024;
+// Registers per thread after setmaxnreg: 128 x 40 + 256 x 232 = 64512 of the SM's 65536 (gemm_hopper.cu's
+// split). A consumer thread holds S (64 fp32), O (D / 2 fp32) and P (32 registers of bf16 pairs).
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+static_assert(128 * kProducerRegs + kConsumers * 128 * kConsumerRegs <= 65536, "more registers than an SM has");
+// --8<-- [end:sizes]
+
+enum class Schedule { kPlain, kOverlap, kPingPong };
+
+struct Params {
+  bf16* o;
+  float* lse;          // natural-log logsumexp of each row's scaled scores, +inf for a fully masked row
+  const int* key_len;  // per batch entry
+  int heads, seq, bh_count, q_tiles;
+  float scale_log2;    // scale * log2(e): the scores go straight into exp2
+  bool causal;
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+using namespace course::hopper;
+using flash::fast_exp2;
+using flash::kLn2;
+using flash::pack_bf16;
+
+constexpr int kPanelCols = kSwizzleElems, kPanelElems = 128 * kPanelCols;  // one 128 x 64 panel: 16 KiB
+
+__device__ __forceinline__ void fence_registers(unsigned* r, int n) {  // see fence_accumulators
+#pragma unroll
+  for (int i = 0; i < n; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
+
+// --8<-- [start:consumer]
+// One consumer warpgroup: 64 query rows (rows row0 + 64 cw ...) against the block's n_tiles K/V tiles.
+// Thread layout of every 64 x N wgmma accumulator (mma.sync's, repeated): warp w holds rows 16w..16w+15;
+// for each 8-column block j, lane l holds row l/4 columns 8j + 2(l%4) and +1 in d[4j], d[4j+1], and the
+// same columns 8 rows down in d[4j+2], d[4j+3].
+template <int D, Schedule kSchedule>
+__device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const bf16* sK, const bf16* sV,
+                                        uint64_t* q_full, uint64_t* k_full, uint64_t* k_empty, uint64_t* v_full,
+                                        uint64_t* v_empty, int cw, int row0, int bh, int key_len, int n_tiles) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int r_lo = row0 + cw * 64 + warp * 16 + g, r_hi = r_lo + 8;  // the two rows this thread holds
+  const int wg_row0 = row0 + cw * 64;                                 // this warpgroup's first row
+  float s[64];      // S (then P in fp32): 64 x 128 fp32
+  float o[D / 2];   // O: 64 x D fp32
+  unsigned pf[32];  // P in bf16, the A operand of O += P V: 8 k-steps of 16 keys x 4 registers
+  float m[2] = {SOFTMAX_NEG_INF, SOFTMAX_NEG_INF};  // running maxima of rows r_lo, r_hi (log2 units)
+  float l[2] = {0.0f, 0.0f};        // this thread's part of the running sums
+  float alpha[2] = {1.0f, 1.0f};    // the rescale the next P V needs first
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+
+  // S = Q K^T for stage `st`: D / 16 wgmma of k = 16, the first one overwriting S (scale-d 0).
+  auto issue_s = [&](int st) {
+    const bf16* q = sQ + cw * 64 * kPanelCols;  // this warpgroup's 64 rows: 8 KiB into each Q panel
+    const bf16* k = sK + st * kTileElems<D>;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const int off = (kk / 4) * kPanelElems + (kk % 4) * 16;  // panel, then +32 bytes inside the rows
+      wgmma_64x128x16_ss(s, smem_desc(q + off), smem_desc(k + off), kk > 0);
+    }
+    wgmma_commit();
+  };
+  // O += P V for stage `st`: 8 wgmma of k = 16 keys, A = P from registers, B = V (N-major, see below).
+  auto issue_pv = [&](int st) {
+    const bf16* v = sV + st * kTileElems<D>;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk)
+      wgmma_64xNx16_rs<D>(o, &pf[4 * kk], smem_desc_mn(v + kk * 16 * kPanelCols, kPanelElems * sizeof(bf16)));
+    wgmma_commit();
+  };
+  // This warp no longer reads stage `st` of a ring: one arrival per consumer warp.
+  auto release = [&](uint64_t* empty) {
+    if (lane == 0) mbar_arrive(empty);
+  };
+  // The online softmax of tile n, in place: S becomes P = exp2(S * scale_log2 - m) in fp32; m, l and
+  // alpha (the factor O must be multiplied by before this tile's P V) are updated. The maximum is taken
+  // over the raw scores (the scale is positive, so it commutes with max) and the scale is folded into
+  // one fused multiply-add per score: exp2(fma(s, scale_log2, -m)).
+  auto softmax = [&](int n) {
+    const int j0 = n * kBlockN;
+    // Only tiles that cross the padding or the diagonal need the per-element test.
+    const bool needs_mask = j0 + kBlockN > key_len || (p.causal && j0 + kBlockN - 1 > wg_row0);
+    float mx[2] = {SOFTMAX_NEG_INF, SOFTMAX_NEG_INF};
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = e < 2 ? r_lo : r_hi, key = j0 + 8 * j + 2 * t + (e & 1);
+        if (needs_mask && (key >= key_len || (p.causal && key > row))) s[4 * j + e] = SOFTMAX_NEG_INF;
+        mx[e / 2] = fmaxf(mx[e / 2], s[4 * j + e]);
+      }
+    }
+    float neg_base[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // the four lanes of a quad hold the same two rows
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+      const float m_new = fmaxf(m[h], mx[h] * p.scale_log2);  // -inf stays -inf
+      neg_base[h] = -softmax_base(m_new);           // the -inf rule: nothing unmasked yet -> base 0
+      alpha[h] = fast_exp2(m[h] + neg_base[h]);     // rescales what was accumulated at the old maximum
+      m[h] = m_new;
+    }
+    float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      s[i] = fast_exp2(fmaf(s[i], p.scale_log2, neg_base[(i / 2) % 2]));  // masked: exp2(-inf) = 0
+      sum[(i / 2) % 2] += s[i];
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) l[h] = l[h] * alpha[h] + sum[h];
+  };
+  auto rescale_o = [&] {
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i / 2) % 2];
+  };
+  // P to bf16 in the A-operand layout: the accumulator registers of two neighbouring 8-key blocks are,
+  // element for element, the A fragment of one 16-key k-step (rows l/4 and +8, keys 2(l%4), +1, +8, +9).
+  auto convert_p = [&] {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) pf[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+  };
+  // Ping-pong: warpgroup cw may issue its wgmma once the other has issued theirs. Named barrier 1 + cw
+  // counts 256 threads: this warpgroup's 128 waiting and the other's 128 arriving.
+  auto turn_begin = [&] {
+    if constexpr (kSchedule == Schedule::kPingPong)
+      asm volatile("bar.sync %0, 256;\n" ::"r"(1 + cw) : "memory");
+  };
+  auto turn_end = [&](bool last) {  // warpgroup 1's last turn has no one to hand over to
+    if constexpr (kSchedule == Schedule::kPingPong)
+      if (!(cw == 1 && last)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - cw) : "memory");
+  };
+
+  if (n_tiles > 0) {
+    mbar_wait(q_full, 0);
+    if constexpr (kSchedule == Schedule::kPingPong)  // warpgroup 0 takes the first turn
+      if (cw == 1) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+  }
+  if constexpr (kSchedule == Schedule::kPlain) {
+    for (int n = 0; n < n_tiles; ++n) {
+      const int st = n % kStages;
+      const unsigned phase = (n / kStages) & 1;
+      mbar_wait(&k_full[st], phase);
+      issue_s(st);
+      wgmma_wait<0>();
+      fence_accumulators<64>(s);
+      release(&k_empty[st]);
+      softmax(n);
+      rescale_o();
+      convert_p();
+      mbar_wait(&v_full[st], phase);
+      issue_pv(st);
+      wgmma_wait<0>();
+      fence_accumulators<D / 2>(o);
+      fence_registers(pf, 32);
+      release(&v_empty[st]);
+    }
+  } else if (n_tiles > 0) {
+    // --8<-- [start:overlap]
+    // Tile 0's scores first; then for each next tile n: issue S_n, rescale O, issue O += P_{n-1} V_{n-1},
+    // and compute tile n's softmax while that product runs. P_{n-1} is still being read by the tensor
+    // cores until the second wait, so the new P goes to the bf16 registers only after it.
+    turn_begin();
+    mbar_wait(&k_full[0], 0);
+    issue_s(0);
+    turn_end(n_tiles == 1);
+    wgmma_wait<0>();
+    fence_accumulators<64>(s);
+    release(&k_empty[0]);
+    softmax(0);
+    convert_p();
+    for (int n = 1; n < n_tiles; ++n) {
+      const int st = n % kStages, prev = (n - 1) % kStages;
+      turn_begin();
+      mbar_wait(&k_full[st], (n / kStages) & 1);
+      issue_s(st);
+      rescale_o();  // O holds every tile before n - 1, at the maximum before tile n - 1's
+      mbar_wait(&v_full[prev], ((n - 1) / kStages) & 1);
+      issue_pv(prev);
+      turn_end(n == n_tiles - 1);
+      wgmma_wait<1>();  // S_n is done (P_{n-1} V_{n-1} may still run)
+      fence_accumulators<64>(s);
+      release(&k_empty[st]);
+      softmax(n);
+      wgmma_wait<0>();  // P_{n-1} V_{n-1} is done: its V stage and the bf16 P registers are free
+      fence_accumulators<D / 2>(o);
+      fence_registers(pf, 32);
+      release(&v_empty[prev]);
+      convert_p();
+    }
+    const int last = (n_tiles - 1) % kStages;
+    rescale_o();
+    mbar_wait(&v_full[last], ((n_tiles - 1) / kStages) & 1);
+    issue_pv(last);
+    wgmma_wait<0>();
+    fence_accumulators<D / 2>(o);
+    fence_registers(pf, 32);
+    release(&v_empty[last]);
+    // --8<-- [end:overlap]
+  }
+
+  // The output is divided by the row sum once, here. Rows past the sequence are not stored.
+  float inv[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+    inv[h] = softmax_inv_sum(l[h]);  // fully masked row: l == 0, output zeros
+  }
+  bf16* out = p.o + 1LL * bh * p.seq * D;
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    const int c = 8 * j + 2 * t;
+    if (r_lo < p.seq) *reinterpret_cast<unsigned*>(out + 1LL * r_lo * D + c) = pack_bf16(o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
+    if (r_hi < p.seq) *reinterpret_cast<unsigned*>(out + 1LL * r_hi * D + c) = pack_bf16(o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
+  }
+  if (t == 0) {
+    if (r_lo < p.seq) p.lse[1LL * bh * p.seq + r_lo] = l[0] == 0.0f ? INFINITY : (m[0] + log2f(l[0])) * kLn2;
+    if (r_hi < p.seq) p.lse[1LL * bh * p.seq + r_hi] = l[1] == 0.0f ? INFINITY : (m[1] + log2f(l[1])) * kLn2;
+  }
+}
+// --8<-- [end:consumer]
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// --8<-- [start:kernel]
+// One block per (128-row query tile, batch x head). Block b takes query tile q_tiles - 1 - b / bh_count:
+// every head's last tiles first, which under a causal mask are the longest, so that the short ones fill
+// the gaps at the end. The producer warpgroup gives its registers to the consumers; one of its threads
+// loads Q once and then walks the K and V tiles through the ring: wait until a stage is empty, announce
+// its bytes on the stage's full barrier, issue the copies. TMA zero-fills rows past the sequence.
+template <int D, Schedule kSchedule>
+__global__ void __launch_bounds__(kThreads, 1)
+    flash_fwd_hopper(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+                     const __grid_constant__ CUtensorMap tm_v, const Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char smem_raw[];
+  bf16* sQ = align_1k(smem_raw);
+  bf16* sK = sQ + kTileElems<D>;            // kStages tiles
+  bf16* sV = sK + kStages * kTileElems<D>;  // kStages tiles
+  __shared__ __align__(8) uint64_t q_full, k_full[kStages], k_empty[kStages], v_full[kStages], v_empty[kStages];
+
+  const int bh = blockIdx.x % p.bh_count;
+  const int row0 = (p.q_tiles - 1 - static_cast<int>(blockIdx.x) / p.bh_count) * kBlockM;
+  const int key_len = p.key_len[bh / p.heads];
+  const int kv_end = p.causal ? min(key_len, row0 + kBlockM) : key_len;  // no tile wholly above the diagonal
+  const int n_tiles = (kv_end + kBlockN - 1) / kBlockN;                   // 0 for an empty sequence
+  constexpr unsigned kTileBytes = kTileElems<D> * sizeof(bf16);
+
+  if (threadIdx.x == 0) {
+    mbar_init(&q_full, 1);
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&k_full[s], 1);  // the producer's arrive (+ the TMA bytes)
+      mbar_init(&v_full[s], 1);
+      mbar_init(&k_empty[s], kConsumers * 4);  // one arrive per consumer warp
+      mbar_init(&v_empty[s], kConsumers * 4);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x == 0 && n_tiles > 0) {
+      mbar_expect_bytes(&q_full, kTileBytes);
+      for (int c = 0; c < D; c += kPanelCols) tma_load_3d(sQ + c * 128, &tm_q, c, row0, bh, &q_full);
+      for (int n = 0; n < n_tiles; ++n) {
+        const int st = n % kStages;
+        const unsigned free_phase = ((n / kStages) & 1) ^ 1;  // passes at once in the first round
+        bf16* k = sK + st * kTileElems<D>;
+        bf16* v = sV + st * kTileElems<D>;
+        mbar_wait(&k_empty[st], free_phase);
+        mbar_expect_bytes(&k_full[st], kTileBytes);
+        for (int c = 0; c < D; c += kPanelCols) tma_load_3d(k + c * 128, &tm_k, c, n * kBlockN, bh, &k_full[st]);
+        mbar_wait(&v_empty[st], free_phase);
+        mbar_expect_bytes(&v_full[st], kTileBytes);
+        for (int c = 0; c < D; c += kPanelCols) tma_load_3d(v + c * 128, &tm_v, c, n * kBlockN, bh, &v_full[st]);
+      }
+    }
+  } else {
+    setmaxnreg_inc<kConsumerRegs>();
+    consume<D, kSchedule>(p, sQ, sK, sV, &q_full, k_full, k_empty, v_full, v_empty, wg - 1, row0, bh, key_len,
+                          n_tiles);
+  }
+#else
+  (void)tm_q, (void)tm_k, (void)tm_v, (void)p;
+#endif
+}
+// --8<-- [end:kernel]
+
+// --8<-- [start:launch]
+const char* impl_name(Schedule schedule) {
+  switch (schedule) {
+    case Schedule::kPlain: return "flash v4 wgmma+TMA (bf16, fp32 acc)";
+    case Schedule::kOverlap: return "flash v4 wgmma+TMA overlapped softmax (bf16, fp32 acc)";
+    default: return "flash v4 wgmma+TMA overlapped, ping-pong (bf16, fp32 acc)";
+  }
+}
+constexpr Schedule kSchedules[] = {Schedule::kPlain, Schedule::kOverlap, Schedule::kPingPong};
+
+struct DeviceBuffers {
+  bf16 *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
+  float* lse = nullptr;
+  int* key_len = nullptr;
+  double bytes = 0;  // everything allocated here: the fused kernel's whole footprint
+  CUtensorMap tm_q{}, tm_k{}, tm_v{};  // built once per problem, outside the timed launches
+};
+
+DeviceBuffers upload(const attn::Shape& s, const attn::Inputs& in) {
+  DeviceBuffers d;
+  const size_t n = s.elements() * sizeof(bf16);
+  CUDA_CHECK(cudaMalloc(&d.q, n));
+  CUDA_CHECK(cudaMalloc(&d.k, n));
+  CUDA_CHECK(cudaMalloc(&d.v, n));
+  CUDA_CHECK(cudaMalloc(&d.o, n));
+  CUDA_CHECK(cudaMalloc(&d.lse, s.rows() * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&d.key_len, s.batch * sizeof(int)));
+  d.bytes = 4.0 * n + s.rows() * sizeof(float) + s.batch * sizeof(int);
+  CUDA_CHECK(cudaMemcpy(d.q, in.qb.data(), n, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d.k, in.kb.data(), n, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d.v, in.vb.data(), n, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d.key_len, s.key_len.data(), s.batch * sizeof(int), cudaMemcpyHostToDevice));
+  const int bh = s.batch * s.heads;
+  d.tm_q = course::hopper::make_kmajor_map_3d(d.q, bh, s.seq, s.dim, kBlockM);
+  d.tm_k = course::hopper::make_kmajor_map_3d(d.k, bh, s.seq, s.dim, kBlockN);
+  d.tm_v = course::hopper::make_kmajor_map_3d(d.v, bh, s.seq, s.dim, kBlockN);
+  return d;
+}
+
+void release(DeviceBuffers& d) {
+  for (void* ptr : {static_cast<void*>(d.q), static_cast<void*>(d.k), static_cast<void*>(d.v),
+                    static_cast<void*>(d.o), static_cast<void*>(d.lse), static_cast<void*>(d.key_len)})
+    CUDA_CHECK(cudaFree(ptr));
+}
+
+// Shared memory beyond the default 48 KB: opt in once per kernel, outside any timing.
+template <int D>
+void opt_in() {
+  constexpr int smem = static_cast<int>(kSmemBytes<D>);
+  CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_hopper<D, Schedule::kPlain>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_hopper<D, Schedule::kOverlap>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_hopper<D, Schedule::kPingPong>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+}
+
+template <int D>
+void launch_d(Schedule schedule, const DeviceBuffers& d, const Params& p) {
+  const dim3 grid(p.q_tiles * p.bh_count), block(kThreads);
+  constexpr size_t smem = kSmemBytes<D>;
+  if (schedule == Schedule::kPlain)
+    flash_fwd_hopper<D, Schedule::kPlain><<<grid, block, smem>>>(d.tm_q, d.tm_k, d.tm_v, p);
+  else if (schedule == Schedule::kOverlap)
+    flash_fwd_hopper<D, Schedule::kOverlap><<<grid, block, smem>>>(d.tm_q, d.tm_k, d.tm_v, p);
+  else
+    flash_fwd_hopper<D, Schedule::kPingPong><<<grid, block, smem>>>(d.tm_q, d.tm_k, d.tm_v, p);
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch(Schedule schedule, const attn::Shape& s, const DeviceBuffers& d) {
+  const Params p{d.o, d.lse, d.key_len, s.heads, s.seq, s.batch * s.heads, course::ceil_div(s.seq, kBlockM),
+                 static_cast<float>(s.scale()) * flash::kLog2e, s.causal};
+  if (s.dim == 64) launch_d<64>(schedule, d, p);
+  else launch_d<128>(schedule, d, p);
+}
+// --8<-- [end:launch]
+
+// Poison, run, copy back, check the chosen rows against the float64 reference. P is rounded to bf16
+// before P V, as in flash_fwd.cu's tensor-core versions: the same tolerances.
+bool run_and_check(Schedule schedule, const attn::Shape& s, const attn::Inputs& in, const DeviceBuffers& d,
+                   const std::vector<long long>& rows) {
+  course::poison(d.o, s.elements() * sizeof(bf16));
+  course::poison(d.lse, s.rows() * sizeof(float));
+  launch(schedule, s, d);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<bf16> out(s.elements());
+  std::vector<float> lse(s.rows());
+  CUDA_CHECK(cudaMemcpy(out.data(), d.o, out.size() * sizeof(bf16), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(lse.data(), d.lse, lse.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  const char* variant = schedule == Schedule::kPlain ? "plain" : schedule == Schedule::kOverlap ? "overlap" : "pingpong";
+  bool padded = false;
+  for (int len : s.key_len) padded = padded || len < s.seq;
+  const std::string name = std::string("v4 ") + variant + " " + attn::case_name(s) + (padded ? " padded" : "");
+  return attn::check_forward(name.c_str(), s, in, out, lse, rows, attn::kRtol, attn::kAtolBf16P);
+}
+
+// Check every schedule on one shape, then (bench) time each: a wrong kernel gets no BENCH row.
+bool check_and_time(const attn::Shape& s, uint64_t seed, bool bench) {
+  const attn::Inputs in = attn::make_inputs(s, seed);
+  DeviceBuffers d = upload(s, in);
+  const std::vector<long long> rows = attn::rows_to_check(s);
+  bool ok = true;
+  for (Schedule schedule : kSchedules) {
+    const bool good = run_and_check(schedule, s, in, d, rows);
+    ok = good && ok;
+    if (!bench || !good) continue;
+    const double ms = course::time_kernel_ms([&] { launch(schedule, s, d); }, 2, 20);
+    // Bytes the operation must move: Q, K, V read once, O written once, the logsumexp written.
+    const double bytes = 4.0 * s.elements() * sizeof(bf16) + s.rows() * sizeof(float);
+    attn::print_bench_row(attn::case_name(s).c_str(), impl_name(schedule), ms, bytes, s.forward_flops(), s.seq, d.bytes);
+  }
+  release(d);
+  return ok;
+}
+
+int main(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  const int batch = static_cast<int>(args.get_int("--batch", 2, 1, 64));
+  const int heads = static_cast<int>(args.get_int("--heads", 3, 1, 64));
+  const int seq = static_cast<int>(args.get_int("--seq", 333, 1, 1 << 17));
+  const int dim = static_cast<int>(args.get_int("--dim", 128, 64, 128));
+  const bool causal = args.has("--causal");
+  const bool padding = args.has("--padding");
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2024, 0));
+  const bool bench = args.has("--bench");
+  args.finish();
+  if (dim != 64 && dim != 128) {
+    std::fprintf(stderr, "error: --dim must be 64 or 128, got %d\n", dim);
+    return course::kExitFail;
+  }
+  course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA");
+  course::hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
+  opt_in<64>();
+  opt_in<128>();
+
+  if (!bench) {
+    const attn::Shape s{batch, heads, seq, dim, causal, attn::key_lengths(batch, seq, padding)};
+    return check_and_time(s, seed, false) ? 0 : course::kExitFail;
+  }
+  // --8<-- [start:bench]
+  // The chapter's benchmark, the same cases as flash_fwd.cu and sdpa_torch.py: bf16, batch 4 x 16 heads,
+  // sequence 4096, head dimension 128, causal and not. Each timed kernel is first checked on sampled rows.
+  bool ok = true;
+  for (bool is_causal : {false, true}) {
+    const attn::Shape s{4, 16, 4096, 128, is_causal, attn::key_lengths(4, 4096, false)};
+    ok = check_and_time(s, seed, true) && ok;
+  }
+  // --8<-- [end:bench]
+  return ok ? 0 : course::kExitFail;
+}

@@ -1,6 +1,7 @@
 // attention_common.cuh: what every CUDA attention program of the chapter shares: the problem's
 // shape and masks, random inputs, the float64 reference (forward and backward), the checks and the
-// BENCH line. One reference for every kernel, so that the kernels are compared with one truth.
+// BENCH line, the command-line options and the device buffers of the inputs. One reference for every
+// kernel, so that the kernels are compared with one truth.
 //
 // Taught in docs/attention/arithmetic.md and docs/attention/three-kernels.md. Included by
 // attention_naive.cu, flash_fwd.cu and flash_bwd.cu. Layout everywhere: [batch][heads][seq][dim],
@@ -18,8 +19,11 @@
 #include <cuda_bf16.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "../common/course.cuh"
@@ -55,6 +59,72 @@ inline std::vector<int> key_lengths(int batch, int seq, bool padding) {
   return len;
 }
 
+inline Shape make_shape(int batch, int heads, int seq, int dim, bool causal, bool padding) {
+  return Shape{batch, heads, seq, dim, causal, key_lengths(batch, seq, padding)};
+}
+
+// The chapter's benchmark case, the same as sdpa_torch.py's: bf16, batch 4 x 16 heads, head
+// dimension 128, sequence 4096 unless another length is asked for (the memory sweeps).
+inline Shape bench_shape(bool causal, int seq = 4096) { return make_shape(4, 16, seq, 128, causal, false); }
+
+// " padded" when some batch entry has padding keys: part of the CHECK names.
+inline std::string padded_suffix(const Shape& s) {
+  return s.key_len[0] < s.seq || s.key_len[s.batch - 1] < s.seq ? " padded" : "";
+}
+
+// The options every CUDA program of the chapter takes: the shape to check (--batch, --heads, --seq,
+// --dim 64 or 128, --causal, --padding), --seed, and --bench for the benchmark cases instead.
+// Malformed or unknown options end the program with a usage line (exit 1), before any CUDA call.
+struct Options {
+  Shape shape;
+  uint64_t seed = 0;
+  bool bench = false;
+};
+
+inline Options parse_options(int argc, char** argv, int max_seq = 1 << 16) {
+  const course::Args args{argc, argv};
+  const int batch = static_cast<int>(args.get_int("--batch", 2, 1, 64));
+  const int heads = static_cast<int>(args.get_int("--heads", 3, 1, 64));
+  const int seq = static_cast<int>(args.get_int("--seq", 333, 1, max_seq));
+  const int dim = static_cast<int>(args.get_int("--dim", 128, 64, 128));
+  const bool causal = args.has("--causal");
+  const bool padding = args.has("--padding");
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2024, 0));
+  const bool bench = args.has("--bench");
+  args.finish();
+  if (dim != 64 && dim != 128) {
+    std::fprintf(stderr, "error: --dim must be 64 or 128, got %d\n", dim);
+    std::exit(course::kExitFail);
+  }
+  return Options{make_shape(batch, heads, seq, dim, causal, padding), seed, bench};
+}
+
+// Device memory: allocate, copy in, copy out, free a list of buffers.
+template <typename T>
+T* device_alloc(size_t count) {
+  T* ptr = nullptr;
+  CUDA_CHECK(cudaMalloc(&ptr, count * sizeof(T)));
+  return ptr;
+}
+
+template <typename T>
+T* to_device(const std::vector<T>& host) {
+  T* ptr = device_alloc<T>(host.size());
+  CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return ptr;
+}
+
+template <typename T>
+std::vector<T> to_host(const T* device, size_t count) {
+  std::vector<T> host(count);
+  CUDA_CHECK(cudaMemcpy(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+inline void device_free(std::initializer_list<const void*> buffers) {
+  for (const void* ptr : buffers) CUDA_CHECK(cudaFree(const_cast<void*>(ptr)));
+}
+
 // Random inputs, rounded to bf16 so that the reference sees exactly the values the GPU reads.
 // Q and K in [-2, 2] give scaled scores with a spread of a few units, so that the softmax is far
 // from uniform and the running maximum changes often; V in [-1, 1] bounds every output by 1.
@@ -83,6 +153,20 @@ inline Inputs make_inputs(const Shape& s, uint64_t seed) {
   round_to_bf16(in.k, in.kb);
   round_to_bf16(in.v, in.vb);
   return in;
+}
+
+// The inputs on the device: Q, K, V (bf16) and the key lengths, bytes() of device memory.
+struct DeviceInputs {
+  __nv_bfloat16 *q = nullptr, *k = nullptr, *v = nullptr;
+  int* key_len = nullptr;
+  double bytes = 0;
+  void release() const { device_free({q, k, v, key_len}); }
+};
+
+inline DeviceInputs upload(const Shape& s, const Inputs& in) {
+  DeviceInputs d{to_device(in.qb), to_device(in.kb), to_device(in.vb), to_device(s.key_len), 0};
+  d.bytes = 3.0 * s.elements() * sizeof(__nv_bfloat16) + s.batch * sizeof(int);
+  return d;
 }
 
 // --8<-- [start:reference]

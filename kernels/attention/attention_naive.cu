@@ -49,28 +49,24 @@ __global__ void to_bf16(const float* __restrict__ in, bf16* __restrict__ out, lo
 // --8<-- [end:glue]
 
 struct Buffers {
-  bf16 *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
+  attn::DeviceInputs in;
+  bf16* o = nullptr;
   float *scores = nullptr, *probs = nullptr;  // seq x seq per (batch, head), fp32
   bf16* probs_bf16 = nullptr;                 // reuses the scores' memory (they are dead by then)
-  int* key_len = nullptr;
   double bytes = 0, score_bytes = 0;
 };
 
-// Allocates everything; returns false (and frees what it got) when the device memory runs out.
-bool allocate(const attn::Shape& s, Buffers& d) {
-  const size_t n = s.elements() * sizeof(bf16);
+// Allocates the two score matrices; returns false (and frees what it got) when the device memory
+// runs out. The caller generates and uploads the inputs only after this succeeded: at the largest
+// lengths they are gigabytes of host memory, wasted when the scores cannot fit.
+bool allocate_scores(const attn::Shape& s, Buffers& d) {
   const size_t score_elems = static_cast<size_t>(s.batch) * s.heads * s.seq * s.seq;
   d.score_bytes = 2.0 * score_elems * sizeof(float);
-  d.bytes = 4.0 * n + d.score_bytes + s.batch * sizeof(int);
-  void** slots[] = {reinterpret_cast<void**>(&d.q), reinterpret_cast<void**>(&d.k), reinterpret_cast<void**>(&d.v),
-                    reinterpret_cast<void**>(&d.o), reinterpret_cast<void**>(&d.scores),
-                    reinterpret_cast<void**>(&d.probs), reinterpret_cast<void**>(&d.key_len)};
-  const size_t sizes[] = {n, n, n, n, score_elems * sizeof(float), score_elems * sizeof(float), s.batch * sizeof(int)};
-  for (int i = 0; i < 7; ++i) {
-    const cudaError_t err = cudaMalloc(slots[i], sizes[i]);
+  for (float** slot : {&d.scores, &d.probs}) {
+    const cudaError_t err = cudaMalloc(slot, score_elems * sizeof(float));
     if (err == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();  // clear it: running out is an answer here, not a failure
-      for (int j = 0; j < i; ++j) CUDA_CHECK(cudaFree(*slots[j]));
+      if (slot == &d.probs) CUDA_CHECK(cudaFree(d.scores));
       return false;
     }
     CUDA_CHECK(err);
@@ -79,10 +75,9 @@ bool allocate(const attn::Shape& s, Buffers& d) {
   return true;
 }
 
-void release(Buffers& d) {
-  for (void* p : {static_cast<void*>(d.q), static_cast<void*>(d.k), static_cast<void*>(d.v), static_cast<void*>(d.o),
-                  static_cast<void*>(d.scores), static_cast<void*>(d.probs), static_cast<void*>(d.key_len)})
-    CUDA_CHECK(cudaFree(p));
+void release(const Buffers& d) {
+  d.in.release();
+  attn::device_free({d.o, d.scores, d.probs});
 }
 
 // --8<-- [start:launch]
@@ -92,19 +87,19 @@ void release(Buffers& d) {
 void attention_naive(cublasHandle_t handle, const attn::Shape& s, const Buffers& d) {
   const long long bh = 1LL * s.batch * s.heads, head = 1LL * s.seq * s.dim, square = 1LL * s.seq * s.seq;
   const float scale = static_cast<float>(s.scale()), one = 1.0f, zero = 0.0f;
-  CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, s.seq, s.seq, s.dim, &scale, d.k,
-                                          CUDA_R_16BF, s.dim, head, d.q, CUDA_R_16BF, s.dim, head, &zero, d.scores,
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, s.seq, s.seq, s.dim, &scale, d.in.k,
+                                          CUDA_R_16BF, s.dim, head, d.in.q, CUDA_R_16BF, s.dim, head, &zero, d.scores,
                                           CUDA_R_32F, s.seq, square, static_cast<int>(bh), CUBLAS_COMPUTE_32F,
                                           CUBLAS_GEMM_DEFAULT));
   const long long total = bh * square;
-  apply_mask<<<4096, 256>>>(d.scores, d.key_len, s.heads, s.seq, s.causal, total);
+  apply_mask<<<4096, 256>>>(d.scores, d.in.key_len, s.heads, s.seq, s.causal, total);
   CUDA_CHECK_LAUNCH();
   softmax_block<<<static_cast<unsigned>(bh * s.seq), 256>>>(d.scores, d.probs, static_cast<int>(bh * s.seq), s.seq);
   CUDA_CHECK_LAUNCH();
   to_bf16<<<4096, 256>>>(d.probs, d.probs_bf16, total);
   CUDA_CHECK_LAUNCH();
   // Row-major O = P V is column-major O^T = V^T P^T: A = V^T (column-major view of V), B = P^T.
-  CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, s.dim, s.seq, s.seq, &one, d.v,
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, s.dim, s.seq, s.seq, &one, d.in.v,
                                           CUDA_R_16BF, s.dim, head, d.probs_bf16, CUDA_R_16BF, s.seq, square, &zero,
                                           d.o, CUDA_R_16BF, s.dim, head, static_cast<int>(bh), CUBLAS_COMPUTE_32F,
                                           CUBLAS_GEMM_DEFAULT));
@@ -117,7 +112,7 @@ constexpr const char* kImpl = "three kernels: cuBLAS + course softmax (bf16, fp3
 // sets out_of_memory (and checks nothing) when the score matrices do not fit.
 bool check_and_time(cublasHandle_t handle, const attn::Shape& s, uint64_t seed, int repeats, bool& out_of_memory) {
   Buffers d;
-  out_of_memory = !allocate(s, d);
+  out_of_memory = !allocate_scores(s, d);
   if (out_of_memory) {
     std::printf("MEMORY %s: the two score matrices need %.0f bytes: out of device memory\n",
                 attn::case_name(s).c_str(), d.score_bytes);
@@ -125,17 +120,15 @@ bool check_and_time(cublasHandle_t handle, const attn::Shape& s, uint64_t seed, 
   }
   const attn::Inputs in = attn::make_inputs(s, seed);
   const size_t n = s.elements() * sizeof(bf16);
-  CUDA_CHECK(cudaMemcpy(d.q, in.qb.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d.k, in.kb.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d.v, in.vb.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d.key_len, s.key_len.data(), s.batch * sizeof(int), cudaMemcpyHostToDevice));
+  d.in = attn::upload(s, in);
+  d.o = attn::device_alloc<bf16>(s.elements());
+  d.bytes = d.in.bytes + n + d.score_bytes;
   course::poison(d.o, n);
   course::poison(d.scores, d.score_bytes / 2);
   course::poison(d.probs, d.score_bytes / 2);
   attention_naive(handle, s, d);
   CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<bf16> out(s.elements());
-  CUDA_CHECK(cudaMemcpy(out.data(), d.o, n, cudaMemcpyDeviceToHost));
+  const std::vector<bf16> out = attn::to_host(d.o, s.elements());
   std::printf("MEMORY %s: score matrices %.0f bytes (fp32 S and P), inputs and output %.0f bytes\n",
               attn::case_name(s).c_str(), d.score_bytes, 4.0 * n);
   // P is rounded to bf16 before P V, as in the fused tensor-core kernels: the same tolerances.
@@ -151,37 +144,19 @@ bool check_and_time(cublasHandle_t handle, const attn::Shape& s, uint64_t seed, 
 }
 
 int main(int argc, char** argv) {
-  const course::Args args{argc, argv};
-  const int batch = static_cast<int>(args.get_int("--batch", 2, 1, 64));
-  const int heads = static_cast<int>(args.get_int("--heads", 3, 1, 64));
-  const int seq = static_cast<int>(args.get_int("--seq", 333, 1, 1 << 16));
-  const int dim = static_cast<int>(args.get_int("--dim", 128, 64, 128));
-  const bool causal = args.has("--causal");
-  const bool padding = args.has("--padding");
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2024, 0));
-  const bool bench = args.has("--bench");
-  args.finish();
-  if (dim != 64 && dim != 128) {
-    std::fprintf(stderr, "error: --dim must be 64 or 128, got %d\n", dim);
-    return course::kExitFail;
-  }
+  const attn::Options opt = attn::parse_options(argc, argv);
   course::require_compute_capability(8, 0, "bf16 GEMMs on tensor cores");
   cublasHandle_t handle;
   CUBLAS_CHECK(cublasCreate(&handle));
   bool ok = true, oom = false;
-  if (!bench) {
-    const attn::Shape s{batch, heads, seq, dim, causal, attn::key_lengths(batch, seq, padding)};
-    ok = check_and_time(handle, s, seed, 0, oom);
+  if (!opt.bench) {
+    ok = check_and_time(handle, opt.shape, opt.seed, 0, oom);
     if (oom) ok = false;  // the checked sizes are small: running out here is a failure
   } else {
-    for (bool is_causal : {false, true}) {
-      const attn::Shape s{4, 16, 4096, 128, is_causal, attn::key_lengths(4, 4096, false)};
-      ok = check_and_time(handle, s, seed, 10, oom) && ok && !oom;
-    }
+    for (bool is_causal : {false, true}) ok = check_and_time(handle, attn::bench_shape(is_causal), opt.seed, 10, oom) && ok && !oom;
     // Memory at growing sequence lengths, until the score matrices no longer fit.
     for (int n : {1024, 2048, 8192, 16384, 32768}) {
-      const attn::Shape s{4, 16, n, 128, false, attn::key_lengths(4, n, false)};
-      ok = check_and_time(handle, s, seed, 5, oom) && ok;
+      ok = check_and_time(handle, attn::bench_shape(false, n), opt.seed, 5, oom) && ok;
       if (oom) break;
     }
   }

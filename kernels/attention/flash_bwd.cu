@@ -2,17 +2,21 @@
 // forward's output O and the logsumexp it saved, recomputing P tile by tile instead of storing it.
 // Checked against a float64 reference; timed on the chapter's benchmark.
 //
-// Taught in docs/attention/backward.md. One configuration: bf16 Q, K, V, O, dO in, fp32 arithmetic,
-// fp32 dQ, dK, dV out, head dimension 64 or 128, causal and key-padding masks. Three kernels:
+// Taught in docs/attention/backward.md. bf16 Q, K, V, O, dO in, head dimension 64 or 128, causal and
+// key-padding masks. Two versions, both after one kernel for delta:
 //   bwd_delta  delta_i = rowsum(dO_i o O_i), one warp per row
+// Version 1, FP32 arithmetic, fp32 dQ, dK, dV out (the algorithm, without tensor cores):
 //   bwd_dkdv   one warp per key j: loops over the query rows that see it, accumulates dK_j and dV_j
-//   bwd_dq     one warp per query row i: loops over its keys, accumulates dQ_i
-// (FlashAttention-2 computes dQ inside the dK/dV loop with atomic adds; two loops recompute P
-// once more but need no atomics. Neither uses tensor cores here: this is the algorithm, in FP32.)
+//   bwd_dq     one warp per query row i: loops over its keys, accumulates dQ_i (no atomics: P and dP
+//              are recomputed once more instead)
+// Version 2, tensor cores (mma.sync m16n8k16, bf16 in, fp32 accumulate), bf16 dQ, dK, dV out:
+//   bwd_v2     FlashAttention-2's loop: one block per 128 keys, dK and dV in registers, dQ added to
+//              an fp32 buffer with atomicAdd; bwd_dq_convert scales and rounds it to bf16
 // Build: nvcc -std=c++17 -O3 -arch=native -o build/attention/flash_bwd kernels/attention/flash_bwd.cu
 // Run:   ./build/attention/flash_bwd --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
 //        ./build/attention/flash_bwd --bench
-// Needs compute capability 8.0 (the forward pass it runs first uses mma.sync).
+// Needs compute capability 8.0 (bf16 mma.sync, ldmatrix and cp.async, in the forward pass it runs first
+// and in version 2).
 //
 // course: gpu
 // course: run --batch 3 --heads 2 --seq 127 --dim 64 --padding
@@ -36,13 +40,23 @@ using flash::bf16;
 // dQ_i = scale * sum_j dS_ij k_j carries delta's error times scale * |sum_j P_ij k_j| <= 0.18:
 // about 4e-3. atol 2^-6 leaves a factor of four. rtol 2^-7 as in the forward.
 constexpr double kAtolDv = 0x1p-10, kAtolDqDk = 0x1p-6;
+// Version 2 also rounds P (for dV) and dS (for dQ, dK) to bf16 before its products, and its outputs.
+// The outputs' rounding is relative (2^-8, within rtol). bf16 P moves each term P_ij dO_i of dV_j by
+// up to 2^-8 of itself: at most 2^-8 times the column sum of P, which is about 1 on average but
+// several units for the first keys under a causal mask (every row sees them): atol 2^-6. bf16 dS
+// adds, in dQ and dK, 2^-8 of terms that are each smaller than the delta error above, with
+// independent signs: the same 2^-6.
+constexpr double kAtolV2Dv = 0x1p-6, kAtolV2DqDk = 0x1p-6;
 // --8<-- [end:tolerances]
 
 struct BwdParams {
   const bf16 *q, *k, *v, *o, *d_out;
   const float* lse;  // from the forward, natural log, +inf for a fully masked row
   const int* key_len;
-  float *delta, *dq, *dk, *dv;
+  float* delta;                      // rowsum(dO o O), from bwd_delta
+  float *dq, *dk, *dv;               // version 1's outputs (fp32)
+  bf16 *dq_bf16, *dk_bf16, *dv_bf16;  // version 2's outputs (bf16, as PyTorch's)
+  float* dq_accum;                   // version 2's fp32 sum of dQ over key tiles
   int heads, seq;
   float scale;
   bool causal;
@@ -163,25 +177,316 @@ __global__ void __launch_bounds__(kWarps * 32) bwd_dq(BwdParams p) {
 }
 // --8<-- [end:dq]
 
+
+// ---------------------------------------------------------------------------------------------
+// v2: the same algorithm on tensor cores (mma.sync m16n8k16, bf16 in, fp32 accumulate), as
+// FlashAttention-2 does it: one block per tile of kV2Keys keys, K_j and V_j in shared memory for the
+// whole loop, dK_j and dV_j accumulated in registers, the query rows streamed by tiles of kV2Rows.
+// dQ is summed over key tiles by different blocks: each adds its part to an fp32 buffer with
+// atomicAdd, and a last small kernel scales and rounds it to bf16. Gradients out in bf16, as PyTorch's.
+
+// --8<-- [start:v2_layout]
+// Warp w owns keys 16w .. 16w + 15 of the block's tile: its S^T, P^T, dP^T, dS^T are 16 keys x
+// kV2Rows queries, held in mma accumulators. Shared rows are padded by 8 bf16, as in the forward
+// (ldmatrix's 8 rows then start in different banks).
+constexpr int kV2Warps = 8, kV2Keys = 16 * kV2Warps, kV2Rows = 64;
 template <int D>
-void backward_d(const BwdParams& p, int batch) {
+struct BwdSmem {
+  static constexpr int kStride = D + 8, kDsStride = kV2Rows + 8;
+  bf16 k[kV2Keys][kStride], v[kV2Keys][kStride];   // this block's keys, loaded once
+  bf16 q[kV2Rows][kStride], d_out[kV2Rows][kStride];  // the current query tile
+  bf16 ds[kV2Keys][kDsStride];                        // dS^T of the tile, [key][query], for dQ = dS K
+  float lse_log2[kV2Rows], delta[kV2Rows];
+};
+// --8<-- [end:v2_layout]
+
+// --8<-- [start:fragments]
+// The four ways the backward feeds mma.sync from shared memory, for a 16 x 16 operand at (r0, c0) of
+// a row-major tile X (the m16n8k16 fragment layouts are in flash_fwd.cuh's mma_bf16_16816):
+//   a_rows   A = X[r0.., c0..] as stored (rows are A's rows)               ldmatrix
+//   a_cols   A = X^T: A's rows are X's columns c0.., its k index X's rows  ldmatrix .trans
+//   b_rows   B^T stored: X's rows r0.. are B's columns n (16 of them: two n-tiles), its columns B's k
+//   b_cols   B stored: X's rows r0.. are B's k, its columns c0.. B's n (two n-tiles)   .trans
+// b_* fill f[0], f[1] for the n-tile at n0 and f[2], f[3] for the one at n0 + 8.
+__device__ __forceinline__ const bf16* a_rows(const bf16* x, int stride, int r0, int c0, int lane) {
+  return x + (r0 + (lane / 8) % 2 * 8 + lane % 8) * stride + c0 + (lane / 16) * 8;
+}
+__device__ __forceinline__ const bf16* a_cols(const bf16* x, int stride, int r0, int c0, int lane) {
+  return x + (r0 + (lane / 16) * 8 + lane % 8) * stride + c0 + (lane / 8) % 2 * 8;
+}
+__device__ __forceinline__ const bf16* b_rows(const bf16* x, int stride, int r0, int c0, int lane) {
+  return x + (r0 + (lane / 16) * 8 + lane % 8) * stride + c0 + (lane / 8) % 2 * 8;
+}
+__device__ __forceinline__ const bf16* b_cols(const bf16* x, int stride, int r0, int c0, int lane) {
+  return x + (r0 + (lane / 8) % 2 * 8 + lane % 8) * stride + c0 + (lane / 16) * 8;
+}
+// --8<-- [end:fragments]
+
+// Copy rows [r0, r0 + kRows) of a [seq][D] bf16 matrix into a padded shared tile (zeros past seq).
+template <int D, int kRows>
+__device__ __forceinline__ void load_rows(bf16 (*tile)[D + 8], const bf16* src, int r0, int seq) {
+  for (int t = threadIdx.x; t < kRows * D / 8; t += kV2Warps * 32) {
+    const int r = t / (D / 8), c = (t % (D / 8)) * 8, row = r0 + r;
+    flash::cp_async16(&tile[r][c], src + 1LL * min(row, seq - 1) * D + c, row < seq ? 16 : 0);
+  }
+}
+
+// The two products of the loop, for one warp. acc (16 x kV2Rows) = X_w Y^T: A = rows kw.. of X
+// (K or V), B = Y^T with Y (Q or dO) stored [query][dim]. Used for S^T = K_w Q^T and dP^T = V_w dO^T.
+template <int D>
+__device__ __forceinline__ void warp_rows_by_queries(float (&acc)[kV2Rows / 8][4], const bf16* x, const bf16* y,
+                                                     int kw, int lane) {
+  constexpr int S = D + 8;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    unsigned a[4];
+    flash::ldmatrix_x4(a, a_rows(x, S, kw, kk * 16, lane));
+#pragma unroll
+    for (int np = 0; np < kV2Rows / 16; ++np) {
+      unsigned f[4];
+      flash::ldmatrix_x4(f, b_rows(y, S, np * 16, kk * 16, lane));
+      flash::mma_bf16_16816(acc[2 * np], a, f[0], f[1]);
+      flash::mma_bf16_16816(acc[2 * np + 1], a, f[2], f[3]);
+    }
+  }
+}
+
+// acc (16 x D) += A Y: A (16 x kV2Rows, P^T or dS^T) as bf16 pairs straight from the accumulators
+// (a[n-tile][row g, row g + 8], the forward's trick for P), B = Y (dO or Q) as stored, via .trans.
+template <int D>
+__device__ __forceinline__ void warp_add_product(float (&acc)[D / 8][4], const unsigned (&a)[kV2Rows / 8][2],
+                                                 const bf16* y, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < kV2Rows / 16; ++kk) {
+    const unsigned frag[4] = {a[2 * kk][0], a[2 * kk][1], a[2 * kk + 1][0], a[2 * kk + 1][1]};
+#pragma unroll
+    for (int dp = 0; dp < D / 16; ++dp) {
+      unsigned f[4];
+      flash::ldmatrix_x4_trans(f, b_cols(y, D + 8, kk * 16, dp * 16, lane));
+      flash::mma_bf16_16816(acc[2 * dp], frag, f[0], f[1]);
+      flash::mma_bf16_16816(acc[2 * dp + 1], frag, f[2], f[3]);
+    }
+  }
+}
+
+// --8<-- [start:v2]
+template <int D>
+__global__ void __launch_bounds__(kV2Warps * 32, 1) bwd_v2(BwdParams p) {
+#ifdef FLASH_HAS_MMA
+  using flash::pack_bf16;
+  constexpr int S = BwdSmem<D>::kStride, SD = BwdSmem<D>::kDsStride;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  BwdSmem<D>& sm = *reinterpret_cast<BwdSmem<D>*>(smem_raw);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int bh = blockIdx.y, b = bh / p.heads, j0 = blockIdx.x * kV2Keys, kw = 16 * warp;
+  const long long head = 1LL * bh * p.seq;
+  const bf16 *q = p.q + head * D, *d_out = p.d_out + head * D;
+  const int key_len = p.key_len[b];
+  const float scale_log2 = p.scale * flash::kLog2e;
+  // Under a causal mask, query i sees key j only when i >= j: the tiles before j0 are skipped.
+  const int first_row = p.causal ? j0 / kV2Rows * kV2Rows : 0;
+  const int n_tiles = j0 < key_len ? course::ceil_div(p.seq - first_row, kV2Rows) : 0;
+
+  auto load_query_tile = [&](int i0) {
+    load_rows<D, kV2Rows>(sm.q, q, i0, p.seq);
+    load_rows<D, kV2Rows>(sm.d_out, d_out, i0, p.seq);
+    flash::cp_async_commit();
+    for (int r = threadIdx.x; r < kV2Rows; r += kV2Warps * 32) {
+      const bool in = i0 + r < p.seq;
+      sm.lse_log2[r] = in ? p.lse[head + i0 + r] * flash::kLog2e : INFINITY;  // +inf: P = 0
+      sm.delta[r] = in ? p.delta[head + i0 + r] : 0.0f;
+    }
+  };
+  if (n_tiles > 0) {
+    load_rows<D, kV2Keys>(sm.k, p.k + head * D, j0, p.seq);
+    load_rows<D, kV2Keys>(sm.v, p.v + head * D, j0, p.seq);
+    load_query_tile(first_row);
+  }
+
+  float dk[D / 8][4] = {}, dv[D / 8][4] = {};  // this warp's 16 keys x D, fp32
+  for (int n = 0; n < n_tiles; ++n) {
+    const int i0 = first_row + n * kV2Rows;
+    flash::cp_async_wait<0>();
+    __syncthreads();  // the tile (and, the first time, K and V) is in shared memory for every warp
+
+    // S^T = K_w Q^T (16 keys x the tile's queries).
+    float st[kV2Rows / 8][4] = {};
+    warp_rows_by_queries<D>(st, &sm.k[0][0], &sm.q[0][0], kw, lane);
+    // P^T = exp(scale S^T - L), recomputed from the forward's logsumexp; 0 where masked. Element e
+    // of n-tile nt is key kw + g (+8 for e >= 2), query nt * 8 + 2t (+1 for odd e).
+    const bool needs_mask = j0 + kV2Keys > key_len || i0 + kV2Rows > p.seq || (p.causal && i0 < j0 + kV2Keys - 1);
+#pragma unroll
+    for (int nt = 0; nt < kV2Rows / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = j0 + kw + g + (e / 2) * 8, row = nt * 8 + 2 * t + (e & 1);
+        const bool allowed = key < key_len && i0 + row < p.seq && (!p.causal || key <= i0 + row);
+        const float prob = flash::fast_exp2(st[nt][e] * scale_log2 - sm.lse_log2[row]);
+        st[nt][e] = !needs_mask || allowed ? prob : 0.0f;
+      }
+    }
+    // dV_w += P^T dO, with P rounded to bf16 (its fp32 values are still needed for dS).
+    unsigned pb[kV2Rows / 8][2];
+#pragma unroll
+    for (int nt = 0; nt < kV2Rows / 8; ++nt)
+      pb[nt][0] = pack_bf16(st[nt][0], st[nt][1]), pb[nt][1] = pack_bf16(st[nt][2], st[nt][3]);
+    warp_add_product<D>(dv, pb, &sm.d_out[0][0], lane);
+    // dP^T = V_w dO^T, then dS^T = P^T o (dP^T - delta), rounded to bf16 pairs (the A fragments).
+    float dpt[kV2Rows / 8][4] = {};
+    warp_rows_by_queries<D>(dpt, &sm.v[0][0], &sm.d_out[0][0], kw, lane);
+    unsigned ds[kV2Rows / 8][2];  // [n-tile][key row g, g + 8]
+#pragma unroll
+    for (int nt = 0; nt < kV2Rows / 8; ++nt) {
+      const int row = nt * 8 + 2 * t;
+      const float d0 = sm.delta[row], d1 = sm.delta[row + 1];
+      ds[nt][0] = pack_bf16(st[nt][0] * (dpt[nt][0] - d0), st[nt][1] * (dpt[nt][1] - d1));
+      ds[nt][1] = pack_bf16(st[nt][2] * (dpt[nt][2] - d0), st[nt][3] * (dpt[nt][3] - d1));
+      // dS^T to shared memory for dQ, where every warp needs every key's column.
+      *reinterpret_cast<unsigned*>(&sm.ds[kw + g][row]) = ds[nt][0];
+      *reinterpret_cast<unsigned*>(&sm.ds[kw + g + 8][row]) = ds[nt][1];
+    }
+    // dK_w += dS^T Q.
+    warp_add_product<D>(dk, ds, &sm.q[0][0], lane);
+    __syncthreads();  // dS^T is complete; Q and dO are no longer read: fetch the next tile meanwhile
+    if (n + 1 < n_tiles) load_query_tile(i0 + kV2Rows);
+
+    // dQ_tile += dS K over this block's keys. Warp w: query rows 16 (w % 4) .., columns of its part of
+    // D; A = dS = (dS^T)^T (ldmatrix .trans), B = K as stored. Added to the fp32 buffer with atomics.
+    constexpr int kColsPerWarp = D / (kV2Warps / (kV2Rows / 16));
+    const int qw = 16 * (warp % (kV2Rows / 16)), c_first = kColsPerWarp * (warp / (kV2Rows / 16));
+    float* dq_row_lo = p.dq_accum + (head + i0 + qw + g) * D;
+    float* dq_row_hi = dq_row_lo + 8 * D;
+    const bool lo_in = i0 + qw + g < p.seq, hi_in = i0 + qw + g + 8 < p.seq;
+#pragma unroll
+    for (int dp = 0; dp < kColsPerWarp / 16; ++dp) {
+      const int c0 = c_first + dp * 16;
+      float acc[2][4] = {};
+#pragma unroll
+      for (int kk = 0; kk < kV2Keys / 16; ++kk) {
+        unsigned a[4], f[4];
+        flash::ldmatrix_x4_trans(a, a_cols(&sm.ds[0][0], SD, kk * 16, qw, lane));
+        flash::ldmatrix_x4_trans(f, b_cols(&sm.k[0][0], S, kk * 16, c0, lane));
+        flash::mma_bf16_16816(acc[0], a, f[0], f[1]);
+        flash::mma_bf16_16816(acc[1], a, f[2], f[3]);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = c0 + h * 8 + 2 * t;
+        if (lo_in) atomicAdd(dq_row_lo + c, acc[h][0]), atomicAdd(dq_row_lo + c + 1, acc[h][1]);
+        if (hi_in) atomicAdd(dq_row_hi + c, acc[h][2]), atomicAdd(dq_row_hi + c + 1, acc[h][3]);
+      }
+    }
+  }
+
+  // dK = scale dS^T Q and dV, rounded to bf16 (zeros for a tile of padding keys: every output written).
+#pragma unroll
+  for (int dt = 0; dt < D / 8; ++dt) {
+    const int c = dt * 8 + 2 * t;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int key = j0 + kw + g + 8 * h;
+      if (key >= p.seq) continue;
+      const long long at = (head + key) * D + c;
+      *reinterpret_cast<unsigned*>(p.dk_bf16 + at) = pack_bf16(dk[dt][2 * h] * p.scale, dk[dt][2 * h + 1] * p.scale);
+      *reinterpret_cast<unsigned*>(p.dv_bf16 + at) = pack_bf16(dv[dt][2 * h], dv[dt][2 * h + 1]);
+    }
+  }
+#else
+  (void)p;
+#endif
+}
+// --8<-- [end:v2]
+
+// dQ = scale * (the fp32 sum of every key tile's part), rounded to bf16.
+__global__ void bwd_dq_convert(const float* __restrict__ dq_accum, bf16* __restrict__ dq, float scale, long long n) {
+  for (long long e = blockIdx.x * 1LL * blockDim.x + threadIdx.x; e < n; e += 1LL * gridDim.x * blockDim.x)
+    dq[e] = __float2bfloat16(dq_accum[e] * scale);
+}
+
+// --8<-- [start:launch]
+// Version 1: delta, then the dK/dV and dQ kernels (FP32). Version 2: delta, the fp32 dQ buffer
+// zeroed, the tensor-core kernel, the dQ conversion. Every launch is part of the timed backward.
+template <int D>
+void backward_d(int version, const BwdParams& p, int batch) {
   const int bh = batch * p.heads;
   const long long rows = 1LL * bh * p.seq;
   bwd_delta<D><<<static_cast<unsigned>(course::ceil_div(rows, 1LL * kWarps)), kWarps * 32>>>(p, rows);
   CUDA_CHECK_LAUNCH();
-  bwd_dkdv<D><<<dim3(course::ceil_div(p.seq, kWarps), bh), kWarps * 32>>>(p);
+  if (version == 1) {
+    bwd_dkdv<D><<<dim3(course::ceil_div(p.seq, kWarps), bh), kWarps * 32>>>(p);
+    CUDA_CHECK_LAUNCH();
+    bwd_dq<D><<<dim3(course::ceil_div(p.seq, kWarps), bh), kWarps * 32>>>(p);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
+  const int smem = static_cast<int>(sizeof(BwdSmem<D>));  // over the default 48 KB: opt in, once
+  static const bool opted_in = [smem] {
+    CUDA_CHECK(cudaFuncSetAttribute(bwd_v2<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    return true;
+  }();
+  (void)opted_in;
+  CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, rows * D * sizeof(float)));
+  bwd_v2<D><<<dim3(course::ceil_div(p.seq, kV2Keys), bh), kV2Warps * 32, smem>>>(p);
   CUDA_CHECK_LAUNCH();
-  bwd_dq<D><<<dim3(course::ceil_div(p.seq, kWarps), bh), kWarps * 32>>>(p);
+  bwd_dq_convert<<<2048, 256>>>(p.dq_accum, p.dq_bf16, p.scale, rows * D);
   CUDA_CHECK_LAUNCH();
 }
 
-void backward(const BwdParams& p, int batch, int dim) {
-  if (dim == 64) backward_d<64>(p, batch);
-  else backward_d<128>(p, batch);
+void backward(int version, const BwdParams& p, int batch, int dim) {
+  if (dim == 64) backward_d<64>(version, p, batch);
+  else backward_d<128>(version, p, batch);
+}
+// --8<-- [end:launch]
+
+const char* impl_name(int version) {
+  return version == 1 ? "flash bwd FP32 (bf16 in, fp32 math)" : "flash bwd v2 mma.sync (bf16, fp32 acc)";
 }
 
-// Runs the forward (v2) and the backward on one shape, checks dQ, dK, dV on a sample of (batch,
-// head)s against the float64 reference, and with repeats > 0 times the backward alone.
+// Everything on the device: the inputs, the forward's O and logsumexp, dO, and both versions' outputs.
+struct BwdBuffers {
+  attn::DeviceInputs in;
+  bf16 *o, *d_out, *dq_bf16, *dk_bf16, *dv_bf16;
+  float *lse, *delta, *dq, *dk, *dv, *dq_accum;
+  void release() const { in.release(), attn::device_free({o, d_out, dq_bf16, dk_bf16, dv_bf16, lse, delta, dq, dk, dv, dq_accum}); }
+};
+
+// The float64 reference gradients of the (batch, head)s to check, computed once per shape: every one
+// for the small checks, the last one (seconds of CPU time) at the benchmark's size.
+struct ReferenceGradients {
+  std::vector<long long> heads;
+  std::vector<double> dq, dk, dv;  // the checked heads, one after the other
+};
+
+ReferenceGradients reference_gradients(const attn::Shape& s, const attn::Inputs& in, const std::vector<float>& d_out) {
+  ReferenceGradients ref;
+  const long long bh_count = 1LL * s.batch * s.heads, per_head = 1LL * s.seq * s.dim;
+  const bool small = 1.0 * bh_count * s.seq * s.seq * s.dim < 4e9;
+  for (long long bh = 0; bh < bh_count; ++bh)
+    if (small || bh == bh_count - 1) ref.heads.push_back(bh);
+  std::vector<double> rq(per_head), rk(per_head), rv(per_head);
+  for (long long bh : ref.heads) {
+    attn::reference_backward(s, in.q.data(), in.k.data(), in.v.data(), d_out.data(), bh, rq.data(), rk.data(), rv.data());
+    ref.dq.insert(ref.dq.end(), rq.begin(), rq.end());
+    ref.dk.insert(ref.dk.end(), rk.begin(), rk.end());
+    ref.dv.insert(ref.dv.end(), rv.begin(), rv.end());
+  }
+  return ref;
+}
+
+// One gradient of the checked heads against the reference.
+template <typename T>
+bool check_gradient(const std::string& name, const attn::Shape& s, const ReferenceGradients& ref, const T* device,
+                    const std::vector<double>& want, double atol) {
+  const std::vector<T> got_all = attn::to_host(device, s.elements());
+  const long long per_head = 1LL * s.seq * s.dim;
+  std::vector<float> got;
+  for (long long bh : ref.heads)
+    for (long long e = bh * per_head; e < (bh + 1) * per_head; ++e) got.push_back(static_cast<float>(got_all[e]));
+  return course::check_close(attn::check_label(name).c_str(), got.data(), want.data(), got.size(), attn::kRtol, atol);
+}
+
+// Runs the forward (v2) once, then for each version: poison its outputs, run the backward, check dQ,
+// dK, dV against the float64 reference, and with repeats > 0 time the backward alone.
 bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats) {
   const attn::Inputs in = attn::make_inputs(s, seed);
   std::vector<float> d_out(s.elements());
@@ -189,98 +494,64 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats) {
   course::fill_uniform(d_out, seed + 3, -1.0f, 1.0f);
   attn::round_to_bf16(d_out, d_out_b);
   const size_t n = s.elements() * sizeof(bf16), nf = s.elements() * sizeof(float), nr = s.rows() * sizeof(float);
-  bf16 *q, *k, *v, *o, *dob;
-  float *lse, *delta, *dq, *dk, *dv;
-  int* key_len;
-  for (bf16** ptr : {&q, &k, &v, &o, &dob}) CUDA_CHECK(cudaMalloc(ptr, n));
-  for (float** ptr : {&dq, &dk, &dv}) CUDA_CHECK(cudaMalloc(ptr, nf));
-  CUDA_CHECK(cudaMalloc(&lse, nr));
-  CUDA_CHECK(cudaMalloc(&delta, nr));
-  CUDA_CHECK(cudaMalloc(&key_len, s.batch * sizeof(int)));
-  const double alloc = 5.0 * n + 3.0 * nf + 2.0 * nr + s.batch * sizeof(int);
-  CUDA_CHECK(cudaMemcpy(q, in.qb.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(k, in.kb.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(v, in.vb.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dob, d_out_b.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(key_len, s.key_len.data(), s.batch * sizeof(int), cudaMemcpyHostToDevice));
-  for (void* ptr : {static_cast<void*>(o), static_cast<void*>(lse), static_cast<void*>(delta), static_cast<void*>(dq),
-                    static_cast<void*>(dk), static_cast<void*>(dv)})
-    course::poison(ptr, ptr == static_cast<void*>(o) ? n : (ptr == lse || ptr == delta) ? nr : nf);
-
-  const flash::Params fwd{q, k, v, o, lse, key_len, s.heads, s.seq, static_cast<float>(s.scale()) * flash::kLog2e,
-                          s.causal};
+  const BwdBuffers d{attn::upload(s, in),
+                     attn::device_alloc<bf16>(s.elements()),
+                     attn::to_device(d_out_b),
+                     attn::device_alloc<bf16>(s.elements()),
+                     attn::device_alloc<bf16>(s.elements()),
+                     attn::device_alloc<bf16>(s.elements()),
+                     attn::device_alloc<float>(s.rows()),
+                     attn::device_alloc<float>(s.rows()),
+                     attn::device_alloc<float>(s.elements()),
+                     attn::device_alloc<float>(s.elements()),
+                     attn::device_alloc<float>(s.elements()),
+                     attn::device_alloc<float>(s.elements())};
+  course::poison(d.o, n);
+  course::poison(d.lse, nr);
+  const flash::Params fwd{d.in.q, d.in.k, d.in.v, d.o, d.lse, d.in.key_len, s.heads, s.seq,
+                          static_cast<float>(s.scale()) * flash::kLog2e, s.causal};
   flash::launch(2, fwd, s.batch, s.dim);
-  const BwdParams p{q, k, v, o, dob, lse, key_len, delta, dq, dk, dv, s.heads, s.seq,
-                    static_cast<float>(s.scale()), s.causal};
-  backward(p, s.batch, s.dim);
-  CUDA_CHECK(cudaDeviceSynchronize());
-
-  std::vector<float> got_dq(s.elements()), got_dk(s.elements()), got_dv(s.elements());
-  CUDA_CHECK(cudaMemcpy(got_dq.data(), dq, nf, cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(got_dk.data(), dk, nf, cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(got_dv.data(), dv, nf, cudaMemcpyDeviceToHost));
-  // The reference costs seq^2 * dim per (batch, head): all of them for the small checks, the last
-  // one (seconds of CPU time) at the benchmark's size.
-  const long long bh_count = 1LL * s.batch * s.heads, per_head = 1LL * s.seq * s.dim;
-  const bool small = 1.0 * bh_count * s.seq * s.seq * s.dim < 4e9;
-  std::vector<long long> heads_to_check;
-  for (long long bh = 0; bh < bh_count; ++bh)
-    if (small || bh == bh_count - 1) heads_to_check.push_back(bh);
-  std::vector<float> g_dq, g_dk, g_dv;
-  std::vector<double> w_dq, w_dk, w_dv, rq(per_head), rk(per_head), rv(per_head);
-  for (long long bh : heads_to_check) {
-    attn::reference_backward(s, in.q.data(), in.k.data(), in.v.data(), d_out.data(), bh, rq.data(), rk.data(), rv.data());
-    g_dq.insert(g_dq.end(), got_dq.begin() + bh * per_head, got_dq.begin() + (bh + 1) * per_head);
-    g_dk.insert(g_dk.end(), got_dk.begin() + bh * per_head, got_dk.begin() + (bh + 1) * per_head);
-    g_dv.insert(g_dv.end(), got_dv.begin() + bh * per_head, got_dv.begin() + (bh + 1) * per_head);
-    w_dq.insert(w_dq.end(), rq.begin(), rq.end());
-    w_dk.insert(w_dk.end(), rk.begin(), rk.end());
-    w_dv.insert(w_dv.end(), rv.begin(), rv.end());
-  }
-  const bool padded = s.key_len[0] < s.seq || s.key_len[s.batch - 1] < s.seq;
-  const std::string name = attn::case_name(s) + (padded ? " padded" : "");
-  bool ok = course::check_close(attn::check_label("dQ " + name).c_str(), g_dq.data(), w_dq.data(), g_dq.size(), attn::kRtol, kAtolDqDk);
-  ok = course::check_close(attn::check_label("dK " + name).c_str(), g_dk.data(), w_dk.data(), g_dk.size(), attn::kRtol, kAtolDqDk) && ok;
-  ok = course::check_close(attn::check_label("dV " + name).c_str(), g_dv.data(), w_dv.data(), g_dv.size(), attn::kRtol, kAtolDv) && ok;
-
-  if (repeats > 0) {
-    const double ms = course::time_kernel_ms([&] { backward(p, s.batch, s.dim); }, 1, repeats);
-    // Reads Q, K, V, O, dO (bf16) and the logsumexp; writes dQ, dK, dV (fp32). The arithmetic is the
-    // usual count, 2.5 times the forward's (five matrix products instead of two), not what this
-    // implementation spends (it recomputes P and dP in the dQ kernel).
-    const double bytes = 5.0 * n + nr + 3.0 * nf;
-    attn::print_bench_row((attn::case_name(s) + " backward").c_str(), "flash bwd FP32 (bf16 in, fp32 math)", ms, bytes,
+  const BwdParams p{d.in.q, d.in.k, d.in.v, d.o, d.d_out, d.lse, d.in.key_len, d.delta, d.dq, d.dk, d.dv,
+                    d.dq_bf16, d.dk_bf16, d.dv_bf16, d.dq_accum, s.heads, s.seq, static_cast<float>(s.scale()),
+                    s.causal};
+  const ReferenceGradients ref = reference_gradients(s, in, d_out);
+  const std::string name = attn::case_name(s) + attn::padded_suffix(s);
+  bool ok = true;
+  for (int version : {1, 2}) {
+    for (float* ptr : {d.delta, d.dq, d.dk, d.dv, d.dq_accum}) course::poison(ptr, ptr == d.delta ? nr : nf);
+    for (bf16* ptr : {d.dq_bf16, d.dk_bf16, d.dv_bf16}) course::poison(ptr, n);
+    backward(version, p, s.batch, s.dim);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    if (version == 1) {  // the CHECK names of version 1 predate version 2: unprefixed
+      ok = check_gradient("dQ " + name, s, ref, d.dq, ref.dq, kAtolDqDk) && ok;
+      ok = check_gradient("dK " + name, s, ref, d.dk, ref.dk, kAtolDqDk) && ok;
+      ok = check_gradient("dV " + name, s, ref, d.dv, ref.dv, kAtolDv) && ok;
+    } else {
+      ok = check_gradient("v2 dQ " + name, s, ref, d.dq_bf16, ref.dq, kAtolV2DqDk) && ok;
+      ok = check_gradient("v2 dK " + name, s, ref, d.dk_bf16, ref.dk, kAtolV2DqDk) && ok;
+      ok = check_gradient("v2 dV " + name, s, ref, d.dv_bf16, ref.dv, kAtolV2Dv) && ok;
+    }
+    if (repeats == 0) continue;
+    const int timed = version == 1 ? repeats : 4 * repeats;  // version 1 takes a large share of a second
+    const double ms = course::time_kernel_ms([&] { backward(version, p, s.batch, s.dim); }, 1, timed);
+    // Reads Q, K, V, O, dO (bf16) and the logsumexp; writes dQ, dK, dV (fp32 in version 1, bf16 in
+    // version 2). The arithmetic is the usual count, 2.5 times the forward's (five matrix products
+    // instead of two), not what an implementation spends (version 1 recomputes P and dP for dQ).
+    const double bytes = 5.0 * n + nr + 3.0 * (version == 1 ? nf : n);
+    // Device memory of this version: inputs, O, dO, logsumexp, delta and its own outputs (and buffer).
+    const double alloc = d.in.bytes + 2.0 * n + 2.0 * nr + (version == 1 ? 3.0 * nf : 3.0 * n + nf);
+    attn::print_bench_row((attn::case_name(s) + " backward").c_str(), impl_name(version), ms, bytes,
                           2.5 * s.forward_flops(), s.seq, alloc);
   }
-  for (void* ptr : {static_cast<void*>(q), static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(o),
-                    static_cast<void*>(dob), static_cast<void*>(lse), static_cast<void*>(delta), static_cast<void*>(dq),
-                    static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(key_len)})
-    CUDA_CHECK(cudaFree(ptr));
+  d.release();
   return ok;
 }
 
 int main(int argc, char** argv) {
-  const course::Args args{argc, argv};
-  const int batch = static_cast<int>(args.get_int("--batch", 2, 1, 64));
-  const int heads = static_cast<int>(args.get_int("--heads", 3, 1, 64));
-  const int seq = static_cast<int>(args.get_int("--seq", 333, 1, 1 << 16));
-  const int dim = static_cast<int>(args.get_int("--dim", 128, 64, 128));
-  const bool causal = args.has("--causal");
-  const bool padding = args.has("--padding");
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2024, 0));
-  const bool bench = args.has("--bench");
-  args.finish();
-  if (dim != 64 && dim != 128) {
-    std::fprintf(stderr, "error: --dim must be 64 or 128, got %d\n", dim);
-    return course::kExitFail;
-  }
-  course::require_compute_capability(8, 0, "the forward pass uses bf16 mma.sync");
+  const attn::Options opt = attn::parse_options(argc, argv);
+  course::require_compute_capability(8, 0, "bf16 mma.sync in the forward pass and in version 2");
+  if (!opt.bench) return check_and_time(opt.shape, opt.seed, 0) ? 0 : course::kExitFail;
   bool ok = true;
-  if (!bench) {
-    ok = check_and_time({batch, heads, seq, dim, causal, attn::key_lengths(batch, seq, padding)}, seed, 0);
-  } else {
-    for (bool is_causal : {false, true})
-      ok = check_and_time({4, 16, 4096, 128, is_causal, attn::key_lengths(4, 4096, false)}, seed, 5) && ok;
-  }
+  for (bool is_causal : {false, true}) ok = check_and_time(attn::bench_shape(is_causal), opt.seed, 5) && ok;
   return ok ? 0 : course::kExitFail;
 }

@@ -34,38 +34,28 @@ const char* impl_name(int version) {
   }
 }
 
+// The inputs plus what the forward writes: O and the logsumexp.
 struct DeviceBuffers {
-  flash::bf16 *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
+  attn::DeviceInputs in;
+  flash::bf16* o = nullptr;
   float* lse = nullptr;
-  int* key_len = nullptr;
   double bytes = 0;  // everything allocated here: the fused kernel's whole footprint
 };
 
-DeviceBuffers upload(const attn::Shape& s, const attn::Inputs& in) {
-  DeviceBuffers d;
-  const size_t n = s.elements() * sizeof(flash::bf16);
-  CUDA_CHECK(cudaMalloc(&d.q, n));
-  CUDA_CHECK(cudaMalloc(&d.k, n));
-  CUDA_CHECK(cudaMalloc(&d.v, n));
-  CUDA_CHECK(cudaMalloc(&d.o, n));
-  CUDA_CHECK(cudaMalloc(&d.lse, s.rows() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&d.key_len, s.batch * sizeof(int)));
-  d.bytes = 4.0 * n + s.rows() * sizeof(float) + s.batch * sizeof(int);
-  CUDA_CHECK(cudaMemcpy(d.q, in.qb.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d.k, in.kb.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d.v, in.vb.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d.key_len, s.key_len.data(), s.batch * sizeof(int), cudaMemcpyHostToDevice));
+DeviceBuffers upload_and_allocate(const attn::Shape& s, const attn::Inputs& in) {
+  DeviceBuffers d{attn::upload(s, in), attn::device_alloc<flash::bf16>(s.elements()),
+                  attn::device_alloc<float>(s.rows()), 0};
+  d.bytes = d.in.bytes + s.elements() * sizeof(flash::bf16) + s.rows() * sizeof(float);
   return d;
 }
 
-void release(DeviceBuffers& d) {
-  for (void* ptr : {static_cast<void*>(d.q), static_cast<void*>(d.k), static_cast<void*>(d.v),
-                    static_cast<void*>(d.o), static_cast<void*>(d.lse), static_cast<void*>(d.key_len)})
-    CUDA_CHECK(cudaFree(ptr));
+void release(const DeviceBuffers& d) {
+  d.in.release();
+  attn::device_free({d.o, d.lse});
 }
 
 flash::Params params_for(const attn::Shape& s, const DeviceBuffers& d) {
-  return flash::Params{d.q, d.k, d.v, d.o, d.lse, d.key_len, s.heads, s.seq,
+  return flash::Params{d.in.q, d.in.k, d.in.v, d.o, d.lse, d.in.key_len, s.heads, s.seq,
                        static_cast<float>(s.scale()) * flash::kLog2e, s.causal};
 }
 
@@ -76,23 +66,21 @@ bool run_and_check(int version, const attn::Shape& s, const attn::Inputs& in, co
   course::poison(d.lse, s.rows() * sizeof(float));
   flash::launch(version, params_for(s, d), s.batch, s.dim);
   CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<flash::bf16> out(s.elements());
-  std::vector<float> lse(s.rows());
-  CUDA_CHECK(cudaMemcpy(out.data(), d.o, out.size() * sizeof(flash::bf16), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(lse.data(), d.lse, lse.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  const std::string name = "v" + std::to_string(version) + " " + attn::case_name(s) +
-                           (s.key_len[s.batch - 1] < s.seq || s.key_len[0] < s.seq ? " padded" : "");
+  const std::vector<flash::bf16> out = attn::to_host(d.o, s.elements());
+  const std::vector<float> lse = attn::to_host(d.lse, s.rows());
+  const std::string name = "v" + std::to_string(version) + " " + attn::case_name(s) + attn::padded_suffix(s);
   return attn::check_forward(name.c_str(), s, in, out, lse, rows, attn::kRtol, atol_for(version));
 }
 
-// Check, then time, one shape; `versions` lists which kernels.
+// Check, then (repeats > 0) time, one shape; `versions` lists which kernels.
 bool check_and_time(const attn::Shape& s, const std::vector<int>& versions, uint64_t seed, int repeats) {
   const attn::Inputs in = attn::make_inputs(s, seed);
-  DeviceBuffers d = upload(s, in);
+  const DeviceBuffers d = upload_and_allocate(s, in);
   const std::vector<long long> rows = attn::rows_to_check(s);
   bool ok = true;
   for (int version : versions) {
     ok = run_and_check(version, s, in, d, rows) && ok;
+    if (repeats == 0) continue;
     const flash::Params p = params_for(s, d);
     const double ms = course::time_kernel_ms([&] { flash::launch(version, p, s.batch, s.dim); }, 2, repeats);
     // Bytes the operation must move: Q, K, V read once, O written once, the logsumexp written.
@@ -104,44 +92,18 @@ bool check_and_time(const attn::Shape& s, const std::vector<int>& versions, uint
 }
 
 int main(int argc, char** argv) {
-  const course::Args args{argc, argv};
-  const int batch = static_cast<int>(args.get_int("--batch", 2, 1, 64));
-  const int heads = static_cast<int>(args.get_int("--heads", 3, 1, 64));
-  const int seq = static_cast<int>(args.get_int("--seq", 333, 1, 1 << 17));
-  const int dim = static_cast<int>(args.get_int("--dim", 128, 64, 128));
-  const bool causal = args.has("--causal");
-  const bool padding = args.has("--padding");
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2024, 0));
-  const bool bench = args.has("--bench");
-  args.finish();
-  if (dim != 64 && dim != 128) {
-    std::fprintf(stderr, "error: --dim must be 64 or 128, got %d\n", dim);
-    return course::kExitFail;
-  }
+  const attn::Options opt = attn::parse_options(argc, argv, 1 << 17);
   course::require_compute_capability(8, 0, "bf16 mma.sync, ldmatrix and cp.async");
 
+  if (!opt.bench) return check_and_time(opt.shape, {1, 2, 3}, opt.seed, 0) ? 0 : course::kExitFail;
   bool ok = true;
-  if (!bench) {
-    attn::Shape s{batch, heads, seq, dim, causal, attn::key_lengths(batch, seq, padding)};
-    const attn::Inputs in = attn::make_inputs(s, seed);
-    DeviceBuffers d = upload(s, in);
-    const std::vector<long long> rows = attn::rows_to_check(s);
-    for (int version : {1, 2, 3}) ok = run_and_check(version, s, in, d, rows) && ok;
-    release(d);
-    return ok ? 0 : course::kExitFail;
-  }
   // --8<-- [start:bench]
   // The chapter's benchmark, the same cases as sdpa_torch.py: bf16, batch 4 x 16 heads, sequence
   // 4096, head dimension 128, causal and not. Each timed kernel is first checked on sampled rows.
-  for (bool is_causal : {false, true}) {
-    attn::Shape s{4, 16, 4096, 128, is_causal, attn::key_lengths(4, 4096, false)};
-    ok = check_and_time(s, {1, 2, 3}, seed, 20) && ok;
-  }
+  for (bool is_causal : {false, true}) ok = check_and_time(attn::bench_shape(is_causal), {1, 2, 3}, opt.seed, 20) && ok;
   // Memory at growing sequence lengths (the fused kernels allocate O(seq), no score matrix).
-  for (int n : {1024, 2048, 8192, 16384, 32768}) {
-    attn::Shape s{4, 16, n, 128, false, attn::key_lengths(4, n, false)};
-    ok = check_and_time(s, {2}, seed, n > 8192 ? 5 : 20) && ok;
-  }
+  for (int n : {1024, 2048, 8192, 16384, 32768})
+    ok = check_and_time(attn::bench_shape(false, n), {2}, opt.seed, n > 8192 ? 5 : 20) && ok;
   // --8<-- [end:bench]
   return ok ? 0 : course::kExitFail;
 }

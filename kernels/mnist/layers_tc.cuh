@@ -215,6 +215,85 @@ __device__ inline void load_chunk(const __nv_bfloat16* p, __nv_bfloat16 (&v)[8])
 }
 // --8<-- [end:ldmatrix]
 
+// --8<-- [start:conv1]
+// conv1 (one input channel, 32 outputs, 3x3, padding 1) with its batch-norm sums. K = 9 is too short
+// for a GEMM tile: version 3's implicit GEMM pads it to 16 and gathers the image again for every
+// tile of 64 positions, while all conv1 has to do is write its 32-channel fp32 output (4 FLOP per
+// byte). Here a block stages one image with its zero border in shared memory (once), and each of 196
+// threads computes 4 positions (one column, rows 7 apart) for all 32 channels: a warp's stores are
+// 32 consecutive floats. Each output adds its 9 products in the order (r, s), one fused multiply-add
+// each, as version 3's kernel does. The batch-norm sums stay in registers across the block's images
+// and are added with one atomic per channel per block (sum, sumsq zeroed by the caller).
+constexpr int kConv1Threads = 224, kConv1Active = 196;  // 7 full warps (for the shuffles), 196 compute
+__global__ void __launch_bounds__(kConv1Threads)
+    conv3x3_c1(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int N,
+               double* __restrict__ sum, double* __restrict__ sumsq) {
+  constexpr int H = 28, HW = H * H, PW = H + 2, C = 32, ROWS = HW / kConv1Active;
+  static_assert(ROWS * kConv1Active == HW && kConv1Active % H == 0, "4 whole rows of positions per thread");
+  __shared__ float img[PW * PW];
+  __shared__ float ws[C * 9];
+  __shared__ double ssum[C], ssq[C];
+  const int tid = threadIdx.x, col = tid % H, row = tid / H;  // positions (row + 7 k, col), k < 4
+  const bool active = tid < kConv1Active;
+  for (int i = tid; i < C * 9; i += kConv1Threads) ws[i] = w[i];
+  for (int i = tid; i < PW * PW; i += kConv1Threads) img[i] = 0.0f;  // the border stays 0
+  if (tid < C) ssum[tid] = ssq[tid] = 0.0;
+  float s1[C] = {}, s2[C] = {};
+  // The next image's 4 values are loaded into registers while this one is computed (one block per
+  // SM: the registers of s1, s2 and the 36 inputs leave room for no second block to hide that latency).
+  float next[ROWS];
+  auto load = [&](int n) {
+#pragma unroll
+    for (int k = 0; k < ROWS; ++k)
+      next[k] = (active && n < N) ? x[static_cast<size_t>(n) * HW + tid + k * kConv1Active] : 0.0f;
+  };
+  load(blockIdx.x);
+  for (int n = blockIdx.x; n < N; n += gridDim.x) {
+    __syncthreads();  // the previous image is no longer read (the first time: the zeroing is done)
+    if (active)
+#pragma unroll
+      for (int k = 0; k < ROWS; ++k) img[(row + 7 * k + 1) * PW + col + 1] = next[k];
+    __syncthreads();
+    load(n + gridDim.x);
+    if (!active) continue;
+    float v[ROWS][9];
+#pragma unroll
+    for (int k = 0; k < ROWS; ++k)
+#pragma unroll
+      for (int rs = 0; rs < 9; ++rs) v[k][rs] = img[(row + 7 * k + rs / 3) * PW + col + rs % 3];
+    float* dst = out + static_cast<size_t>(n) * C * HW + tid;
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+#pragma unroll
+      for (int k = 0; k < ROWS; ++k) {
+        float a = 0.0f;
+#pragma unroll
+        for (int rs = 0; rs < 9; ++rs) a += ws[c * 9 + rs] * v[k][rs];
+        dst[c * HW + k * kConv1Active] = a;
+        s1[c] += a;
+        s2[c] += a * a;
+      }
+  }
+#pragma unroll
+  for (int c = 0; c < C; ++c) {  // every warp is full: the idle lanes add zeros
+    float a = s1[c], b = s2[c];
+    for (int o = 16; o > 0; o >>= 1) {
+      a += __shfl_xor_sync(0xffffffffu, a, o);
+      b += __shfl_xor_sync(0xffffffffu, b, o);
+    }
+    if ((tid & 31) == 0) {
+      atomicAdd(&ssum[c], static_cast<double>(a));
+      atomicAdd(&ssq[c], static_cast<double>(b));
+    }
+  }
+  __syncthreads();
+  if (tid < C) {
+    atomicAdd(&sum[tid], ssum[tid]);
+    atomicAdd(&sumsq[tid], ssq[tid]);
+  }
+}
+// --8<-- [end:conv1]
+
 // --8<-- [start:conv]
 // conv2 as implicit GEMMs that stage whole images. One image of conv2's input is small (32 channels
 // x 14 x 14 in bf16: 12.5 KB) and the weights too (64 x 288 in bf16: 36 KB), so a block keeps the
@@ -686,6 +765,14 @@ inline int split_for(int tiles, int K, int target, int min_k) {
 template <class Kernel>
 inline void allow_shared_memory(Kernel kernel, int bytes) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+// conv1 forward (28 x 28, 1 -> 32 channels) with batch-norm sums (into sum, sumsq, zeroed by the caller):
+// one block per SM (its registers leave room for one), each looping over images.
+inline void conv1_forward(const float* x, const float* w, float* out, int N, double* sum, double* sumsq, int sms,
+                          cudaStream_t st) {
+  conv3x3_c1<<<std::max(1, std::min(N, sms)), kConv1Threads, 0, st>>>(x, w, out, N, sum, sumsq);
+  CUDA_CHECK_LAUNCH();
 }
 
 // conv2 forward with batch-norm sums (into sum, sumsq, zeroed by the caller).

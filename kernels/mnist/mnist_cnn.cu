@@ -243,8 +243,8 @@ void bn_relu_pool_backward_fused(const Net& n, const float* dp, const T* p, cons
 }
 
 // --8<-- [start:tc_step]
-// Version 4. conv1 (one input channel: a GEMM with K = 9) stays on the CUDA cores, its batch-norm
-// statistics in its epilogue as in version 3; conv2 and fc1, forward and backward, are bf16 GEMMs on
+// Version 4. conv1 (one input channel: a GEMM with K = 9) stays on the CUDA cores, with its batch-norm
+// statistics, in a kernel of its own (tc::conv1_forward); conv2 and fc1, forward and backward, are bf16 GEMMs on
 // the tensor cores (layers_tc.cuh); fc2, the loss and fc2's backward are one small kernel, with fc1's
 // bias and ReLU in front and fc1's ReLU mask and bias gradient behind.
 void forward_tc(const Net& n, const Source& src, int B, float* loss_out, int cap) {
@@ -255,7 +255,7 @@ void forward_tc(const Net& n, const Source& src, int B, float* loss_out, int cap
   // gradient from conv2's weight on (bn2's two, in that range, are simply overwritten).
   const int n_grads = kTotalParams - offset_of(W2);
   tc::zero_accumulators<<<blocks(n_grads, 1024), 1024, 0, n.st>>>(s, 384, n.h_pre, B * 128, n.grad(W2), n_grads);
-  igemm::forward<true>(n.x, n.param(W1), n.c1, B, 1, 32, 28, 28, n.st, s, s + 32);
+  tc::conv1_forward(n.x, n.param(W1), n.c1, B, s, s + 32, n.sms, n.st);
   fused::bn_finalize<<<1, 32, 0, n.st>>>(s, s + 32, n.param(G1), n.param(BE1), 32, B * 784, n.coef1);
   fused::bn_relu_pool_forward<<<blocks(B * 32 * 196), 256, 0, n.st>>>(n.c1, n.coef1, n.p1_bf16, n.arg1, B, 32, 28, 28);
   tc::conv_forward<14, 32, 64>(n.param_bf16(W2), n.p1_bf16, n.c2, B, s + 64, s + 128, n.sms, n.st);
@@ -708,7 +708,7 @@ static void bench_tc_layers(const Net& n, int B, const char* impl) {
     course::print_bench(name, impl, ms, bytes, flops);
   };
   row("conv1 forward (CUDA cores)", 2 * b * 784 * 32 * 9, b * 784 * 4 + b * 32 * 784 * 4 + 288 * 4,
-      [&] { igemm::forward<true>(n.x, n.param(W1), n.c1, B, 1, 32, 28, 28, n.st, s, s + 32); });
+      [&] { tc::conv1_forward(n.x, n.param(W1), n.c1, B, s, s + 32, n.sms, n.st); });
   row("conv2 forward", 2 * b * 196 * 64 * 288, b * 32 * 196 * 2 + 18432 * 2 + b * 64 * 196 * 4,
       [&] { tc::conv_forward<14, 32, 64>(n.param_bf16(W2), n.p1_bf16, n.c2, B, s + 64, s + 128, n.sms, n.st); });
   row("conv2 input gradient", 2 * b * 196 * 64 * 288, b * 64 * 196 * 4 + 18432 * 2 + b * 32 * 196 * 4,
@@ -1034,6 +1034,50 @@ static bool check_tc_convs(cudaStream_t st) {
   for (void* p : {static_cast<void*>(d_in), static_cast<void*>(d_dout), static_cast<void*>(d_w),
                   static_cast<void*>(d_out), static_cast<void*>(d_din), static_cast<void*>(d_dw),
                   static_cast<void*>(d_stats), static_cast<void*>(d_part)})
+    CUDA_CHECK(cudaFree(p));
+  return ok;
+}
+
+// conv1's kernel (fp32, CUDA cores): 5 images launched as on a GPU of one SM (one block that loops
+// over the 5 images, prefetching each next one). Each output is 9 fp32 products added in fp32: |error| <= 9 * 2^-24 *
+// sum |w x| <= 1.6e-6 for |w| <= 1/3, |x| <= 1; a wrong index is off by about a product (0.1).
+static bool check_tc_conv1(cudaStream_t st) {
+  constexpr int N = 5, C = 32, H = 28, HW = H * H, sms = 1;
+  const std::vector<float> x = random_vector(N * HW, 111), w = random_vector(C * 9, 112, -1.0f / 3, 1.0f / 3);
+  float *d_x = to_device(x), *d_w = to_device(w), *d_out = dalloc<float>(N * C * HW);
+  double* d_stats = dalloc<double>(2 * C);
+  course::poison(d_out, N * C * HW * sizeof(float));
+  CUDA_CHECK(cudaMemset(d_stats, 0, 2 * C * sizeof(double)));
+  tc::conv1_forward(d_x, d_w, d_out, N, d_stats, d_stats + C, sms, st);
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  std::vector<double> out(N * C * HW, 0.0);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c)
+      for (int y = 0; y < H; ++y)
+        for (int xx = 0; xx < H; ++xx)
+          for (int r = 0; r < 3; ++r)
+            for (int s = 0; s < 3; ++s) {
+              const int iy = y + r - 1, ix = xx + s - 1;
+              if (iy >= 0 && iy < H && ix >= 0 && ix < H)
+                out[(n * C + c) * HW + y * H + xx] += static_cast<double>(w[c * 9 + r * 3 + s]) * x[n * HW + iy * H + ix];
+            }
+  const std::vector<float> got = fetch(d_out, out.size());
+  bool ok = course::check_close("v4_conv1_forward_vs_fp64", got.data(), out.data(), out.size(), 0.0, 1e-5);
+  std::vector<double> sum(C, 0.0), sumsq(C, 0.0), sum_abs(C, 0.0);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c)
+      for (int p = 0; p < HW; ++p) {
+        const double v = got[(n * C + c) * HW + p];
+        sum[c] += v;
+        sumsq[c] += v * v;
+        sum_abs[c] += std::fabs(v);
+      }
+  const std::vector<double> stats = fetch(d_stats, 2 * C);
+  const double max_abs = *std::max_element(sum_abs.begin(), sum_abs.end());
+  ok &= course::check_close("v4_conv1_bn_sum_vs_stored", stats.data(), sum.data(), C, 1e-5, 1e-5 * max_abs);
+  ok &= course::check_close("v4_conv1_bn_sumsq_vs_stored", stats.data() + C, sumsq.data(), C, 1e-5, 1e-6);
+  for (void* p : {static_cast<void*>(d_x), static_cast<void*>(d_w), static_cast<void*>(d_out),
+                  static_cast<void*>(d_stats)})
     CUDA_CHECK(cudaFree(p));
   return ok;
 }
@@ -1457,6 +1501,7 @@ int main(int argc, char** argv) {
     // The checked run: version 4's layers against float64, then the versions agree on one step
     // (batch 61, a prime), then one epoch trains.
     if (tf32_supported() && (only_version == 0 || only_version == 4)) {
+      ok &= check_tc_conv1(n.st);
       ok &= check_tc_convs(n.st);
       ok &= check_tc_linears(n.sms, n.st);
       ok &= check_tc_small_kernels(n.st);

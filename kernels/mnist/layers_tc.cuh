@@ -274,6 +274,7 @@ __global__ void __launch_bounds__(kConv1Threads)
         s2[c] += a * a;
       }
   }
+  __syncthreads();  // ssum's zeroing is done even in a block that had no image
 #pragma unroll
   for (int c = 0; c < C; ++c) {  // every warp is full: the idle lanes add zeros
     float a = s1[c], b = s2[c];

@@ -1,17 +1,17 @@
 // layers_tc.cuh: version 4 of the MNIST CNN: the matrix products on the tensor cores, in bf16 with
 // fp32 accumulation (mma.sync.m16n8k16, compute capability 8.0 or newer).
 //
-// Taught in docs/mnist/tensor-cores.md. One GEMM kernel, gemm_bf16, serves five products of the step:
-// conv2 forward (with batch-norm statistics in its epilogue), conv2's input and weight gradients,
-// fc1 forward, and fc1's input and weight gradients. What differs between them is only where the
-// operands come from and where the result goes, so each is a small "operand" struct (ConvFwd,
-// ConvDgrad, ConvWgrad, LinFwd, LinDgrad, LinWgrad) that the kernel calls element by element while
-// it stages a tile in shared memory: the implicit GEMM's im2col gather happens there, and so does
-// the fp32 -> bf16 rounding of the activations. The weights come from a bf16 copy of the fp32
-// master weights that the SGD kernel writes (sgd_update_bf16), once per step.
-// Around the GEMMs: fc2, softmax, the loss, fc2's backward and fc1's bias, ReLU, ReLU mask and bias
-// gradient in one kernel (fc2_loss_and_backward). conv1 (one input channel: K = 9) stays
-// on the CUDA cores (conv_igemm.cuh), as do batch norm, ReLU and pooling (layers_fused.cuh).
+// Taught in docs/mnist/tensor-cores.md. conv2's three products (forward with batch-norm statistics
+// in its epilogue, input gradient, weight gradient) stage whole images and the weights in shared
+// memory and read their mma fragments with ldmatrix (conv3x3_tc, conv3x3_wgrad_tc): the im2col
+// matrix is never formed. fc1's three products share one GEMM kernel, gemm_bf16, with a small
+// "operand" struct each (LinFwd, LinDgrad, LinWgrad) that says where the operands come from and where
+// the result goes; the fp32 -> bf16 rounding of the activations happens as they are staged. The
+// weights come from a bf16 copy of the fp32 master weights that the SGD kernel writes
+// (sgd_update_bf16), once per step. Around the GEMMs: fc2, softmax, the loss, fc2's backward and
+// fc1's bias, ReLU, ReLU mask and bias gradient in one kernel (fc2_loss_and_backward). conv1 (one
+// input channel: K = 9) stays on the CUDA cores in a kernel of its own (conv3x3_c1), as do batch
+// norm, ReLU and pooling (layers_fused.cuh).
 //
 // course: header
 #pragma once
@@ -66,12 +66,10 @@ __device__ inline uint32_t ld_pair(const __nv_bfloat16* p) { return *reinterpret
 // and says which index is contiguous in memory (kAKFast, kBKFast), so that consecutive threads load
 // consecutive addresses. Shared memory holds the tile as As[m][k] and Bs[n][k] (k contiguous), the
 // layout the mma fragments read with one 32-bit load per register.
-// Grid: x loops over column tiles (grid-stride: with STATS a small grid makes few atomics), y = row
-// tiles, z = slices of k of length k_split (split-K; Op::store then adds with atomicAdd).
-// STATS: each row's sum and sum of squares of C (a conv's output channel) into sum[m], sumsq[m].
-template <int BM, int BN, int WARPS_M, int WARPS_N, bool STATS, class Op>
-__global__ void __launch_bounds__(kThreads, 2)
-    gemm_bf16(const Op op, int M, int N, int K, int k_split, double* __restrict__ sum, double* __restrict__ sumsq) {
+// Grid: x = column tiles, y = row tiles, z = slices of k of length k_split (split-K; Op::store then
+// adds with atomicAdd).
+template <int BM, int BN, int WARPS_M, int WARPS_N, class Op>
+__global__ void __launch_bounds__(kThreads, 2) gemm_bf16(const Op op, int M, int N, int K, int k_split) {
   static_assert(WARPS_M * WARPS_N * 32 == kThreads, "8 warps");
   constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N, MF = WTM / 16, NF = WTN / 8, LD = kBK + kPad;
   static_assert(MF * 16 == WTM && NF * 8 == WTN, "warp tile: whole 16 x 8 fragments");
@@ -81,13 +79,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ __align__(16) __nv_bfloat16 Bs[BN][LD];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WARPS_N, wn = warp % WARPS_N, g = lane >> 2, t4 = lane & 3;
-  const int m0 = blockIdx.y * BM, n_tiles = (N + BN - 1) / BN;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int kbegin = blockIdx.z * k_split, kend = min(K, kbegin + k_split);
-  float s1[MF][2] = {}, s2[MF][2] = {};  // STATS: this thread's sums for its 2 * MF rows
 
   // Element t of this thread's share of a tile: (row, k) of A, (column, k) of B. 256 is a multiple
   // of BM, BN and kBK, so along the contiguous index a thread keeps the same position for every t:
-  // what depends on it only (an image's base address, a pixel's coordinates) is computed once.
+  // what depends on it only (a row's base address) is computed once.
   static_assert(kThreads % BM == 0 && kThreads % BN == 0 && kThreads % kBK == 0, "fixed positions");
   auto a_at = [&](int t, int& mm, int& kk) {
     if constexpr (Op::kAKFast) { kk = tid % kBK; mm = tid / kBK + t * (kThreads / kBK); }
@@ -98,87 +95,60 @@ __global__ void __launch_bounds__(kThreads, 2)
     else { nn = tid % BN; kk = tid / BN + t * (kThreads / BN); }
   };
 
-  for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
-    const int n0 = tile * BN;
-    float acc[MF][NF][4] = {};
-    // Each k-tile: gather (converting to bf16) into shared memory, then multiply. No register
-    // staging of the next tile: it would double the registers a thread holds and halve the blocks
-    // an SM keeps; the loads of one block overlap the mma of the other blocks on the SM instead.
-    for (int k0 = kbegin; k0 < kend; k0 += kBK) {
+  float acc[MF][NF][4] = {};
+  // Each k-tile: gather (converting to bf16) into shared memory, then multiply. No register
+  // staging of the next tile: it would double the registers a thread holds and halve the blocks
+  // an SM keeps; the loads of one block overlap the mma of the other blocks on the SM instead.
+  for (int k0 = kbegin; k0 < kend; k0 += kBK) {
 #pragma unroll
-      for (int t = 0; t < kAPer; ++t) {
-        int mm, kk;
-        a_at(t, mm, kk);
-        const int m = m0 + mm, k = k0 + kk;
-        As[mm][kk] = __float2bfloat16_rn((m < M && k < kend) ? op.a(m, k) : 0.0f);
-      }
-#pragma unroll
-      for (int t = 0; t < kBPer; ++t) {
-        int nn, kk;
-        b_at(t, nn, kk);
-        const int n = n0 + nn, k = k0 + kk;
-        Bs[nn][kk] = __float2bfloat16_rn((n < N && k < kend) ? op.b(k, n) : 0.0f);
-      }
-      __syncthreads();
-#pragma unroll
-      for (int ks = 0; ks < kBK; ks += 16) {
-        uint32_t af[MF][4], bf[NF][2];
-#pragma unroll
-        for (int f = 0; f < MF; ++f) {
-          const int r = wm * WTM + f * 16 + g, c = ks + 2 * t4;
-          af[f][0] = ld_pair(&As[r][c]);
-          af[f][1] = ld_pair(&As[r + 8][c]);
-          af[f][2] = ld_pair(&As[r][c + 8]);
-          af[f][3] = ld_pair(&As[r + 8][c + 8]);
-        }
-#pragma unroll
-        for (int f = 0; f < NF; ++f) {
-          const int r = wn * WTN + f * 8 + g, c = ks + 2 * t4;
-          bf[f][0] = ld_pair(&Bs[r][c]);
-          bf[f][1] = ld_pair(&Bs[r][c + 8]);
-        }
-#pragma unroll
-        for (int i = 0; i < MF; ++i)
-#pragma unroll
-          for (int j = 0; j < NF; ++j) mma_bf16_16816(acc[i][j], af[i], bf[j]);
-      }
-      __syncthreads();
+    for (int t = 0; t < kAPer; ++t) {
+      int mm, kk;
+      a_at(t, mm, kk);
+      const int m = m0 + mm, k = k0 + kk;
+      As[mm][kk] = __float2bfloat16_rn((m < M && k < kend) ? op.a(m, k) : 0.0f);
     }
-    // Epilogue: every accumulator to its (m, n), straight from the registers.
 #pragma unroll
-    for (int i = 0; i < MF; ++i)
+    for (int t = 0; t < kBPer; ++t) {
+      int nn, kk;
+      b_at(t, nn, kk);
+      const int n = n0 + nn, k = k0 + kk;
+      Bs[nn][kk] = __float2bfloat16_rn((n < N && k < kend) ? op.b(k, n) : 0.0f);
+    }
+    __syncthreads();
 #pragma unroll
-      for (int j = 0; j < NF; ++j)
+    for (int ks = 0; ks < kBK; ks += 16) {
+      uint32_t af[MF][4], bf[NF][2];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int m = m0 + wm * WTM + i * 16 + g + (e >> 1) * 8, n = n0 + wn * WTN + j * 8 + 2 * t4 + (e & 1);
-          if (m < M && n < N) {
-            const float v = acc[i][j][e];
-            op.store(m, n, v);
-            if constexpr (STATS) {
-              s1[i][e >> 1] += v;
-              s2[i][e >> 1] += v * v;
-            }
-          }
-        }
-  }
-  if constexpr (STATS) {
-#pragma unroll
-    for (int i = 0; i < MF; ++i)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {  // the 4 lanes of a quad share a row: add across them, one atomic
-        float a = s1[i][h], b = s2[i][h];
-        for (int o = 1; o < 4; o <<= 1) {
-          a += __shfl_xor_sync(0xffffffffu, a, o);
-          b += __shfl_xor_sync(0xffffffffu, b, o);
-        }
-        const int m = m0 + wm * WTM + i * 16 + g + h * 8;
-        if (t4 == 0 && m < M) {
-          atomicAdd(&sum[m], static_cast<double>(a));
-          atomicAdd(&sumsq[m], static_cast<double>(b));
-        }
+      for (int f = 0; f < MF; ++f) {
+        const int r = wm * WTM + f * 16 + g, c = ks + 2 * t4;
+        af[f][0] = ld_pair(&As[r][c]);
+        af[f][1] = ld_pair(&As[r + 8][c]);
+        af[f][2] = ld_pair(&As[r][c + 8]);
+        af[f][3] = ld_pair(&As[r + 8][c + 8]);
       }
+#pragma unroll
+      for (int f = 0; f < NF; ++f) {
+        const int r = wn * WTN + f * 8 + g, c = ks + 2 * t4;
+        bf[f][0] = ld_pair(&Bs[r][c]);
+        bf[f][1] = ld_pair(&Bs[r][c + 8]);
+      }
+#pragma unroll
+      for (int i = 0; i < MF; ++i)
+#pragma unroll
+        for (int j = 0; j < NF; ++j) mma_bf16_16816(acc[i][j], af[i], bf[j]);
+    }
+    __syncthreads();
   }
+  // Epilogue: every accumulator to its (m, n), straight from the registers.
+#pragma unroll
+  for (int i = 0; i < MF; ++i)
+#pragma unroll
+    for (int j = 0; j < NF; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int m = m0 + wm * WTM + i * 16 + g + (e >> 1) * 8, n = n0 + wn * WTN + j * 8 + 2 * t4 + (e & 1);
+        if (m < M && n < N) op.store(m, n, acc[i][j][e]);
+      }
 }
 // --8<-- [end:gemm]
 
@@ -742,16 +712,12 @@ __global__ void to_bf16(const float* __restrict__ in, __nv_bfloat16* __restrict_
 
 // --- launchers ------------------------------------------------------------------------------------
 
-// A grid of `splits` slices of k (each a whole number of k-tiles) and, with STATS, at most
-// `max_col_blocks` column blocks, each looping over column tiles.
-template <int BM, int BN, int WARPS_M, int WARPS_N, bool STATS = false, class Op>
-inline void gemm(const Op& op, int M, int N, int K, int splits, cudaStream_t st, double* sum = nullptr,
-                 double* sumsq = nullptr, int max_col_blocks = 0) {
+// A grid of `splits` slices of k (each a whole number of k-tiles).
+template <int BM, int BN, int WARPS_M, int WARPS_N, class Op>
+inline void gemm(const Op& op, int M, int N, int K, int splits, cudaStream_t st) {
   const int k_split = course::ceil_div(course::ceil_div(K, std::max(1, splits)), kBK) * kBK;
-  const int n_tiles = course::ceil_div(N, BN);
-  const dim3 grid(max_col_blocks > 0 ? std::min(n_tiles, max_col_blocks) : n_tiles, course::ceil_div(M, BM),
-                  course::ceil_div(K, k_split));
-  gemm_bf16<BM, BN, WARPS_M, WARPS_N, STATS><<<grid, kThreads, 0, st>>>(op, M, N, K, k_split, sum, sumsq);
+  const dim3 grid(course::ceil_div(N, BN), course::ceil_div(M, BM), course::ceil_div(K, k_split));
+  gemm_bf16<BM, BN, WARPS_M, WARPS_N><<<grid, kThreads, 0, st>>>(op, M, N, K, k_split);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -1,17 +1,17 @@
 // layers_tc.cuh: version 4 of the MNIST CNN: the matrix products on the tensor cores, in bf16 with
 // fp32 accumulation (mma.sync.m16n8k16, compute capability 8.0 or newer).
 //
-// Taught in docs/mnist/tensor-cores.md. One GEMM kernel, gemm_bf16, serves five products of the step:
-// conv2 forward (with batch-norm statistics in its epilogue), conv2's input and weight gradients,
-// fc1 forward, and fc1's input and weight gradients. What differs between them is only where the
-// operands come from and where the result goes, so each is a small "operand" struct (ConvFwd,
-// ConvDgrad, ConvWgrad, LinFwd, LinDgrad, LinWgrad) that the kernel calls element by element while
-// it stages a tile in shared memory: the implicit GEMM's im2col gather happens there, and so does
-// the fp32 -> bf16 rounding of the activations. The weights come from a bf16 copy of the fp32
-// master weights that the SGD kernel writes (sgd_update_bf16), once per step.
-// Around the GEMMs: fc2, softmax, the loss, fc2's backward and fc1's bias, ReLU, ReLU mask and bias
-// gradient in one kernel (fc2_loss_and_backward). conv1 (one input channel: K = 9) stays
-// on the CUDA cores (conv_igemm.cuh), as do batch norm, ReLU and pooling (layers_fused.cuh).
+// Taught in docs/mnist/tensor-cores.md. conv2's three products (forward with batch-norm statistics
+// in its epilogue, input gradient, weight gradient) stage whole images and the weights in shared
+// memory and read their mma fragments with ldmatrix (conv3x3_tc, conv3x3_wgrad_tc): the im2col
+// matrix is never formed. fc1's three products share one GEMM kernel, gemm_bf16, with a small
+// "operand" struct each (LinFwd, LinDgrad, LinWgrad) that says where the operands come from and where
+// the result goes; the fp32 -> bf16 rounding of the activations happens as they are staged. The
+// weights come from a bf16 copy of the fp32 master weights that the SGD kernel writes
+// (sgd_update_bf16), once per step. Around the GEMMs: fc2, softmax, the loss, fc2's backward and
+// fc1's bias, ReLU, ReLU mask and bias gradient in one kernel (fc2_loss_and_backward). conv1 (one
+// input channel: K = 9) stays on the CUDA cores in a kernel of its own (conv3x3_c1), as do batch
+// norm, ReLU and pooling (layers_fused.cuh).
 //
 // course: header
 #pragma once
@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "layers_fused.cuh"
 
@@ -65,12 +66,10 @@ __device__ inline uint32_t ld_pair(const __nv_bfloat16* p) { return *reinterpret
 // and says which index is contiguous in memory (kAKFast, kBKFast), so that consecutive threads load
 // consecutive addresses. Shared memory holds the tile as As[m][k] and Bs[n][k] (k contiguous), the
 // layout the mma fragments read with one 32-bit load per register.
-// Grid: x loops over column tiles (grid-stride: with STATS a small grid makes few atomics), y = row
-// tiles, z = slices of k of length k_split (split-K; Op::store then adds with atomicAdd).
-// STATS: each row's sum and sum of squares of C (a conv's output channel) into sum[m], sumsq[m].
-template <int BM, int BN, int WARPS_M, int WARPS_N, bool STATS, class Op>
-__global__ void __launch_bounds__(kThreads, 2)
-    gemm_bf16(const Op op, int M, int N, int K, int k_split, double* __restrict__ sum, double* __restrict__ sumsq) {
+// Grid: x = column tiles, y = row tiles, z = slices of k of length k_split (split-K; Op::store then
+// adds with atomicAdd).
+template <int BM, int BN, int WARPS_M, int WARPS_N, class Op>
+__global__ void __launch_bounds__(kThreads, 2) gemm_bf16(const Op op, int M, int N, int K, int k_split) {
   static_assert(WARPS_M * WARPS_N * 32 == kThreads, "8 warps");
   constexpr int WTM = BM / WARPS_M, WTN = BN / WARPS_N, MF = WTM / 16, NF = WTN / 8, LD = kBK + kPad;
   static_assert(MF * 16 == WTM && NF * 8 == WTN, "warp tile: whole 16 x 8 fragments");
@@ -80,13 +79,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ __align__(16) __nv_bfloat16 Bs[BN][LD];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WARPS_N, wn = warp % WARPS_N, g = lane >> 2, t4 = lane & 3;
-  const int m0 = blockIdx.y * BM, n_tiles = (N + BN - 1) / BN;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int kbegin = blockIdx.z * k_split, kend = min(K, kbegin + k_split);
-  float s1[MF][2] = {}, s2[MF][2] = {};  // STATS: this thread's sums for its 2 * MF rows
 
   // Element t of this thread's share of a tile: (row, k) of A, (column, k) of B. 256 is a multiple
   // of BM, BN and kBK, so along the contiguous index a thread keeps the same position for every t:
-  // what depends on it only (an image's base address, a pixel's coordinates) is computed once.
+  // what depends on it only (a row's base address) is computed once.
   static_assert(kThreads % BM == 0 && kThreads % BN == 0 && kThreads % kBK == 0, "fixed positions");
   auto a_at = [&](int t, int& mm, int& kk) {
     if constexpr (Op::kAKFast) { kk = tid % kBK; mm = tid / kBK + t * (kThreads / kBK); }
@@ -97,149 +95,434 @@ __global__ void __launch_bounds__(kThreads, 2)
     else { nn = tid % BN; kk = tid / BN + t * (kThreads / BN); }
   };
 
-  for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
-    const int n0 = tile * BN;
-    float acc[MF][NF][4] = {};
-    // Each k-tile: gather (converting to bf16) into shared memory, then multiply. No register
-    // staging of the next tile: it would double the registers a thread holds and halve the blocks
-    // an SM keeps; the loads of one block overlap the mma of the other blocks on the SM instead.
-    for (int k0 = kbegin; k0 < kend; k0 += kBK) {
+  float acc[MF][NF][4] = {};
+  // Each k-tile: gather (converting to bf16) into shared memory, then multiply. No register
+  // staging of the next tile: it would double the registers a thread holds and halve the blocks
+  // an SM keeps; the loads of one block overlap the mma of the other blocks on the SM instead.
+  for (int k0 = kbegin; k0 < kend; k0 += kBK) {
 #pragma unroll
-      for (int t = 0; t < kAPer; ++t) {
-        int mm, kk;
-        a_at(t, mm, kk);
-        const int m = m0 + mm, k = k0 + kk;
-        As[mm][kk] = __float2bfloat16_rn((m < M && k < kend) ? op.a(m, k) : 0.0f);
-      }
-#pragma unroll
-      for (int t = 0; t < kBPer; ++t) {
-        int nn, kk;
-        b_at(t, nn, kk);
-        const int n = n0 + nn, k = k0 + kk;
-        Bs[nn][kk] = __float2bfloat16_rn((n < N && k < kend) ? op.b(k, n) : 0.0f);
-      }
-      __syncthreads();
-#pragma unroll
-      for (int ks = 0; ks < kBK; ks += 16) {
-        uint32_t af[MF][4], bf[NF][2];
-#pragma unroll
-        for (int f = 0; f < MF; ++f) {
-          const int r = wm * WTM + f * 16 + g, c = ks + 2 * t4;
-          af[f][0] = ld_pair(&As[r][c]);
-          af[f][1] = ld_pair(&As[r + 8][c]);
-          af[f][2] = ld_pair(&As[r][c + 8]);
-          af[f][3] = ld_pair(&As[r + 8][c + 8]);
-        }
-#pragma unroll
-        for (int f = 0; f < NF; ++f) {
-          const int r = wn * WTN + f * 8 + g, c = ks + 2 * t4;
-          bf[f][0] = ld_pair(&Bs[r][c]);
-          bf[f][1] = ld_pair(&Bs[r][c + 8]);
-        }
-#pragma unroll
-        for (int i = 0; i < MF; ++i)
-#pragma unroll
-          for (int j = 0; j < NF; ++j) mma_bf16_16816(acc[i][j], af[i], bf[j]);
-      }
-      __syncthreads();
+    for (int t = 0; t < kAPer; ++t) {
+      int mm, kk;
+      a_at(t, mm, kk);
+      const int m = m0 + mm, k = k0 + kk;
+      As[mm][kk] = __float2bfloat16_rn((m < M && k < kend) ? op.a(m, k) : 0.0f);
     }
-    // Epilogue: every accumulator to its (m, n), straight from the registers.
 #pragma unroll
-    for (int i = 0; i < MF; ++i)
+    for (int t = 0; t < kBPer; ++t) {
+      int nn, kk;
+      b_at(t, nn, kk);
+      const int n = n0 + nn, k = k0 + kk;
+      Bs[nn][kk] = __float2bfloat16_rn((n < N && k < kend) ? op.b(k, n) : 0.0f);
+    }
+    __syncthreads();
 #pragma unroll
-      for (int j = 0; j < NF; ++j)
+    for (int ks = 0; ks < kBK; ks += 16) {
+      uint32_t af[MF][4], bf[NF][2];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int m = m0 + wm * WTM + i * 16 + g + (e >> 1) * 8, n = n0 + wn * WTN + j * 8 + 2 * t4 + (e & 1);
-          if (m < M && n < N) {
-            const float v = acc[i][j][e];
-            op.store(m, n, v);
-            if constexpr (STATS) {
-              s1[i][e >> 1] += v;
-              s2[i][e >> 1] += v * v;
-            }
-          }
-        }
-  }
-  if constexpr (STATS) {
-#pragma unroll
-    for (int i = 0; i < MF; ++i)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {  // the 4 lanes of a quad share a row: add across them, one atomic
-        float a = s1[i][h], b = s2[i][h];
-        for (int o = 1; o < 4; o <<= 1) {
-          a += __shfl_xor_sync(0xffffffffu, a, o);
-          b += __shfl_xor_sync(0xffffffffu, b, o);
-        }
-        const int m = m0 + wm * WTM + i * 16 + g + h * 8;
-        if (t4 == 0 && m < M) {
-          atomicAdd(&sum[m], static_cast<double>(a));
-          atomicAdd(&sumsq[m], static_cast<double>(b));
-        }
+      for (int f = 0; f < MF; ++f) {
+        const int r = wm * WTM + f * 16 + g, c = ks + 2 * t4;
+        af[f][0] = ld_pair(&As[r][c]);
+        af[f][1] = ld_pair(&As[r + 8][c]);
+        af[f][2] = ld_pair(&As[r][c + 8]);
+        af[f][3] = ld_pair(&As[r + 8][c + 8]);
       }
+#pragma unroll
+      for (int f = 0; f < NF; ++f) {
+        const int r = wn * WTN + f * 8 + g, c = ks + 2 * t4;
+        bf[f][0] = ld_pair(&Bs[r][c]);
+        bf[f][1] = ld_pair(&Bs[r][c + 8]);
+      }
+#pragma unroll
+      for (int i = 0; i < MF; ++i)
+#pragma unroll
+        for (int j = 0; j < NF; ++j) mma_bf16_16816(acc[i][j], af[i], bf[j]);
+    }
+    __syncthreads();
   }
+  // Epilogue: every accumulator to its (m, n), straight from the registers.
+#pragma unroll
+  for (int i = 0; i < MF; ++i)
+#pragma unroll
+    for (int j = 0; j < NF; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int m = m0 + wm * WTM + i * 16 + g + (e >> 1) * 8, n = n0 + wn * WTN + j * 8 + 2 * t4 + (e & 1);
+        if (m < M && n < N) op.store(m, n, acc[i][j][e]);
+      }
 }
 // --8<-- [end:gemm]
 
-// --8<-- [start:operands]
-// col(q, j) of a 3x3, padding-1 convolution's input: q = (c, r, s), j = (n, y, x). H is a compile-time
-// constant, so the divisions below are multiplications and shifts.
-template <int H, class T>
-__device__ inline float im2col(const T* __restrict__ in, int C, int q, int j) {
-  constexpr int HW = H * H;
-  const int n = j / HW, p = j % HW, y = p / H, x = p % H;
-  const int c = q / 9, rs = q % 9, iy = y + rs / 3 - 1, ix = x + rs % 3 - 1;
-  return (iy >= 0 && iy < H && ix >= 0 && ix < H) ? to_float(in[(static_cast<size_t>(n) * C + c) * HW + iy * H + ix])
-                                                  : 0.0f;
+// --8<-- [start:ldmatrix]
+// ldmatrix (compute capability 7.5 on): each of the 32 lanes gives the shared-memory address of one
+// 16-byte row; the warp gets back 8 x 8 bf16 matrices already in mma's fragment layout (lane
+// g * 4 + t holds row g, elements 2t and 2t + 1). .x4 loads four matrices (lanes 0-7 address the
+// rows of the first, 8-15 the second, ...), .x2 two (lanes 0-15).
+__device__ inline uint32_t shared_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ inline void ldmatrix_x4(uint32_t (&r)[4], const __nv_bfloat16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+__device__ inline void ldmatrix_x2(uint32_t (&r)[2], const __nv_bfloat16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(shared_address(p)));
 }
 
-// Forward: out[n][m][y][x] = sum_q w[m][q] col(q, j). M = Cout, N = batch * H * H, K = Cin * 9.
-template <int H, class TIn>
-struct ConvFwd {
-  static constexpr bool kAKFast = true, kBKFast = false;
-  const __nv_bfloat16* w;
-  const TIn* in;
-  float* out;
-  int Cin, Cout;
-  __device__ float a(int m, int q) const { return __bfloat162float(w[m * Cin * 9 + q]); }
-  __device__ float b(int q, int j) const { return im2col<H>(in, Cin, q, j); }
-  __device__ void store(int m, int j, float v) const {
-    out[(static_cast<size_t>(j / (H * H)) * Cout + m) * (H * H) + j % (H * H)] = v;
+// 16 bytes of an activation (4 fp32 or 8 bf16 values) with one vector load, as bf16.
+template <class T>
+constexpr int kChunk = 16 / static_cast<int>(sizeof(T));
+__device__ inline void load_chunk(const float* p, __nv_bfloat16 (&v)[4]) {
+  const float4 f = __ldg(reinterpret_cast<const float4*>(p));
+  v[0] = __float2bfloat16_rn(f.x);
+  v[1] = __float2bfloat16_rn(f.y);
+  v[2] = __float2bfloat16_rn(f.z);
+  v[3] = __float2bfloat16_rn(f.w);
+}
+__device__ inline void load_chunk(const __nv_bfloat16* p, __nv_bfloat16 (&v)[8]) {
+  const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+  memcpy(v, &u, sizeof(u));
+}
+// --8<-- [end:ldmatrix]
+
+// --8<-- [start:conv1]
+// conv1 (one input channel, 32 outputs, 3x3, padding 1) with its batch-norm sums. K = 9 is too short
+// for a GEMM tile: version 3's implicit GEMM pads it to 16 and gathers the image again for every
+// tile of 64 positions, while all conv1 has to do is write its 32-channel fp32 output (4 FLOP per
+// byte). Here a block stages one image with its zero border in shared memory (once), and each of 196
+// threads computes 4 positions (one column, rows 7 apart) for all 32 channels: a warp's stores are
+// 32 consecutive floats. Each output adds its 9 products in the order (r, s), one fused multiply-add
+// each, as version 3's kernel does. The batch-norm sums stay in registers across the block's images
+// and are added with one atomic per channel per block (sum, sumsq zeroed by the caller).
+constexpr int kConv1Threads = 224, kConv1Active = 196;  // 7 full warps (for the shuffles), 196 compute
+__global__ void __launch_bounds__(kConv1Threads)
+    conv3x3_c1(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int N,
+               double* __restrict__ sum, double* __restrict__ sumsq) {
+  constexpr int H = 28, HW = H * H, PW = H + 2, C = 32, ROWS = HW / kConv1Active;
+  static_assert(ROWS * kConv1Active == HW && kConv1Active % H == 0, "4 whole rows of positions per thread");
+  __shared__ float img[PW * PW];
+  __shared__ float ws[C * 9];
+  __shared__ double ssum[C], ssq[C];
+  const int tid = threadIdx.x, col = tid % H, row = tid / H;  // positions (row + 7 k, col), k < 4
+  const bool active = tid < kConv1Active;
+  for (int i = tid; i < C * 9; i += kConv1Threads) ws[i] = w[i];
+  for (int i = tid; i < PW * PW; i += kConv1Threads) img[i] = 0.0f;  // the border stays 0
+  if (tid < C) ssum[tid] = ssq[tid] = 0.0;
+  float s1[C] = {}, s2[C] = {};
+  // The next image's 4 values are loaded into registers while this one is computed (one block per
+  // SM: the registers of s1, s2 and the 36 inputs leave room for no second block to hide that latency).
+  float next[ROWS];
+  auto load = [&](int n) {
+#pragma unroll
+    for (int k = 0; k < ROWS; ++k)
+      next[k] = (active && n < N) ? x[static_cast<size_t>(n) * HW + tid + k * kConv1Active] : 0.0f;
+  };
+  load(blockIdx.x);
+  for (int n = blockIdx.x; n < N; n += gridDim.x) {
+    __syncthreads();  // the previous image is no longer read (the first time: the zeroing is done)
+    if (active)
+#pragma unroll
+      for (int k = 0; k < ROWS; ++k) img[(row + 7 * k + 1) * PW + col + 1] = next[k];
+    __syncthreads();
+    load(n + gridDim.x);
+    if (!active) continue;
+    float v[ROWS][9];
+#pragma unroll
+    for (int k = 0; k < ROWS; ++k)
+#pragma unroll
+      for (int rs = 0; rs < 9; ++rs) v[k][rs] = img[(row + 7 * k + rs / 3) * PW + col + rs % 3];
+    float* dst = out + static_cast<size_t>(n) * C * HW + tid;
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+#pragma unroll
+      for (int k = 0; k < ROWS; ++k) {
+        float a = 0.0f;
+#pragma unroll
+        for (int rs = 0; rs < 9; ++rs) a += ws[c * 9 + rs] * v[k][rs];
+        dst[c * HW + k * kConv1Active] = a;
+        s1[c] += a;
+        s2[c] += a * a;
+      }
   }
+  __syncthreads();  // ssum's zeroing is done even in a block that had no image
+#pragma unroll
+  for (int c = 0; c < C; ++c) {  // every warp is full: the idle lanes add zeros
+    float a = s1[c], b = s2[c];
+    for (int o = 16; o > 0; o >>= 1) {
+      a += __shfl_xor_sync(0xffffffffu, a, o);
+      b += __shfl_xor_sync(0xffffffffu, b, o);
+    }
+    if ((tid & 31) == 0) {
+      atomicAdd(&ssum[c], static_cast<double>(a));
+      atomicAdd(&ssq[c], static_cast<double>(b));
+    }
+  }
+  __syncthreads();
+  if (tid < C) {
+    atomicAdd(&sum[tid], ssum[tid]);
+    atomicAdd(&sumsq[tid], ssq[tid]);
+  }
+}
+// --8<-- [end:conv1]
+
+// --8<-- [start:conv]
+// conv2 as implicit GEMMs that stage whole images. One image of conv2's input is small (32 channels
+// x 14 x 14 in bf16: 12.5 KB) and the weights too (64 x 288 in bf16: 36 KB), so a block keeps the
+// weights in shared memory for its whole life and brings in one image at a time with 16-byte loads,
+// stored position-major with a zero border: Is[(y + 1) * PW + x + 1][c], PW = H + 2. With the
+// reduction index ordered k = (r, s, c), 16 consecutive k are one tap (r, s) and 16 consecutive
+// channels, which are 32 contiguous bytes of Is for every output position: the im2col matrix is
+// never formed, ldmatrix reads its fragments straight from Is, one row address per position and tap.
+// Rows are padded by 8 bf16 (an odd number of 16-byte units per row), so that the 8 rows of an
+// ldmatrix fall in 8 different groups of banks.
+//
+// out[n][m][y][x] = sum over (r, s, c) of A[m][(r, s, c)] in[n][c][y + r - 1][x + s - 1] for the
+// forward pass (A[m][(r, s, c)] = w[m][c][r][s]); with FLIP, the input gradient: in = the output
+// gradient (CIN = the forward's output channels), A[m][(r, s, k)] = w[k][m][2 - r][2 - s].
+// Warps: all 8 along the positions (25 fragments of 8 for 196 positions, warp w takes w, w + 8, ...),
+// each with all COUT rows (COUT / 16 fragments of 16). Grid: at most two blocks per SM, each looping
+// over images, so that one block's image loads overlap the other's products.
+// STATS: each channel's sum and sum of squares of the stored outputs into sum[], sumsq[] (doubles,
+// zeroed by the caller): per image in shared memory, then one atomic per channel per block.
+template <int H, int CIN, int COUT>
+struct ConvShape {
+  static constexpr int PW = H + 2, HW = H * H, K = 9 * CIN;
+  static constexpr int LDW = K + 8, LDI = CIN + 8;  // row strides of Ws and Is (bf16)
+  static constexpr int FRAGS = (HW + 7) / 8, NF = (FRAGS + 7) / 8, MF = COUT / 16;
+  static constexpr int kSmemBytes = (COUT * LDW + PW * PW * LDI) * 2;
+  static_assert(CIN % 16 == 0 && COUT % 16 == 0 && HW % 2 == 0, "whole k-steps; pairs of positions");
+  static_assert((LDW / 8) % 2 == 1 && (LDI / 8) % 2 == 1, "odd 16-byte units per row: no bank conflicts");
 };
 
-// Input gradient: din[n][c] = sum over (k, r, s) of w[k][c][2-r][2-s] col_dout((k, r, s), j):
-// the same product with the weights transposed and flipped. M = Cin, N = batch * H * H, K = Cout * 9.
-template <int H>
-struct ConvDgrad {
-  static constexpr bool kAKFast = true, kBKFast = false;
-  const __nv_bfloat16* w;  // the forward weight [Cout][Cin][3][3]
-  const float* dout;
-  float* din;
-  int Cin, Cout;
-  __device__ float a(int c, int q) const { return __bfloat162float(w[((q / 9) * Cin + c) * 9 + 8 - q % 9]); }
-  __device__ float b(int q, int j) const { return im2col<H>(dout, Cout, q, j); }
-  __device__ void store(int c, int j, float v) const {
-    din[(static_cast<size_t>(j / (H * H)) * Cin + c) * (H * H) + j % (H * H)] = v;
+template <int H, int CIN, int COUT, bool FLIP, bool STATS, class TIn>
+__global__ void __launch_bounds__(kThreads, 2)
+    conv3x3_tc(const __nv_bfloat16* __restrict__ w, const TIn* __restrict__ in, float* __restrict__ out, int N,
+               double* __restrict__ sum, double* __restrict__ sumsq) {
+  using S = ConvShape<H, CIN, COUT>;
+  constexpr int PW = S::PW, HW = S::HW, K = S::K, LDW = S::LDW, LDI = S::LDI, MF = S::MF, NF = S::NF;
+  static_assert((CIN * HW) % kChunk<TIn> == 0, "an image is whole 16-byte chunks");
+  extern __shared__ __align__(16) unsigned char smem[];
+  __nv_bfloat16* Ws = reinterpret_cast<__nv_bfloat16*>(smem);  // [COUT][LDW], k = (r, s, c)
+  __nv_bfloat16* Is = Ws + COUT * LDW;                          // [PW * PW][LDI]
+  __shared__ double ssum[STATS ? COUT : 1], ssq[STATS ? COUT : 1];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+
+  // The weights, read in their global order (coalesced) and stored with k reordered to (r, s, c).
+  for (int e = tid; e < COUT * K; e += kThreads) {
+    if constexpr (FLIP) {  // w is [CIN][COUT][3][3]: e = (k * COUT + m) * 9 + 8 - rs
+      const int k = e / (9 * COUT), m = (e / 9) % COUT, rs = 8 - e % 9;
+      Ws[m * LDW + rs * CIN + k] = w[e];
+    } else {  // w is [COUT][CIN][3][3]: e = (m * CIN + c) * 9 + rs
+      const int m = e / K, c = (e / 9) % CIN, rs = e % 9;
+      Ws[m * LDW + rs * CIN + c] = w[e];
+    }
   }
+  for (int e = tid; e < PW * PW * LDI / 8; e += kThreads)  // the zero border (and padding), once
+    reinterpret_cast<uint4*>(Is)[e] = make_uint4(0, 0, 0, 0);
+  if constexpr (STATS)
+    for (int m = tid; m < COUT; m += kThreads) ssum[m] = ssq[m] = 0.0;
+
+  // This lane's ldmatrix rows: for A, row lane % 16 and k-half lane / 16 of each 16 x 16 fragment;
+  // for B, position lane % 8 of each fragment of 8 positions (clamped to the last position past the
+  // end: those columns are computed but never stored) and k-half (lane / 8) % 2.
+  int pos[NF];
+#pragma unroll
+  for (int j = 0; j < NF; ++j) {
+    const int p = min((warp + 8 * j) * 8 + (lane & 7), HW - 1);
+    pos[j] = (p / H) * PW + p % H;
+  }
+  const int a_off = (lane & 15) * LDW + (lane >> 4) * 8, b_half = ((lane >> 3) & 1) * 8;
+
+  for (int img = blockIdx.x; img < N; img += gridDim.x) {
+    __syncthreads();  // the previous image's products are done with Is (the first time: Ws, the border)
+    const TIn* src = in + static_cast<size_t>(img) * CIN * HW;
+    for (int e = tid * kChunk<TIn>; e < CIN * HW; e += kThreads * kChunk<TIn>) {
+      __nv_bfloat16 v[kChunk<TIn>];
+      load_chunk(src + e, v);
+#pragma unroll
+      for (int u = 0; u < kChunk<TIn>; ++u) {
+        const int c = (e + u) / HW, p = (e + u) % HW;
+        Is[((p / H + 1) * PW + p % H + 1) * LDI + c] = v[u];
+      }
+    }
+    __syncthreads();
+
+    float acc[MF][NF][4] = {};
+#pragma unroll
+    for (int rs = 0; rs < 9; ++rs) {
+      const int tap = (rs / 3) * PW + rs % 3;
+#pragma unroll
+      for (int c0 = 0; c0 < CIN; c0 += 16) {
+        uint32_t af[MF][4];
+#pragma unroll
+        for (int i = 0; i < MF; ++i) ldmatrix_x4(af[i], Ws + i * 16 * LDW + a_off + rs * CIN + c0);
+#pragma unroll
+        for (int j = 0; j < NF; ++j) {
+          if (warp + 8 * j < S::FRAGS) {  // the same for the whole warp
+            uint32_t bf[2];
+            ldmatrix_x2(bf, Is + (pos[j] + tap) * LDI + c0 + b_half);
+#pragma unroll
+            for (int i = 0; i < MF; ++i) mma_bf16_16816(acc[i][j], af[i], bf);
+          }
+        }
+      }
+    }
+
+    // Epilogue: each lane holds pairs of adjacent positions (2 t4, 2 t4 + 1) of rows g and g + 8.
+    float* dst = out + static_cast<size_t>(img) * COUT * HW;
+    float ps[MF][2] = {}, pq[MF][2] = {};
+#pragma unroll
+    for (int j = 0; j < NF; ++j) {
+      const int p = (warp + 8 * j) * 8 + 2 * t4;
+      if (p < HW) {  // HW is even: p + 1 < HW too
+#pragma unroll
+        for (int i = 0; i < MF; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
+            *reinterpret_cast<float2*>(dst + (i * 16 + g + 8 * h) * HW + p) = make_float2(v0, v1);
+            ps[i][h] += v0 + v1;
+            pq[i][h] += v0 * v0 + v1 * v1;
+          }
+      }
+    }
+    if constexpr (STATS) {
+#pragma unroll
+      for (int i = 0; i < MF; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {  // the 4 lanes of a quad share a row
+          float a = ps[i][h], b = pq[i][h];
+          a += __shfl_xor_sync(0xffffffffu, a, 1);
+          b += __shfl_xor_sync(0xffffffffu, b, 1);
+          a += __shfl_xor_sync(0xffffffffu, a, 2);
+          b += __shfl_xor_sync(0xffffffffu, b, 2);
+          if (t4 == 0) {
+            atomicAdd(&ssum[i * 16 + g + 8 * h], static_cast<double>(a));
+            atomicAdd(&ssq[i * 16 + g + 8 * h], static_cast<double>(b));
+          }
+        }
+    }
+  }
+  if constexpr (STATS) {
+    __syncthreads();
+    for (int m = tid; m < COUT; m += kThreads) {
+      atomicAdd(&sum[m], ssum[m]);
+      atomicAdd(&sumsq[m], ssq[m]);
+    }
+  }
+}
+// --8<-- [end:conv]
+
+// --8<-- [start:conv_wgrad]
+// conv2's weight gradient dw[m][c][r][s] = sum over images and positions of dout[n][m][y][x]
+// in[n][c][y + r - 1][x + s - 1]: the reduction runs over positions. Per image, A = the output
+// gradient As[m][P] and B[P][(c, r, s)] = the input shifted by (r, s), both indexed by the padded
+// position P = y * PW + x (the output gradient is 0 in the columns x >= H, so they add nothing).
+// For ldmatrix, 8 consecutive P of one B row must be 16 aligned bytes: a shift by r is r * PW
+// positions (PW = 16: aligned), a shift by s is not, so the input is staged three times, shifted by
+// s = 0, 1, 2: Bs[s][c][P] = Ipad[c][P + s], Ipad the input with its zero border.
+// Each block sums over its images (a slice of the batch) in registers and writes its partial
+// gradient to partial[blockIdx.x]; sum_slices adds the slices: no atomics on the 18,432 outputs
+// from hundreds of blocks. Warps: 2 along m (32 rows each) x 4 along the 288 outputs (72 each).
+template <int H, int CIN, int COUT>
+struct WgradShape {
+  static constexpr int PW = H + 2, HW = H * H, Q = 9 * CIN;
+  static constexpr int KPOS = (H * PW + 15) / 16 * 16;  // padded positions of the output gradient
+  static constexpr int LDA = KPOS + 8, LDB = KPOS + 2 * PW + 8, BCOPY = CIN * LDB + 8;
+  static constexpr int WARPS_M = COUT / 32, WARPS_N = 8 / WARPS_M, NF = Q / 8 / WARPS_N;
+  static constexpr int kSmemBytes = (COUT * LDA + 3 * BCOPY) * 2;
+  static_assert(PW % 8 == 0, "a shift by whole rows keeps ldmatrix rows 16-byte aligned");
+  static_assert(COUT % 32 == 0 && WARPS_M * WARPS_N == 8 && NF * 8 * WARPS_N == Q, "warp tiling");
+  static_assert((LDA / 8) % 2 == 1 && (LDB / 8) % 2 == 1, "odd 16-byte units per row: no bank conflicts");
 };
 
-// Weight gradient: dw[m][q] = sum over j of dout[n][m][y][x] col(q, j): K = batch * H * H is long,
-// the result small (Cout x Cin * 9), so k is split over blocks that add with atomicAdd (dw zeroed).
-template <int H, class TIn>
-struct ConvWgrad {
-  static constexpr bool kAKFast = true, kBKFast = true;
-  const float* dout;
-  const TIn* in;
-  float* dw;
-  int Cin, Cout;
-  __device__ float a(int m, int j) const {
-    return dout[(static_cast<size_t>(j / (H * H)) * Cout + m) * (H * H) + j % (H * H)];
-  }
-  __device__ float b(int j, int q) const { return im2col<H>(in, Cin, q, j); }
-  __device__ void store(int m, int q, float v) const { atomicAdd(&dw[m * Cin * 9 + q], v); }
-};
+template <int H, int CIN, int COUT, class TIn>
+__global__ void __launch_bounds__(kThreads, 2)
+    conv3x3_wgrad_tc(const float* __restrict__ dout, const TIn* __restrict__ in, float* __restrict__ partial, int N) {
+  using S = WgradShape<H, CIN, COUT>;
+  constexpr int PW = S::PW, HW = S::HW, Q = S::Q, LDA = S::LDA, LDB = S::LDB, NF = S::NF;
+  static_assert((COUT * HW) % kChunk<float> == 0 && (CIN * HW) % kChunk<TIn> == 0, "whole 16-byte chunks");
+  extern __shared__ __align__(16) unsigned char smem[];
+  __nv_bfloat16* As = reinterpret_cast<__nv_bfloat16*>(smem);  // [COUT][LDA]
+  __nv_bfloat16* Bs = As + COUT * LDA;                          // [3][CIN][LDB], copies BCOPY apart
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+  const int wm = warp / S::WARPS_N, wn = warp % S::WARPS_N;
+  // Everything never written below stays 0: the border, the columns x >= H, the padding.
+  for (int e = tid; e < (COUT * LDA + 3 * S::BCOPY) / 8; e += kThreads)
+    reinterpret_cast<uint4*>(As)[e] = make_uint4(0, 0, 0, 0);
 
+  // This lane's ldmatrix rows: A as in conv3x3_tc; B row q = (c, r, s) of each fragment of 8 outputs.
+  int b_off[NF];
+#pragma unroll
+  for (int j = 0; j < NF; ++j) {
+    const int q = (wn * NF + j) * 8 + (lane & 7), c = q / 9, r = (q % 9) / 3, s = q % 3;
+    b_off[j] = s * S::BCOPY + c * LDB + r * PW + ((lane >> 3) & 1) * 8;
+  }
+  const int a_off = (wm * 32 + (lane & 15)) * LDA + (lane >> 4) * 8;
+
+  float acc[2][NF][4] = {};
+  for (int img = blockIdx.x; img < N; img += gridDim.x) {
+    __syncthreads();  // the previous image's products are done (the first time: the zeroing)
+    const float* g_src = dout + static_cast<size_t>(img) * COUT * HW;
+    for (int e = tid * 4; e < COUT * HW; e += kThreads * 4) {
+      __nv_bfloat16 v[4];
+      load_chunk(g_src + e, v);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int m = (e + u) / HW, p = (e + u) % HW;
+        As[m * LDA + (p / H) * PW + p % H] = v[u];
+      }
+    }
+    const TIn* i_src = in + static_cast<size_t>(img) * CIN * HW;
+    for (int e = tid * kChunk<TIn>; e < CIN * HW; e += kThreads * kChunk<TIn>) {
+      __nv_bfloat16 v[kChunk<TIn>];
+      load_chunk(i_src + e, v);
+#pragma unroll
+      for (int u = 0; u < kChunk<TIn>; ++u) {
+        const int c = (e + u) / HW, p = (e + u) % HW, at = (p / H + 1) * PW + p % H + 1 + c * LDB;
+#pragma unroll
+        for (int s = 0; s < 3; ++s) Bs[s * S::BCOPY + at - s] = v[u];
+      }
+    }
+    __syncthreads();
+#pragma unroll 2
+    for (int p0 = 0; p0 < S::KPOS; p0 += 16) {
+      uint32_t af[2][4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) ldmatrix_x4(af[i], As + a_off + i * 16 * LDA + p0);
+#pragma unroll
+      for (int j = 0; j < NF; ++j) {
+        uint32_t bf[2];
+        ldmatrix_x2(bf, Bs + b_off[j] + p0);
+#pragma unroll
+        for (int i = 0; i < 2; ++i) mma_bf16_16816(acc[i][j], af[i], bf);
+      }
+    }
+  }
+  float* dst = partial + static_cast<size_t>(blockIdx.x) * COUT * Q;
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < NF; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = wm * 32 + i * 16 + g + 8 * h, q = (wn * NF + j) * 8 + 2 * t4;
+        *reinterpret_cast<float2*>(dst + m * Q + q) = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+      }
+}
+
+// out[i] += the sum over `slices` of partial[slice][i]. Grid: (count / 256 rounded up, a few groups of
+// slices); each thread adds its group's slices, then one atomic per group (out zeroed by the caller).
+__global__ void sum_slices(const float* __restrict__ partial, float* __restrict__ out, int count, int slices) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  float s = 0.0f;
+  for (int b = blockIdx.y; b < slices; b += gridDim.y) s += partial[static_cast<size_t>(b) * count + i];
+  atomicAdd(&out[i], s);
+}
+// --8<-- [end:conv_wgrad]
+
+// --8<-- [start:operands]
 // Linear forward without bias: y[b][o] += sum_i x[b][i] w[o][i] (split-K: y zeroed; the bias and
 // ReLU are applied by the next kernel, fc2_loss_and_backward). M = batch, N = O, K = I.
 template <class TIn>
@@ -429,16 +712,12 @@ __global__ void to_bf16(const float* __restrict__ in, __nv_bfloat16* __restrict_
 
 // --- launchers ------------------------------------------------------------------------------------
 
-// A grid of `splits` slices of k (each a whole number of k-tiles) and, with STATS, at most
-// `max_col_blocks` column blocks, each looping over column tiles.
-template <int BM, int BN, int WARPS_M, int WARPS_N, bool STATS = false, class Op>
-inline void gemm(const Op& op, int M, int N, int K, int splits, cudaStream_t st, double* sum = nullptr,
-                 double* sumsq = nullptr, int max_col_blocks = 0) {
+// A grid of `splits` slices of k (each a whole number of k-tiles).
+template <int BM, int BN, int WARPS_M, int WARPS_N, class Op>
+inline void gemm(const Op& op, int M, int N, int K, int splits, cudaStream_t st) {
   const int k_split = course::ceil_div(course::ceil_div(K, std::max(1, splits)), kBK) * kBK;
-  const int n_tiles = course::ceil_div(N, BN);
-  const dim3 grid(max_col_blocks > 0 ? std::min(n_tiles, max_col_blocks) : n_tiles, course::ceil_div(M, BM),
-                  course::ceil_div(K, k_split));
-  gemm_bf16<BM, BN, WARPS_M, WARPS_N, STATS><<<grid, kThreads, 0, st>>>(op, M, N, K, k_split, sum, sumsq);
+  const dim3 grid(course::ceil_div(N, BN), course::ceil_div(M, BM), course::ceil_div(K, k_split));
+  gemm_bf16<BM, BN, WARPS_M, WARPS_N><<<grid, kThreads, 0, st>>>(op, M, N, K, k_split);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -448,28 +727,64 @@ inline int split_for(int tiles, int K, int target, int min_k) {
   return std::max(1, std::min(target / std::max(1, tiles), K / min_k));
 }
 
-// conv2 forward (64 x Cin*9 weights) with batch-norm sums: 64 x 128 tiles (2 x 4 warps of 32 x 32).
-template <int H, class TIn>
-inline void conv_forward(const __nv_bfloat16* w, const TIn* in, float* out, int N, int Cin, int Cout, double* sum,
-                         double* sumsq, int sms, cudaStream_t st) {
-  gemm<64, 128, 2, 4, true>(ConvFwd<H, TIn>{w, in, out, Cin, Cout}, Cout, N * H * H, Cin * 9, 1, st, sum, sumsq,
-                            4 * sms);
+// A kernel that needs more than 48 KB of shared memory must say so, once, before its first launch
+// (which is the eager step before a capture: the call is not made inside a captured graph).
+template <class Kernel>
+inline void allow_shared_memory(Kernel kernel, int bytes) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
-// conv2 input gradient: 32 x 128 tiles (1 x 8 warps of 32 x 16): M = Cin = 32.
-template <int H>
-inline void conv_backward_data(const __nv_bfloat16* w, const float* dout, float* din, int N, int Cin, int Cout,
+// conv1 forward (28 x 28, 1 -> 32 channels) with batch-norm sums (into sum, sumsq, zeroed by the caller):
+// one block per SM (its registers leave room for one), each looping over images.
+inline void conv1_forward(const float* x, const float* w, float* out, int N, double* sum, double* sumsq, int sms,
+                          cudaStream_t st) {
+  conv3x3_c1<<<std::max(1, std::min(N, sms)), kConv1Threads, 0, st>>>(x, w, out, N, sum, sumsq);
+  CUDA_CHECK_LAUNCH();
+}
+
+// conv2 forward with batch-norm sums (into sum, sumsq, zeroed by the caller).
+template <int H, int CIN, int COUT, class TIn>
+inline void conv_forward(const __nv_bfloat16* w, const TIn* in, float* out, int N, double* sum, double* sumsq,
+                         int sms, cudaStream_t st) {
+  constexpr int bytes = ConvShape<H, CIN, COUT>::kSmemBytes;
+  static const bool ready = (allow_shared_memory(conv3x3_tc<H, CIN, COUT, false, true, TIn>, bytes), true);
+  (void)ready;
+  conv3x3_tc<H, CIN, COUT, false, true, TIn>
+      <<<std::max(1, std::min(N, 2 * sms)), kThreads, bytes, st>>>(w, in, out, N, sum, sumsq);
+  CUDA_CHECK_LAUNCH();
+}
+
+// conv2 input gradient din (N x CIN) from dout (N x COUT); w is the forward weight [COUT][CIN][3][3].
+template <int H, int CIN, int COUT>
+inline void conv_backward_data(const __nv_bfloat16* w, const float* dout, float* din, int N, int sms,
                                cudaStream_t st) {
-  gemm<32, 128, 1, 8>(ConvDgrad<H>{w, dout, din, Cin, Cout}, Cin, N * H * H, Cout * 9, 1, st);
+  constexpr int bytes = ConvShape<H, COUT, CIN>::kSmemBytes;
+  static const bool ready = (allow_shared_memory(conv3x3_tc<H, COUT, CIN, true, false, float>, bytes), true);
+  (void)ready;
+  conv3x3_tc<H, COUT, CIN, true, false, float>
+      <<<std::max(1, std::min(N, 2 * sms)), kThreads, bytes, st>>>(w, dout, din, N, nullptr, nullptr);
+  CUDA_CHECK_LAUNCH();
 }
 
-// conv2 weight gradient (dw zeroed by the caller): 64 x 64 tiles, k split to fill the GPU.
-template <int H, class TIn>
-inline void conv_backward_weight(const float* dout, const TIn* in, float* dw, int N, int Cin, int Cout, int sms,
+// The weight gradient's slices of the batch (one per block) and the floats their partial sums need.
+inline int conv_wgrad_slices(int N, int sms) { return std::max(1, std::min(N, 2 * sms)); }
+inline size_t conv_wgrad_partial_floats(int N, int sms, int Cin, int Cout) {
+  return static_cast<size_t>(conv_wgrad_slices(N, sms)) * Cout * Cin * 9;
+}
+
+// conv2 weight gradient (dw zeroed by the caller): partial sums per slice of the batch, then their sum.
+// partial holds conv_wgrad_partial_floats(N, sms, CIN, COUT) floats.
+template <int H, int CIN, int COUT, class TIn>
+inline void conv_backward_weight(const float* dout, const TIn* in, float* dw, float* partial, int N, int sms,
                                  cudaStream_t st) {
-  const int tiles = course::ceil_div(Cout, 64) * course::ceil_div(Cin * 9, 64), K = N * H * H;
-  gemm<64, 64, 2, 4>(ConvWgrad<H, TIn>{dout, in, dw, Cin, Cout}, Cout, Cin * 9, K,
-                     split_for(tiles, K, 2 * sms, 8 * kBK), st);
+  constexpr int bytes = WgradShape<H, CIN, COUT>::kSmemBytes, count = COUT * CIN * 9;
+  static const bool ready = (allow_shared_memory(conv3x3_wgrad_tc<H, CIN, COUT, TIn>, bytes), true);
+  (void)ready;
+  const int slices = conv_wgrad_slices(N, sms);
+  conv3x3_wgrad_tc<H, CIN, COUT, TIn><<<slices, kThreads, bytes, st>>>(dout, in, partial, N);
+  CUDA_CHECK_LAUNCH();
+  sum_slices<<<dim3(course::ceil_div(count, 256), std::min(slices, 8)), 256, 0, st>>>(partial, dw, count, slices);
+  CUDA_CHECK_LAUNCH();
 }
 
 // fc1 forward into zeroed y (B x O): 64 x 128 tiles, k = I split so that small batches fill the GPU.

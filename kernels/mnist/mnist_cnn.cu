@@ -98,6 +98,7 @@ struct Net {
   int* step_backup;
   __nv_bfloat16* params_bf16;  // version 4: the bf16 copy of params that the tensor cores read
   __nv_bfloat16 *p1_bf16, *p2_bf16;  // version 4: the pooled activations, read only by bf16 products
+  float* wgrad_part;  // version 4: conv2's weight gradient, one partial sum per slice of the batch
   float* loss_part;            // version 4: per-block partial losses, and the counter that finds the
   unsigned* loss_blocks_done;  // last block (tc::fc2_loss_and_backward)
   int sms;
@@ -149,6 +150,7 @@ struct Net {
     loss_blocks_done = dalloc<unsigned>(1);
     CUDA_CHECK(cudaMemset(loss_blocks_done, 0, sizeof(unsigned)));
     sms = igemm::sm_count();
+    wgrad_part = dalloc<float>(tc::conv_wgrad_partial_floats(max_b, sms, 32, 64));
     CUDA_CHECK(cudaStreamCreate(&side));
     for (cudaEvent_t* e : {&fork_fc1, &fork_conv2, &join})
       CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
@@ -241,8 +243,8 @@ void bn_relu_pool_backward_fused(const Net& n, const float* dp, const T* p, cons
 }
 
 // --8<-- [start:tc_step]
-// Version 4. conv1 (one input channel: a GEMM with K = 9) stays on the CUDA cores, its batch-norm
-// statistics in its epilogue as in version 3; conv2 and fc1, forward and backward, are bf16 GEMMs on
+// Version 4. conv1 (one input channel: a GEMM with K = 9) stays on the CUDA cores, with its batch-norm
+// statistics, in a kernel of its own (tc::conv1_forward); conv2 and fc1, forward and backward, are bf16 GEMMs on
 // the tensor cores (layers_tc.cuh); fc2, the loss and fc2's backward are one small kernel, with fc1's
 // bias and ReLU in front and fc1's ReLU mask and bias gradient behind.
 void forward_tc(const Net& n, const Source& src, int B, float* loss_out, int cap) {
@@ -253,10 +255,10 @@ void forward_tc(const Net& n, const Source& src, int B, float* loss_out, int cap
   // gradient from conv2's weight on (bn2's two, in that range, are simply overwritten).
   const int n_grads = kTotalParams - offset_of(W2);
   tc::zero_accumulators<<<blocks(n_grads, 1024), 1024, 0, n.st>>>(s, 384, n.h_pre, B * 128, n.grad(W2), n_grads);
-  igemm::forward<true>(n.x, n.param(W1), n.c1, B, 1, 32, 28, 28, n.st, s, s + 32);
+  tc::conv1_forward(n.x, n.param(W1), n.c1, B, s, s + 32, n.sms, n.st);
   fused::bn_finalize<<<1, 32, 0, n.st>>>(s, s + 32, n.param(G1), n.param(BE1), 32, B * 784, n.coef1);
   fused::bn_relu_pool_forward<<<blocks(B * 32 * 196), 256, 0, n.st>>>(n.c1, n.coef1, n.p1_bf16, n.arg1, B, 32, 28, 28);
-  tc::conv_forward<14>(n.param_bf16(W2), n.p1_bf16, n.c2, B, 32, 64, s + 64, s + 128, n.sms, n.st);
+  tc::conv_forward<14, 32, 64>(n.param_bf16(W2), n.p1_bf16, n.c2, B, s + 64, s + 128, n.sms, n.st);
   fused::bn_finalize<<<1, 64, 0, n.st>>>(s + 64, s + 128, n.param(G2), n.param(BE2), 64, B * 196, n.coef2);
   fused::bn_relu_pool_forward<<<blocks(B * 3136), 256, 0, n.st>>>(n.c2, n.coef2, n.p2_bf16, n.arg2, B, 64, 14, 14);
   tc::linear_forward(n.p2_bf16, n.param_bf16(W3), n.h_pre, B, 3136, 128, n.sms, n.st);
@@ -280,8 +282,8 @@ void backward_tc(const Net& n, int B) {
                               14);
   CUDA_CHECK(cudaEventRecord(n.fork_conv2, n.st));
   CUDA_CHECK(cudaStreamWaitEvent(n.side, n.fork_conv2, 0));
-  tc::conv_backward_weight<14>(n.dc2, n.p1_bf16, n.grad(W2), B, 32, 64, n.sms, n.side);
-  tc::conv_backward_data<14>(n.param_bf16(W2), n.dc2, n.dp1, B, 32, 64, n.st);
+  tc::conv_backward_weight<14, 32, 64>(n.dc2, n.p1_bf16, n.grad(W2), n.wgrad_part, B, n.sms, n.side);
+  tc::conv_backward_data<14, 32, 64>(n.param_bf16(W2), n.dc2, n.dp1, B, n.sms, n.st);
   bn_relu_pool_backward_fused(n, n.dp1, n.p1_bf16, n.arg1, n.c1, n.coef1, n.bcoef1, s + 192, s + 224, G1, BE1, n.dc1, B, 32,
                               28);
   igemm::backward_weight(n.dc1, n.x, n.grad(W1), B, 1, 32, 28, 28, n.st);
@@ -706,13 +708,13 @@ static void bench_tc_layers(const Net& n, int B, const char* impl) {
     course::print_bench(name, impl, ms, bytes, flops);
   };
   row("conv1 forward (CUDA cores)", 2 * b * 784 * 32 * 9, b * 784 * 4 + b * 32 * 784 * 4 + 288 * 4,
-      [&] { igemm::forward<true>(n.x, n.param(W1), n.c1, B, 1, 32, 28, 28, n.st, s, s + 32); });
+      [&] { tc::conv1_forward(n.x, n.param(W1), n.c1, B, s, s + 32, n.sms, n.st); });
   row("conv2 forward", 2 * b * 196 * 64 * 288, b * 32 * 196 * 2 + 18432 * 2 + b * 64 * 196 * 4,
-      [&] { tc::conv_forward<14>(n.param_bf16(W2), n.p1_bf16, n.c2, B, 32, 64, s + 64, s + 128, n.sms, n.st); });
+      [&] { tc::conv_forward<14, 32, 64>(n.param_bf16(W2), n.p1_bf16, n.c2, B, s + 64, s + 128, n.sms, n.st); });
   row("conv2 input gradient", 2 * b * 196 * 64 * 288, b * 64 * 196 * 4 + 18432 * 2 + b * 32 * 196 * 4,
-      [&] { tc::conv_backward_data<14>(n.param_bf16(W2), n.dc2, n.dp1, B, 32, 64, n.st); });
+      [&] { tc::conv_backward_data<14, 32, 64>(n.param_bf16(W2), n.dc2, n.dp1, B, n.sms, n.st); });
   row("conv2 weight gradient", 2 * b * 196 * 64 * 288, b * 64 * 196 * 4 + b * 32 * 196 * 2 + 18432 * 4,
-      [&] { tc::conv_backward_weight<14>(n.dc2, n.p1_bf16, n.grad(W2), B, 32, 64, n.sms, n.st); });
+      [&] { tc::conv_backward_weight<14, 32, 64>(n.dc2, n.p1_bf16, n.grad(W2), n.wgrad_part, B, n.sms, n.st); });
   row("fc1 forward", 2 * b * 3136 * 128, b * 3136 * 2 + 401408 * 2 + b * 128 * 4,
       [&] { tc::linear_forward(n.p2_bf16, n.param_bf16(W3), n.h_pre, B, 3136, 128, n.sms, n.st); });
   row("fc1 input gradient", 2 * b * 3136 * 128, b * 128 * 4 + 401408 * 2 + b * 3136 * 4,
@@ -962,9 +964,10 @@ static std::vector<__nv_bfloat16> to_bf16_host(const std::vector<float>& v) {
   return out;
 }
 
-static bool check_tc_convs(int sms, cudaStream_t st) {
-  // conv2's shapes on 3 images: 588 columns, not a multiple of the 128-wide tile.
-  constexpr int N = 3, C = 32, K = 64, H = 14, HW = H * H;
+static bool check_tc_convs(cudaStream_t st) {
+  // conv2's shapes on 3 images, launched as on a GPU of one SM: two blocks, so that the first one
+  // loops over two images (batch-norm sums and weight-gradient partials added across images).
+  constexpr int N = 3, C = 32, K = 64, H = 14, HW = H * H, sms = 1;
   const std::vector<float> in = random_vector(N * C * HW, 101), w = random_vector(K * C * 9, 102),
                            dout = random_vector(N * K * HW, 103);
   __nv_bfloat16* d_in = to_device(to_bf16_host(in));  // stored in bf16 by the step (p1); dout in fp32
@@ -974,14 +977,17 @@ static bool check_tc_convs(int sms, cudaStream_t st) {
   float* d_din = dalloc<float>(N * C * HW);
   float* d_dw = dalloc<float>(K * C * 9);
   double* d_stats = dalloc<double>(2 * K);
+  const size_t part_floats = tc::conv_wgrad_partial_floats(N, sms, C, K);
+  float* d_part = dalloc<float>(part_floats);
+  course::poison(d_part, part_floats * sizeof(float));  // every slice's partial must be written
   course::poison(d_out, N * K * HW * sizeof(float));
   course::poison(d_din, N * C * HW * sizeof(float));
   course::poison(d_dw, K * C * 9 * sizeof(float));
   CUDA_CHECK(cudaMemset(d_dw, 0, K * C * 9 * sizeof(float)));
   CUDA_CHECK(cudaMemset(d_stats, 0, 2 * K * sizeof(double)));
-  tc::conv_forward<H>(d_w, d_in, d_out, N, C, K, d_stats, d_stats + K, sms, st);
-  tc::conv_backward_data<H>(d_w, d_dout, d_din, N, C, K, st);
-  tc::conv_backward_weight<H>(d_dout, d_in, d_dw, N, C, K, sms, st);
+  tc::conv_forward<H, C, K>(d_w, d_in, d_out, N, d_stats, d_stats + K, sms, st);
+  tc::conv_backward_data<H, C, K>(d_w, d_dout, d_din, N, sms, st);
+  tc::conv_backward_weight<H, C, K>(d_dout, d_in, d_dw, d_part, N, sms, st);
   CUDA_CHECK(cudaStreamSynchronize(st));
 
   // The three products written as plain convolution sums (not as the im2col GEMM the kernels use).
@@ -1027,6 +1033,50 @@ static bool check_tc_convs(int sms, cudaStream_t st) {
                             bf16_atol(N * HW, 1, 1));
   for (void* p : {static_cast<void*>(d_in), static_cast<void*>(d_dout), static_cast<void*>(d_w),
                   static_cast<void*>(d_out), static_cast<void*>(d_din), static_cast<void*>(d_dw),
+                  static_cast<void*>(d_stats), static_cast<void*>(d_part)})
+    CUDA_CHECK(cudaFree(p));
+  return ok;
+}
+
+// conv1's kernel (fp32, CUDA cores): 5 images launched as on a GPU of one SM (one block that loops
+// over the 5 images, prefetching each next one). Each output is 9 fp32 products added in fp32: |error| <= 9 * 2^-24 *
+// sum |w x| <= 1.6e-6 for |w| <= 1/3, |x| <= 1; a wrong index is off by about a product (0.1).
+static bool check_tc_conv1(cudaStream_t st) {
+  constexpr int N = 5, C = 32, H = 28, HW = H * H, sms = 1;
+  const std::vector<float> x = random_vector(N * HW, 111), w = random_vector(C * 9, 112, -1.0f / 3, 1.0f / 3);
+  float *d_x = to_device(x), *d_w = to_device(w), *d_out = dalloc<float>(N * C * HW);
+  double* d_stats = dalloc<double>(2 * C);
+  course::poison(d_out, N * C * HW * sizeof(float));
+  CUDA_CHECK(cudaMemset(d_stats, 0, 2 * C * sizeof(double)));
+  tc::conv1_forward(d_x, d_w, d_out, N, d_stats, d_stats + C, sms, st);
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  std::vector<double> out(N * C * HW, 0.0);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c)
+      for (int y = 0; y < H; ++y)
+        for (int xx = 0; xx < H; ++xx)
+          for (int r = 0; r < 3; ++r)
+            for (int s = 0; s < 3; ++s) {
+              const int iy = y + r - 1, ix = xx + s - 1;
+              if (iy >= 0 && iy < H && ix >= 0 && ix < H)
+                out[(n * C + c) * HW + y * H + xx] += static_cast<double>(w[c * 9 + r * 3 + s]) * x[n * HW + iy * H + ix];
+            }
+  const std::vector<float> got = fetch(d_out, out.size());
+  bool ok = course::check_close("v4_conv1_forward_vs_fp64", got.data(), out.data(), out.size(), 0.0, 1e-5);
+  std::vector<double> sum(C, 0.0), sumsq(C, 0.0), sum_abs(C, 0.0);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c)
+      for (int p = 0; p < HW; ++p) {
+        const double v = got[(n * C + c) * HW + p];
+        sum[c] += v;
+        sumsq[c] += v * v;
+        sum_abs[c] += std::fabs(v);
+      }
+  const std::vector<double> stats = fetch(d_stats, 2 * C);
+  const double max_abs = *std::max_element(sum_abs.begin(), sum_abs.end());
+  ok &= course::check_close("v4_conv1_bn_sum_vs_stored", stats.data(), sum.data(), C, 1e-5, 1e-5 * max_abs);
+  ok &= course::check_close("v4_conv1_bn_sumsq_vs_stored", stats.data() + C, sumsq.data(), C, 1e-5, 1e-6);
+  for (void* p : {static_cast<void*>(d_x), static_cast<void*>(d_w), static_cast<void*>(d_out),
                   static_cast<void*>(d_stats)})
     CUDA_CHECK(cudaFree(p));
   return ok;
@@ -1451,7 +1501,8 @@ int main(int argc, char** argv) {
     // The checked run: version 4's layers against float64, then the versions agree on one step
     // (batch 61, a prime), then one epoch trains.
     if (tf32_supported() && (only_version == 0 || only_version == 4)) {
-      ok &= check_tc_convs(n.sms, n.st);
+      ok &= check_tc_conv1(n.st);
+      ok &= check_tc_convs(n.st);
       ok &= check_tc_linears(n.sms, n.st);
       ok &= check_tc_small_kernels(n.st);
     }

@@ -1,0 +1,84 @@
+"""The training notebook (docs/mnist/training.ipynb) shows the GPU record's numbers.
+
+The site renders the notebook with its saved outputs (mkdocs-jupyter, execute: false), so nothing
+re-runs it when the record changes. These tests compare its saved outputs with what
+kernels/mnist/training_log.py reads from records/gpu-record.json now: after a GPU run that changes the
+recorded training, they fail until the notebook is executed again
+(`jupyter nbconvert --to notebook --execute --inplace docs/mnist/training.ipynb`, from docs/mnist/).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "docs" / "mnist" / "training.ipynb"
+sys.path.insert(0, str(ROOT / "kernels" / "mnist"))
+import training_log  # noqa: E402
+
+
+def _cells():
+    return json.loads(NOTEBOOK.read_text())["cells"]
+
+
+def _text_outputs(cell) -> str:
+    return "".join("".join(o["text"]) for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+
+
+def test_notebook_prints_the_records_curves():
+    rec = json.loads((ROOT / "records" / "gpu-record.json").read_text())
+    runs = training_log.recorded_runs(rec)
+    assert runs and all(r.curves for r in runs), "the GPU record holds no complete training run to show"
+    want = training_log.summary(runs) + "\n"
+    printed = [c for c in _cells() if c["cell_type"] == "code" and "training_log.summary" in "".join(c["source"])]
+    assert len(printed) == 1, "the notebook should print training_log.summary() in one cell"
+    got = _text_outputs(printed[0])
+    assert got == want, ("the notebook's saved output differs from the GPU record; execute it again "
+                         f"(see this file's docstring).\n--- notebook\n{got}\n--- record\n{want}")
+
+
+def test_every_plot_was_drawn_from_the_recorded_runs():
+    plots = [c for c in _cells() if c["cell_type"] == "code" and "plt.subplots" in "".join(c["source"])]
+    assert plots, "the notebook draws no plot"
+    for c in plots:
+        source = "".join(c["source"])
+        assert "for run in runs" in source, f"a plot does not draw the recorded runs:\n{source}"
+        assert any("image/png" in o.get("data", {}) for o in c.get("outputs", [])), f"a plot cell has no saved image:\n{source}"
+    # Every cell ran once, in order, in the same execution (no stale output from an earlier version).
+    counts = [c.get("execution_count") for c in _cells() if c["cell_type"] == "code"]
+    assert counts == list(range(1, len(counts) + 1)), f"execution counts {counts}: execute the whole notebook again"
+
+
+# Lines copied unchanged from the recorded output of `mnist_cnn.cu --bench` (records/gpu-record.json,
+# H100 run of 2026-11-24): the end of the FP32 accuracy run, whose first three epoch lines are left
+# out here as the record's 8000-character tail could cut them, then the whole TF32 run.
+CUT_THEN_WHOLE = """\
+epoch 4: loss 0.0469  test accuracy 99.13%  (0.242 s)
+epoch 5: loss 0.0042  test accuracy 99.12%  (0.243 s)
+epoch 6: loss 0.0132  test accuracy 99.21%  (0.242 s)
+epoch 7: loss 0.0004  test accuracy 99.22%  (0.242 s)
+epoch 8: loss 0.0085  test accuracy 99.02%  (0.242 s)
+CHECK PASS fused_test_accuracy_reaches_99 n=10000 reached_at_epoch=4 best=99.22% last=99.02% epochs=8 batch=64 lr=0.05
+BENCH {"case": "train 8 epochs, batch 64", "impl": "CUDA fused + graph", "time_ms": 1932.03, "bytes": 25668822656, "flops": 11991358636032, "peer": false, "batch": 64, "kind": "train 8 epochs", "steps": 7496, "test_accuracy": 99.02}
+epoch 1: loss 0.0920  test accuracy 98.64%  (0.243 s)
+epoch 2: loss 0.0762  test accuracy 98.84%  (0.240 s)
+epoch 3: loss 0.0069  test accuracy 98.97%  (0.240 s)
+epoch 4: loss 0.0520  test accuracy 99.03%  (0.239 s)
+epoch 5: loss 0.0061  test accuracy 99.03%  (0.240 s)
+epoch 6: loss 0.0060  test accuracy 99.10%  (0.240 s)
+epoch 7: loss 0.0004  test accuracy 99.18%  (0.240 s)
+epoch 8: loss 0.0152  test accuracy 98.93%  (0.240 s)
+CHECK PASS tf32_test_accuracy_reaches_99 n=10000 reached_at_epoch=4 best=99.18% last=98.93% epochs=8 batch=64 lr=0.05
+BENCH {"case": "train 8 epochs, batch 64", "impl": "CUDA TF32 + graph", "time_ms": 1920.99, "bytes": 25668822656, "flops": 11991358636032, "peer": false, "batch": 64, "kind": "train 8 epochs", "steps": 7496, "test_accuracy": 98.93}
+"""
+
+
+def test_parser_drops_a_run_cut_at_its_start_and_names_runs_by_their_bench_row():
+    curves = training_log.parse_training_output(CUT_THEN_WHOLE, "kernels/mnist/mnist_cnn.cu")
+    assert [c.label for c in curves] == ["CUDA TF32 + graph"]
+    c = curves[0]
+    assert c.accuracy == [98.64, 98.84, 98.97, 99.03, 99.03, 99.10, 99.18, 98.93]
+    assert c.loss[0] == pytest.approx(0.0920) and c.loss[-1] == pytest.approx(0.0152)
+    assert c.detail["epochs"] == "8" and c.detail["batch"] == "64"

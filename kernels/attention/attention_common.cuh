@@ -169,6 +169,24 @@ inline DeviceInputs upload(const Shape& s, const Inputs& in) {
   return d;
 }
 
+// A fused forward's whole footprint: the inputs plus what it writes, O (bf16) and the logsumexp.
+struct ForwardBuffers {
+  DeviceInputs in;
+  __nv_bfloat16* o = nullptr;
+  float* lse = nullptr;
+  double bytes = 0;  // everything allocated here
+  void release() const {
+    in.release();
+    device_free({o, lse});
+  }
+};
+
+inline ForwardBuffers upload_and_allocate(const Shape& s, const Inputs& in) {
+  ForwardBuffers d{upload(s, in), device_alloc<__nv_bfloat16>(s.elements()), device_alloc<float>(s.rows()), 0};
+  d.bytes = d.in.bytes + s.elements() * sizeof(__nv_bfloat16) + s.rows() * sizeof(float);
+  return d;
+}
+
 // --8<-- [start:reference]
 // float64 reference for one query row r (= (b * heads + h) * seq + i): the output row and the
 // logsumexp of the row's scaled scores (+inf for a fully masked row). Direct two-pass softmax.

@@ -34,33 +34,13 @@ const char* impl_name(int version) {
   }
 }
 
-// The inputs plus what the forward writes: O and the logsumexp.
-struct DeviceBuffers {
-  attn::DeviceInputs in;
-  flash::bf16* o = nullptr;
-  float* lse = nullptr;
-  double bytes = 0;  // everything allocated here: the fused kernel's whole footprint
-};
-
-DeviceBuffers upload_and_allocate(const attn::Shape& s, const attn::Inputs& in) {
-  DeviceBuffers d{attn::upload(s, in), attn::device_alloc<flash::bf16>(s.elements()),
-                  attn::device_alloc<float>(s.rows()), 0};
-  d.bytes = d.in.bytes + s.elements() * sizeof(flash::bf16) + s.rows() * sizeof(float);
-  return d;
-}
-
-void release(const DeviceBuffers& d) {
-  d.in.release();
-  attn::device_free({d.o, d.lse});
-}
-
-flash::Params params_for(const attn::Shape& s, const DeviceBuffers& d) {
+flash::Params params_for(const attn::Shape& s, const attn::ForwardBuffers& d) {
   return flash::Params{d.in.q, d.in.k, d.in.v, d.o, d.lse, d.in.key_len, s.heads, s.seq,
                        static_cast<float>(s.scale()) * flash::kLog2e, s.causal};
 }
 
 // Poison, run, copy back, check the chosen rows against the float64 reference.
-bool run_and_check(int version, const attn::Shape& s, const attn::Inputs& in, const DeviceBuffers& d,
+bool run_and_check(int version, const attn::Shape& s, const attn::Inputs& in, const attn::ForwardBuffers& d,
                    const std::vector<long long>& rows) {
   course::poison(d.o, s.elements() * sizeof(flash::bf16));
   course::poison(d.lse, s.rows() * sizeof(float));
@@ -75,7 +55,7 @@ bool run_and_check(int version, const attn::Shape& s, const attn::Inputs& in, co
 // Check, then (repeats > 0) time, one shape; `versions` lists which kernels.
 bool check_and_time(const attn::Shape& s, const std::vector<int>& versions, uint64_t seed, int repeats) {
   const attn::Inputs in = attn::make_inputs(s, seed);
-  const DeviceBuffers d = upload_and_allocate(s, in);
+  const attn::ForwardBuffers d = attn::upload_and_allocate(s, in);
   const std::vector<long long> rows = attn::rows_to_check(s);
   bool ok = true;
   for (int version : versions) {
@@ -87,7 +67,7 @@ bool check_and_time(const attn::Shape& s, const std::vector<int>& versions, uint
     const double bytes = 4.0 * s.elements() * sizeof(flash::bf16) + s.rows() * sizeof(float);
     attn::print_bench_row(attn::case_name(s).c_str(), impl_name(version), ms, bytes, s.forward_flops(), s.seq, d.bytes);
   }
-  release(d);
+  d.release();
   return ok;
 }
 

@@ -356,39 +356,18 @@ const char* impl_name(Schedule schedule) {
 }
 constexpr Schedule kSchedules[] = {Schedule::kPlain, Schedule::kOverlap, Schedule::kPingPong};
 
-struct DeviceBuffers {
-  bf16 *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
-  float* lse = nullptr;
-  int* key_len = nullptr;
-  double bytes = 0;  // everything allocated here: the fused kernel's whole footprint
+// The forward's buffers (attention_common.cuh) plus the tensor maps TMA reads Q, K and V through.
+struct DeviceBuffers : attn::ForwardBuffers {
   CUtensorMap tm_q{}, tm_k{}, tm_v{};  // built once per problem, outside the timed launches
 };
 
-DeviceBuffers upload(const attn::Shape& s, const attn::Inputs& in) {
-  DeviceBuffers d;
-  const size_t n = s.elements() * sizeof(bf16);
-  CUDA_CHECK(cudaMalloc(&d.q, n));
-  CUDA_CHECK(cudaMalloc(&d.k, n));
-  CUDA_CHECK(cudaMalloc(&d.v, n));
-  CUDA_CHECK(cudaMalloc(&d.o, n));
-  CUDA_CHECK(cudaMalloc(&d.lse, s.rows() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&d.key_len, s.batch * sizeof(int)));
-  d.bytes = 4.0 * n + s.rows() * sizeof(float) + s.batch * sizeof(int);
-  CUDA_CHECK(cudaMemcpy(d.q, in.qb.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d.k, in.kb.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d.v, in.vb.data(), n, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d.key_len, s.key_len.data(), s.batch * sizeof(int), cudaMemcpyHostToDevice));
+DeviceBuffers upload_with_maps(const attn::Shape& s, const attn::Inputs& in) {
+  DeviceBuffers d{attn::upload_and_allocate(s, in)};
   const int bh = s.batch * s.heads;
-  d.tm_q = course::hopper::make_kmajor_map_3d(d.q, bh, s.seq, s.dim, kBlockM);
-  d.tm_k = course::hopper::make_kmajor_map_3d(d.k, bh, s.seq, s.dim, kBlockN);
-  d.tm_v = course::hopper::make_kmajor_map_3d(d.v, bh, s.seq, s.dim, kBlockN);
+  d.tm_q = course::hopper::make_kmajor_map_3d(d.in.q, bh, s.seq, s.dim, kBlockM);
+  d.tm_k = course::hopper::make_kmajor_map_3d(d.in.k, bh, s.seq, s.dim, kBlockN);
+  d.tm_v = course::hopper::make_kmajor_map_3d(d.in.v, bh, s.seq, s.dim, kBlockN);
   return d;
-}
-
-void release(DeviceBuffers& d) {
-  for (void* ptr : {static_cast<void*>(d.q), static_cast<void*>(d.k), static_cast<void*>(d.v),
-                    static_cast<void*>(d.o), static_cast<void*>(d.lse), static_cast<void*>(d.key_len)})
-    CUDA_CHECK(cudaFree(ptr));
 }
 
 // Shared memory beyond the default 48 KB: opt in once per kernel, outside any timing.
@@ -414,7 +393,7 @@ void launch_d(Schedule schedule, const DeviceBuffers& d, const Params& p) {
 }
 
 void launch(Schedule schedule, const attn::Shape& s, const DeviceBuffers& d) {
-  const Params p{d.o, d.lse, d.key_len, s.heads, s.seq, s.batch * s.heads, course::ceil_div(s.seq, kBlockM),
+  const Params p{d.o, d.lse, d.in.key_len, s.heads, s.seq, s.batch * s.heads, course::ceil_div(s.seq, kBlockM),
                  static_cast<float>(s.scale()) * flash::kLog2e, s.causal};
   if (s.dim == 64) launch_d<64>(schedule, d, p);
   else launch_d<128>(schedule, d, p);
@@ -443,7 +422,7 @@ bool run_and_check(Schedule schedule, const attn::Shape& s, const attn::Inputs& 
 // Check every schedule on one shape, then (bench) time each: a wrong kernel gets no BENCH row.
 bool check_and_time(const attn::Shape& s, uint64_t seed, bool bench) {
   const attn::Inputs in = attn::make_inputs(s, seed);
-  DeviceBuffers d = upload(s, in);
+  const DeviceBuffers d = upload_with_maps(s, in);
   const std::vector<long long> rows = attn::rows_to_check(s);
   bool ok = true;
   for (Schedule schedule : kSchedules) {
@@ -455,7 +434,7 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, bool bench) {
     const double bytes = 4.0 * s.elements() * sizeof(bf16) + s.rows() * sizeof(float);
     attn::print_bench_row(attn::case_name(s).c_str(), impl_name(schedule), ms, bytes, s.forward_flops(), s.seq, d.bytes);
   }
-  release(d);
+  d.release();
   return ok;
 }
 

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import html
 import logging
 import re
@@ -27,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from course import claims, prereqs, programs, record  # noqa: E402
+from course import claims, headline, prereqs, programs, record  # noqa: E402
 
 log = logging.getLogger("mkdocs.plugins.course")
 
-_RESULTS = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:results\s+(?P<path>\S+(?:\s+kernels/\S+)*)\s*-->\s*$", re.MULTILINE)
+_RESULTS = re.compile(r"^(?P<indent>[ \t]*)<!--\s*course:results\s+(?P<path>[^>]*?)\s*-->\s*$", re.MULTILINE)
 _SKIP = re.compile(r"""^(?P<indent>[ \t]*)<!--\s*pytest\.mark\.skip\(reason=(?P<q>["'])(?P<reason>.+?)(?P=q)\)\s*-->\s*$""", re.MULTILINE)
 _GPU = re.compile(r"^(?P<indent>[ \t]*)<!--\s*pytest\.mark\.gpu\s*-->\s*$", re.MULTILINE)
 _TITLE = re.compile(r"^# .+$", re.MULTILINE)
@@ -135,11 +136,50 @@ def _derived(b: dict, key: str, peers: dict) -> float | None:
     return float(v) if isinstance(v, (int, float)) else None
 
 
-def results_table(rel_path: str, rec: dict) -> str:
+_RESULTS_OPTS = {"ours", "peer", "ceiling", "cases", "datasheet", "plot"}
+
+
+def _parse_results(spec: str) -> tuple[str, dict]:
+    """`kernels/a.cu [kernels/b.py] [ours="v*"] [peer="cuBLAS*"] [ceiling="cudaMemcpy*"|none] [cases="glob"]
+    [datasheet=off] [plot=off]` (see headline.py for what each does)."""
+    opts = {m[1]: m[2] if m[2] is not None else m[3] for m in re.finditer(r'(\w+)=(?:"([^"]*)"|(\S+))', spec)}
+    unknown = set(opts) - _RESULTS_OPTS
+    if unknown:
+        raise ValueError(f"course:results: unknown option(s) {', '.join(sorted(unknown))} "
+                         f"(known: {', '.join(sorted(_RESULTS_OPTS))})")
+    paths = re.sub(r'(\w+)=(?:"[^"]*"|\S+)', "", spec).split()
+    return " ".join(paths), opts
+
+
+def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset()) -> str:
+    """The generated results of one or more programs: a headline per case (best version against best
+    peer, the ratio, the share of the ceiling), a plot, then the full table folded."""
+    rel_path, opts = _parse_results(spec)
     found = _bench_rows(rel_path, rec, "results")
     if found is None:
         return _missing(rel_path, "figures")
     rows, runs, benches = found
+    if "cases" in opts:
+        rows = [b for b in rows if fnmatch.fnmatchcase(b["case"], opts["cases"])]
+    first, _ = claims.program_rows(rel_path.split()[0], rec)
+    own = {id(b) for b in rows if any(b is f for f in first)}
+    gpu = runs[0].split(" · ")[0] if runs else ""
+    top, metric = headline.headline(rows, own, gpu, opts)
+    where = " ; ".join(runs)
+    parts = []
+    if top:
+        parts.append(f"**Headline** (the fastest version and the fastest peer of each case, measured on {where}):\n\n"
+                     + top + "\n*Speed vs peer is the peer's time over the version's time (above 1: the version is "
+                     "faster). Datasheet ceilings are the GPU maker's dense peak rates and bandwidth, not measurements.*\n")
+    if opts.get("plot", "on") != "off" and rel_path.split()[0] not in page_plots and metric:
+        svg = auto_plot(rel_path, rows, own, opts, metric, runs)
+        if svg:
+            parts.append(svg)
+    parts.append(_full_table(rows, runs, benches, folded=bool(top)))
+    return "\n".join(parts)
+
+
+def _full_table(rows: list[dict], runs: list[str], benches, folded: bool) -> str:
     peers = {b["case"]: b for b in rows if b.get("peer")}
     has_flops = any(b.get("flops") for b in rows)
     head = "| Case | Implementation | Time (ms) | Bytes moved (MB) | GB/s |" + (" TFLOP/s |" if has_flops else "") + " % of peer |"
@@ -158,7 +198,32 @@ def results_table(rel_path: str, rec: dict) -> str:
                f"(the program's source shows how many, and whether caches are flushed between them). "
                f"Generated from `records/gpu-record.json` (runs of {', '.join(f'`{b.id}`' for b in benches)}); "
                f"% of peer is the peer's time over this row's time.*\n")
-    return "\n".join(lines) + "\n" + caption
+    text = "\n".join(lines) + "\n" + caption
+    if not folded:
+        return text
+    return '??? note "Every row measured"\n\n' + "\n".join("    " + ln if ln else ln for ln in text.splitlines()) + "\n"
+
+
+_SIZE_FIELDS = ("size", "n", "seq", "batch", "cols", "taps", "stride", "size_bytes")
+
+
+def auto_plot(rel_path: str, rows: list[dict], own: set[int], opts: dict, metric: str, runs: list[str]) -> str | None:
+    """The plot under a headline: the metric against a size field where the cases differ in size (one
+    line per implementation), otherwise one bar chart per case. Peers are dashed, ceilings dotted."""
+    by_case = headline.roles(rows, own, opts)
+    shown = [b for r in by_case.values() for role in ("ours", "peer", "ceiling") for b in r[role]]
+    kind = {id(b): role for r in by_case.values() for role in ("ours", "peer", "ceiling") for b in r[role]}
+    if metric != "time_ms" and not all(b.get("flops" if metric == "tflops" else "bytes") for b in shown):
+        metric = "time_ms"
+    size = next((f for f in _SIZE_FIELDS if all(isinstance(b.get(f), (int, float)) for b in shown)
+                 and len({b[f] for b in shown}) > 1 and len({b[f] for b in shown}) == len(by_case)), None)
+    if size:
+        xs = [b[size] for b in shown]
+        logx = " logx" if min(xs) > 0 and max(xs) / min(xs) > 8 else ""
+        return plot_svg(rel_path, f" x={size} y={metric}{logx}", {}, rows=(shown, runs), roles=kind)
+    if len(by_case) > 6:
+        return None
+    return bars_svg(rel_path, by_case, metric, runs)
 
 
 _LABELS = {"gbps": "GB/s", "tflops": "TFLOP/s", "time_ms": "time (ms)", "pct_peer": "% of peer"}
@@ -180,8 +245,9 @@ def _ticks(lo: float, hi: float, log: bool) -> list[float]:
     return [start + i * step for i in range(int((hi - start) / step) + 2)]
 
 
-def plot_svg(rel_path: str, opts: str, rec: dict) -> str:
-    """An inline SVG line chart of a program's recorded benchmark rows: one line per series."""
+def plot_svg(rel_path: str, opts: str, rec: dict, rows: tuple | None = None, roles: dict | None = None) -> str:
+    """An inline SVG line chart of a program's recorded benchmark rows: one line per series. Given
+    `roles` (row id -> "ours", "peer" or "ceiling"), peers are drawn dashed and ceilings dotted."""
     import math
 
     options = dict(re.findall(r"(\w+)=(\S+)", opts))
@@ -189,16 +255,19 @@ def plot_svg(rel_path: str, opts: str, rec: dict) -> str:
     xkey, ykey, skey = options.get("x"), options.get("y", "gbps"), options.get("series", "impl")
     if not xkey:
         raise ValueError(f"course:plot {rel_path}: needs x=<numeric BENCH field>")
-    found = _bench_rows(rel_path, rec, "plot")
+    found = (*rows, None) if rows else _bench_rows(rel_path, rec, "plot")
     if found is None:
         return _missing(rel_path, "figures to plot")
     rows, runs, _ = found
     peers = {b["case"]: b for b in rows if b.get("peer")}
     series: dict[str, list[tuple[float, float]]] = {}
+    style: dict[str, str] = {}
     for b in rows:
         x, y = _derived(b, xkey, peers), _derived(b, ykey, peers)
         if x is not None and y is not None:
-            series.setdefault(str(b.get(skey, "")), []).append((x, y))
+            name = str(b.get(skey, ""))
+            series.setdefault(name, []).append((x, y))
+            style[name] = (roles or {}).get(id(b), "ours")
     if not series:
         raise ValueError(f"course:plot {rel_path}: no BENCH row has both {xkey} and {ykey}")
     logx, logy = "logx" in flags, "logy" in flags
@@ -234,15 +303,56 @@ def plot_svg(rel_path: str, opts: str, rec: dict) -> str:
         colour = _COLOURS[i % len(_COLOURS)]
         pts.sort()
         path = " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in pts)
-        out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        dash = {"peer": ' stroke-dasharray="7 4"', "ceiling": ' stroke-dasharray="2 3"'}.get(style[name], "")
+        out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
         out += [f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="3" fill="{colour}"><title>{html.escape(name)}: '
                 f'{_fmt(y)} {html.escape(ylabel)} at {html.escape(xlabel)} {_fmt(x)}</title></circle>' for x, y in pts]
         ly = T + 14 + 18 * i
-        out.append(f'<line x1="{W-R+12}" y1="{ly-4}" x2="{W-R+30}" y2="{ly-4}" stroke="{colour}" stroke-width="2"/>'
-                   f'<text x="{W-R+36}" y="{ly}" fill="currentColor">{html.escape(name[:24])}</text>')
+        tag = {"peer": " (peer)", "ceiling": " (ceiling)"}.get(style[name], "")
+        out.append(f'<line x1="{W-R+12}" y1="{ly-4}" x2="{W-R+30}" y2="{ly-4}" stroke="{colour}" stroke-width="2"{dash}/>'
+                   f'<text x="{W-R+36}" y="{ly}" fill="currentColor">{html.escape(name[:24 - len(tag)] + tag)}'
+                   f'<title>{html.escape(name)}</title></text>')
     out.append("</svg>")
     out.append(f"<figcaption>{html.escape(title)}. Measured on {html.escape(' ; '.join(runs))}; generated from "
                f"<code>records/gpu-record.json</code>.</figcaption></figure>")
+    return "\n".join(out) + "\n"
+
+
+def bars_svg(rel_path: str, by_case: dict, metric: str, runs: list[str]) -> str:
+    """One horizontal bar chart per case: every version, peer and ceiling, longest bar = best (for time,
+    shortest). Each case has its own scale: cases measure different things."""
+    label = _LABELS[metric]
+    W, L, R, bar, gap = 720, 300, 90, 16, 4
+    out, y = [], 8
+    colours = {"ours": "#1b9e77", "peer": "#d95f02", "ceiling": "#888888"}
+    body = []
+    for case, r in by_case.items():
+        items = [(b, role) for role in ("ours", "peer", "ceiling") for b in r[role]]
+        values = [(_derived(b, metric, {}) or 0.0) for b, _ in items]
+        top = max(values) or 1.0
+        body.append(f'<text x="4" y="{y + 12}" font-weight="bold" fill="currentColor">{html.escape(case)}</text>')
+        y += 20
+        for (b, role), v in zip(items, values):
+            wdt = (W - L - R) * v / top
+            tag = {"peer": " (peer)", "ceiling": " (ceiling)"}.get(role, "")
+            name = b["impl"][:44 - len(tag)] + tag
+            pattern = ' stroke="currentColor" stroke-dasharray="3 2"' if role != "ours" else ""
+            body.append(f'<text x="{L - 6}" y="{y + 12}" text-anchor="end" fill="currentColor">{html.escape(name)}'
+                        f'<title>{html.escape(b["impl"])}</title></text>'
+                        f'<rect x="{L}" y="{y}" width="{wdt:.1f}" height="{bar}" fill="{colours[role]}"{pattern}>'
+                        f'<title>{html.escape(b["impl"])}: {_fmt(v)} {html.escape(label)}</title></rect>'
+                        f'<text x="{L + wdt + 4:.1f}" y="{y + 12}" fill="currentColor">{_fmt(v)}</text>')
+            y += bar + gap
+        y += 10
+    title = f"{label} of every implementation, per case, for {rel_path}" + (" (shorter is faster)" if metric == "time_ms" else "")
+    tid = f"t-{abs(hash(title))}"
+    out.append(f'<figure class="course-plot"><svg viewBox="0 0 {W} {y}" role="img" aria-labelledby="{tid}" '
+               f'xmlns="http://www.w3.org/2000/svg" font-size="12" font-family="sans-serif">'
+               f'<title id="{tid}">{html.escape(title)}</title>')
+    out += body
+    out.append("</svg>")
+    out.append(f"<figcaption>{html.escape(title)}. Versions in green, peers in orange, ceilings in grey. Measured on "
+               f"{html.escape(' ; '.join(runs))}; generated from <code>records/gpu-record.json</code>.</figcaption></figure>")
     return "\n".join(out) + "\n"
 
 
@@ -295,7 +405,8 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         m = _TITLE.search(markdown)
         at = m.end() if m else 0
         markdown = markdown[:at] + "\n\n" + badge + "\n\n" + markdown[at:]
-    markdown = _RESULTS.sub(lambda m: _indent(results_table(m["path"], _record), m["indent"]), markdown)
+    plotted = frozenset(m["path"].split()[0] for m in _PLOT.finditer(markdown))
+    markdown = _RESULTS.sub(lambda m: _indent(results_table(m["path"], _record, plotted), m["indent"]), markdown)
     markdown = _PLOT.sub(lambda m: _indent(plot_svg(m["path"], m["opts"], _record), m["indent"]), markdown)
     markdown = _OUTPUT.sub(lambda m: _indent(recorded_output(m["path"], m["args"], _record), m["indent"]), markdown)
     markdown = _RECORD_SUMMARY.sub(lambda m: record_summary(_record, _awaiting), markdown)

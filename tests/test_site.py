@@ -44,3 +44,10 @@ def test_generated_results_table_is_present(site):
     html = (site / "setup" / "bandwidth" / "index.html").read_text()
     # The implementation names appear only in the table generated from the record's BENCH lines.
     assert "<td>copy_kernel</td>" in html and "Measured on" in html
+
+
+def test_results_sections_open_with_headline_and_plot(site):
+    """Every generated results section: the headline table, then a plot, then every row folded."""
+    html = (site / "memory-model" / "reduction" / "index.html").read_text()
+    head, plot, folded = html.find("Headline"), html.find('<figure class="course-plot">'), html.find("Every row measured")
+    assert -1 < head < plot < folded, (head, plot, folded)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from course import headline
 from course import mkdocs_hooks as hooks
 from course import programs, record
 
@@ -52,3 +53,63 @@ def test_badge_names_the_run_or_warns():
     items = [record.GpuItem(r.id, r.content_hash(), PROGRAM) for r in prog.runs()]
     assert "course-verified" in hooks.badge_html(items, _record_with())
     assert "course-unverified" in hooks.badge_html(items, _record_with("flagged"))
+
+
+def _rows():
+    return [
+        {"case": "n=1M", "impl": "cudaMemcpy (copy, same bytes)", "time_ms": 1.0, "bytes": 2e9, "peer": True},
+        {"case": "n=1M", "impl": "v1 naive", "time_ms": 4.0, "bytes": 2e9},
+        {"case": "n=1M", "impl": "v2 tiled", "time_ms": 1.25, "bytes": 2e9},
+        {"case": "n=1M", "impl": "torch.sum", "time_ms": 1.5, "bytes": 2e9},
+        {"case": "gemm bf16 4096", "impl": "v3 wgmma (bf16, fp32 acc)", "time_ms": 0.2, "flops": 1.374e11, "bytes": 1e8},
+        {"case": "gemm bf16 4096", "impl": "cuBLAS", "time_ms": 0.18, "flops": 1.374e11, "bytes": 1e8, "peer": True},
+    ]
+
+
+def test_headline_names_best_version_best_peer_ratio_and_ceiling():
+    rows = _rows()
+    own = {id(b) for b in rows if b["impl"] != "torch.sum"}  # torch.sum comes from a second program
+    text, metric = headline.headline(rows, own, "NVIDIA H100 80GB HBM3", {})
+    lines = text.splitlines()
+    # the copy is the ceiling, not the peer; the second program's row is the peer
+    assert "| n=1M | v2 tiled | 1.25 ms | torch.sum | 1.5 ms | **1.20×** | 80% of the copy's bandwidth |" in lines
+    # no copy timed: the datasheet roofline for the row's precision (bf16 tensor peak), labelled as such
+    gemm = next(ln for ln in lines if ln.startswith("| gemm"))
+    assert "| v3 wgmma (bf16, fp32 acc) | 0.2 ms | cuBLAS | 0.18 ms | **0.90×** |" in gemm
+    assert "69% of the BF16/FP16 tensor peak (H100 SXM5 datasheet)" in gemm
+    assert metric in ("gbps", "tflops")
+
+
+def test_headline_options_pick_roles_and_cases():
+    rows = _rows()
+    own = {id(b) for b in rows}
+    text, _ = headline.headline(rows, own, "Unknown GPU", {"ours": "v1*", "peer": "torch*", "cases": "n=*"})
+    assert "| n=1M | v1 naive | 4 ms | torch.sum | 1.5 ms | **0.38×** |" in text
+    assert "gemm" not in text
+    # an unknown GPU has no datasheet: no ceiling where no copy was timed
+    text, _ = headline.headline(rows, own, "Unknown GPU", {"cases": "gemm*"})
+    assert text.splitlines()[-1].endswith("| **0.90×** |  |")
+
+
+def test_headline_refuses_a_share_above_the_ceiling():
+    rows = [{"case": "c", "impl": "fft conv", "time_ms": 0.01, "flops": 1e12, "bytes": 1e6}]
+    text, _ = headline.headline(rows, {id(rows[0])}, "NVIDIA H100 80GB HBM3", {})
+    assert "above the ceiling" in text and "%" not in text
+
+
+def test_precision_is_read_from_the_implementation_then_the_case():
+    assert headline.precision("flash v1 FP32 (bf16 in, fp32 math)") == "fp32"
+    assert headline.precision("cuDNN default math (TF32 allowed)") == "tf32"
+    assert headline.precision("v1 wgmma + TMA", "bf16 gemm A*B^T 4096") == "16-bit"
+    assert headline.precision("matmul_naive") == "fp32"
+
+
+def test_results_open_with_headline_then_plot_then_folded_table():
+    text = hooks.results_table(PROGRAM, _record_with())
+    assert text.index("**Headline**") < text.index("<svg") < text.index('??? note "Every row measured"')
+    assert "\n    | copy | copy_kernel | 2.5 |" in text  # the full table, folded (indented under the note)
+    # a page that plots the program itself gets no second plot
+    assert "<svg" not in hooks.results_table(PROGRAM, _record_with(), frozenset({PROGRAM}))
+    assert "<svg" not in hooks.results_table(PROGRAM + " plot=off", _record_with())
+    with pytest.raises(ValueError, match="unknown option"):
+        hooks.results_table(PROGRAM + " colour=red", _record_with())

@@ -15,13 +15,18 @@
 //       runs on across tiles, so the producer loads the next tile while the consumers store this one
 //   v4  clusters of 2 blocks on vertically adjacent tiles: each block loads half of the shared B tile
 //       and TMA multicasts it into both blocks' shared memory
+//   v5  v3 with its epilogue through shared memory and TMA stores: each consumer warpgroup writes its
+//       64 x 256 tile in 64 x 64 pieces into two swizzled staging buffers, and one thread hands each
+//       piece to the TMA engine, so the warpgroup returns to its wgmmas without waiting for C's writes
+//       (needs N a multiple of 8, TMA's 16-byte row strides; for other N it runs v3's epilogue)
 // Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -lcublas -o build/matmul/gemm_hopper kernels/matmul/gemm_hopper.cu
 // Run:   ./build/matmul/gemm_hopper --m 200 --n 135 --k 72          (every version; --version 3 for one)
 //        ./build/matmul/gemm_hopper --bench
 // It runs only on compute capability 9.0 (H100, H200) and waives itself elsewhere: wgmma and setmaxnreg
-// are sm_90a instructions, and sm_90a code runs on no other GPU. The device code is compiled only where
-// __CUDA_ARCH_FEAT_SM90_ALL is defined (the compute_90a pass), so the file also builds for sm_75 to
-// sm_100, where the kernels are empty stubs that main never launches.
+// are sm_90a instructions, and sm_90a code runs on no other GPU. The PTX wrappers and the tensor maps live
+// in kernels/common/hopper.cuh. The device code is compiled only where __CUDA_ARCH_FEAT_SM90_ALL is
+// defined (the compute_90a pass), so the file also builds for sm_75 to sm_100, where the kernels are
+// empty stubs that main never launches.
 //
 // course: gpu
 // course: libs cublas
@@ -30,9 +35,8 @@
 // course: run --m 1 --n 1 --k 8
 // course: run --m 2100 --n 2100 --k 200
 // course: run --m 1000 --n 700 --k 520 --sms 5
+// course: run --m 900 --n 600 --k 136 --sms 3
 // course: bench --bench
-#include <cuda.h>  // CUtensorMap and the driver API's types (the function itself is fetched at run time)
-#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -40,14 +44,16 @@
 #include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
+#include "../common/hopper.cuh"  // mbarrier, TMA, cluster, setmaxnreg, wgmma wrappers and tensor maps
 #include "bench_row.cuh"
 
 using bf16 = __nv_bfloat16;
+namespace hopper = course::hopper;
 
 // CPU reference: course::gemm_reference with BLayout::kNxK (C = A B^T in float64 from the bf16 inputs).
 
 // --8<-- [start:sizes]
-constexpr int BK = 64;  // 64 bf16 = 128 bytes: one row of a 128-byte-swizzled tile
+constexpr int BK = hopper::kSwizzleElems;  // 64 bf16 = 128 bytes: one row of a 128-byte-swizzled tile
 // v1: one warpgroup computes a 128 x 128 tile of C (two 64-row halves).
 constexpr int V1_BM = 128, V1_BN = 128, V1_STAGES = 4, V1_THREADS = 128;
 constexpr int V1_STAGE_BYTES = (V1_BM + V1_BN) * BK * static_cast<int>(sizeof(bf16));  // 32 KiB
@@ -58,10 +64,16 @@ constexpr int STAGE_BYTES = (A_TILE + B_TILE) * static_cast<int>(sizeof(bf16)); 
 // Registers per thread after setmaxnreg: 128 x 40 + 256 x 232 = 64512 of the SM's 65536.
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 static_assert(128 * PRODUCER_REGS + CONSUMERS * 128 * CONSUMER_REGS <= 65536, "more registers than an SM has");
-constexpr int GROUP_ROWS = 16;  // v3, v4: tiles are visited in groups 16 tile-rows tall (L2 reuse)
+constexpr int GROUP_ROWS = 16;  // v3 to v5: tiles are visited in groups 16 tile-rows tall (L2 reuse)
+// v5: each consumer warpgroup stages its 64 x 256 result in 64 x 64 pieces (128-byte rows, as the
+// 128-byte swizzle wants) through two buffers of its own: 4 x 8 KiB beside the 4 stages' 192 KiB.
+constexpr int EPI_ROWS = 64, EPI_COLS = 64, EPI_PIECE = EPI_ROWS * EPI_COLS;  // elements per buffer
+constexpr int EPI_BUFFERS = 2;
 // + 1 KiB of slack: 128-byte-swizzled tiles must start on a 1 KiB boundary.
 constexpr size_t kV1SmemBytes = static_cast<size_t>(V1_STAGES) * V1_STAGE_BYTES + 1024;
 constexpr size_t kSmemBytes = static_cast<size_t>(STAGES) * STAGE_BYTES + 1024;
+constexpr size_t kV5SmemBytes = kSmemBytes + static_cast<size_t>(CONSUMERS) * EPI_BUFFERS * EPI_PIECE * sizeof(bf16);
+static_assert(kV5SmemBytes <= 227 * 1024, "more shared memory than a Hopper block may use");
 // --8<-- [end:sizes]
 
 // --8<-- [start:schedule]
@@ -77,187 +89,7 @@ __host__ __device__ inline void tile_coords(int t, int tiles_m, int tiles_n, int
 }
 // --8<-- [end:schedule]
 
-// The device code below uses sm_90a-only instructions: it exists only in the compute_90a pass.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// --8<-- [start:mbarrier]
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_bytes(uint64_t* bar, unsigned bytes) {  // arrive + expect
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-}
-// Arrive on the barrier at the same shared-memory offset in block `cta` of this cluster (mapa turns
-// the local address into that block's address in the cluster's shared memory window).
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, unsigned cta) {
-  asm volatile(
-      "{\n"
-      ".reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(smem_u32(bar)),
-      "r"(cta)
-      : "memory");
-}
-// Wait until the phase with this parity has completed (phases alternate 0, 1, 0, ...).
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(smem_u32(bar)),
-      "r"(parity)
-      : "memory");
-}
-// --8<-- [end:mbarrier]
-
-// --8<-- [start:tma]
-// The tile at (column c0, row c1) of `map`'s matrix lands at `dst`, swizzled as the map says; its bytes
-// count towards `bar`'s transaction count.
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
-          "r"(smem_u32(dst)),
-      "l"(map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
-      : "memory");
-}
-// The same copy delivered to every block of the cluster named in `cta_mask`, at the same offset in each
-// block's shared memory, each copy signalling the barrier at the same offset in its block.
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int c0, int c1,
-                                                      uint64_t* bar, uint16_t cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
-      "[%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_u32(dst)),
-      "l"(map), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "h"(cta_mask)
-      : "memory");
-}
-// --8<-- [end:tma]
-
-// --8<-- [start:cluster]
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// Every thread of every block in the cluster arrives, then waits: the cluster-wide __syncthreads.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-// --8<-- [end:cluster]
-
-// --8<-- [start:setmaxnreg]
-// Move registers between the warpgroups of a block: the producer gives registers back to the block's
-// pool, the consumers take them (.inc waits until the pool has them). Whole warpgroups execute these.
-template <int REGS>
-__device__ __forceinline__ void setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
-}
-template <int REGS>
-__device__ __forceinline__ void setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
-}
-// --8<-- [end:setmaxnreg]
-
-// --8<-- [start:descriptor]
-// A wgmma shared-memory descriptor for a K-major tile written by TMA with the 128-byte swizzle:
-//   bits  0-13  start address >> 4
-//   bits 16-29  leading byte offset >> 4 (unused for swizzled K-major tiles; 1 by convention)
-//   bits 32-45  stride byte offset >> 4: from one 8-row group to the next, 8 rows x 128 bytes = 1024
-//   bits 49-51  base offset: 0, because every tile starts on a 1 KiB boundary
-//   bits 62-63  swizzle mode: 1 = 128-byte swizzle
-// Stepping 16 elements along K inside the 128-byte rows adds 32 bytes to the start address.
-__device__ __forceinline__ uint64_t smem_desc(const bf16* tile) {
-  const uint64_t addr = smem_u32(tile);
-  return ((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(16 >> 4) << 16) |
-         (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
-}
-// --8<-- [end:descriptor]
-
-// D (64 x 128, fp32: 64 registers per thread) += A (64 x 16) * B (128 x 16)^T, both from shared memory.
-__device__ __forceinline__ void wgmma_64x128x16(float* d, uint64_t desc_a, uint64_t desc_b) {
-  asm volatile(
-      "{\n"
-      ".reg .pred accumulate;\n"
-      "setp.ne.b32 accumulate, 1, 0;\n"  // scale-d = true: D += A B (not D = A B)
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, %64, %65, accumulate, 1, 1, 0, 0;\n"  // A, B not negated; both K-major
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b));
-}
-
-// D (64 x 256, fp32: 128 registers per thread) += A (64 x 16) * B (256 x 16)^T, both from shared memory.
-__device__ __forceinline__ void wgmma_64x256x16(float* d, uint64_t desc_a, uint64_t desc_b) {
-  asm volatile(
-      "{\n"
-      ".reg .pred accumulate;\n"
-      "setp.ne.b32 accumulate, 1, 0;\n"  // scale-d = true: D += A B (not D = A B)
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-      "}, %128, %129, accumulate, 1, 1, 0, 0;\n"  // A, B not negated; both K-major
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(desc_a), "l"(desc_b));
-}
-
-// --8<-- [start:wgmma_sync]
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-// Wait until at most PENDING committed batches of this warp's wgmma are still running.
-template <int PENDING>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
-}
-// Tell the compiler the accumulators may change here: it must not move their reads or writes across
-// a wgmma wait (the asm statements above name them only as the wgmma's own operands).
-template <int NREGS>
-__device__ __forceinline__ void fence_accumulators(float* d) {
-#pragma unroll
-  for (int i = 0; i < NREGS; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-// --8<-- [end:wgmma_sync]
-
 // --8<-- [start:store]
 // Write a warpgroup's 64 x NCOLS accumulator tile to C at (row0, col0), skipping what lies outside C.
 // Layout (mma.sync's, repeated): warp w holds rows 16w..16w+15; for each 8-column block t, lane l holds
@@ -285,9 +117,55 @@ __device__ __forceinline__ void store_tile(const float* d, bf16* C, int M, int N
 }
 // --8<-- [end:store]
 
-__device__ __forceinline__ bf16* align_1k(unsigned char* p) {
-  return reinterpret_cast<bf16*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t(1023));
+// --8<-- [start:store_tma]
+// v5's epilogue: the same 64 x 256 accumulator tile leaves through shared memory and TMA stores, in four
+// 64 x 64 pieces through the warpgroup's two staging buffers. Thread 0 of the warpgroup (the leader)
+// issues the stores, so the bulk groups that track them are its own; the warpgroup's named barrier
+// (`bar_id`, 128 threads: the other warpgroup never waits for it) orders everyone around the leader.
+// Piece p goes to buffer p % 2: before filling it, the leader waits until the store that last read it
+// (two pieces back) has finished reading; the newest store may still run. `stored_last` says whether the
+// previous piece was stored at all (pieces wholly outside C are skipped): if not, the newest store may be
+// the one that read this buffer, and the leader waits for every store.
+__device__ __forceinline__ void warpgroup_sync(int bar_id) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(bar_id) : "memory");
 }
+__device__ __forceinline__ void store_tile_tma(const float* d, bf16* stage, const CUtensorMap* tmC, int M, int N,
+                                               int row0, int col0, int bar_id, bool& stored_last) {
+  using namespace course::hopper;
+  const int tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+  const bool leader = tid == 0;
+  const int r_top = warp * 16 + lane / 4;  // this thread's rows in the piece: r_top and r_top + 8
+#pragma unroll
+  for (int piece = 0; piece < BN / EPI_COLS; ++piece) {
+    bf16* buf = stage + (piece % EPI_BUFFERS) * EPI_PIECE;
+    if (leader) {
+      if (stored_last) tma_store_wait_read<1>(); else tma_store_wait_read<0>();
+    }
+    warpgroup_sync(bar_id);  // buf is free
+#pragma unroll
+    for (int t = 0; t < EPI_COLS / 8; ++t) {  // 8-column block t of the piece: 16-byte chunk t of a row
+      const int q = piece * (EPI_COLS / 8) + t;  // the same block's index in the 256-wide tile
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = r_top + 8 * h;
+        // The 128-byte swizzle the map names: chunk t of row r sits at chunk t XOR (r mod 8), so the
+        // 8 rows that one store instruction writes fall in 8 different 16-byte groups of banks.
+        const int chunk = t ^ (r % 8);
+        *reinterpret_cast<__nv_bfloat162*>(buf + r * EPI_COLS + chunk * 8 + 2 * (lane % 4)) =
+            __floats2bfloat162_rn(d[4 * q + 2 * h], d[4 * q + 2 * h + 1]);
+      }
+    }
+    fence_proxy_async_smem();  // every writer: make its shared-memory writes visible to the TMA engine
+    warpgroup_sync(bar_id);    // the whole piece is written
+    const int col = col0 + piece * EPI_COLS;
+    stored_last = row0 < M && col < N;  // the same in every thread; TMA clips a box that is partly outside
+    if (leader && stored_last) {
+      tma_store_2d(tmC, buf, col, row0);
+      tma_store_commit();
+    }
+  }
+}
+// --8<-- [end:store_tma]
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 // --8<-- [start:v1]
@@ -298,6 +176,7 @@ __global__ void __launch_bounds__(V1_THREADS, 1)
     gemm_v1_pipeline(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
                      const __grid_constant__ CUtensorMap tmB, bf16* C) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace course::hopper;
   extern __shared__ unsigned char smem_raw[];
   bf16* sA = align_1k(smem_raw);           // V1_STAGES x (128 x 64)
   bf16* sB = sA + V1_STAGES * V1_BM * BK;  // V1_STAGES x (128 x 64)
@@ -312,7 +191,7 @@ __global__ void __launch_bounds__(V1_THREADS, 1)
   };
   if (threadIdx.x == 0) {
     for (int s = 0; s < V1_STAGES; ++s) mbar_init(&full[s], 1);  // thread 0's arrive (+ the TMA bytes)
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    fence_mbarrier_init();
   }
   __syncthreads();  // the barriers are initialised before anyone uses them
   if (threadIdx.x == 0)
@@ -350,19 +229,22 @@ __global__ void __launch_bounds__(V1_THREADS, 1)
 // --8<-- [end:v1]
 
 // --8<-- [start:ws]
-// v2, v3, v4: a producer warpgroup and two consumer warpgroups per block, 128 x 256 tiles of C. The block
+// v2 to v5: a producer warpgroup and two consumer warpgroups per block, 128 x 256 tiles of C. The block
 // walks tiles blockIdx.x / CLUSTER, + gridDim.x / CLUSTER, ... in grouped order (`group` tile-rows):
 //   v2  CLUSTER 1, one block per tile, group 1 (row-major, as gemm_wgmma.cu)
 //   v3  CLUSTER 1, one block per SM (persistent), group GROUP_ROWS
 //   v4  CLUSTER 2: a cluster takes a 256 x 256 tile, block r its rows 128r..128r+127; each block loads
 //       its own A and half of B, multicast to both blocks; `tmB` then copies 128-row boxes.
+//   v5  v3 with TMA_STORE: the epilogue goes through shared memory and `tmC` (64 x 64 boxes of C).
 // The ring of STAGES slots runs on across tiles: `it` counts the k-steps this block has gone through,
 // slot it % STAGES, phase (it / STAGES) & 1, the same sequence in the producer and the consumers.
-template <int CLUSTER>
+template <int CLUSTER, bool TMA_STORE = false>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_ws(int M, int N, int K, const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-            bf16* C, int group) {
+            const __grid_constant__ CUtensorMap tmC, bf16* C, int group) {
+  static_assert(!(TMA_STORE && CLUSTER > 1), "v5 is v3's single-block kernel");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace course::hopper;
   extern __shared__ unsigned char smem_raw[];
   bf16* sA = align_1k(smem_raw);   // STAGES x (BM x BK)
   bf16* sB = sA + STAGES * A_TILE;  // STAGES x (BN x BK)
@@ -378,7 +260,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       mbar_init(&full[s], 1);                         // the local producer's arrive (+ the TMA bytes)
       mbar_init(&empty[s], CONSUMERS * 4 * CLUSTER);  // one arrive per consumer warp of every block
     }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    fence_mbarrier_init();
   }
   // The other block's copies and arrivals target this block's barriers: all must be initialised first.
   if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
@@ -421,6 +303,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     };
     float d[128];
     int it = 0;
+    bf16* stage = sB + STAGES * B_TILE + (wg - 1) * EPI_BUFFERS * EPI_PIECE;  // v5: this warpgroup's buffers
+    bool stored_last = false;                                                  // v5: see store_tile_tma
     for (int t = first_tile; t < tiles; t += tile_step) {
       int tm, tn;
       tile_coords(t, tiles_m, tiles_n, group, tm, tn);
@@ -445,8 +329,14 @@ __global__ void __launch_bounds__(THREADS, 1)
       fence_accumulators<128>(d);
       release(previous);
       // The producer is already filling the ring with the next tile while this warpgroup stores.
-      store_tile<BN>(d, C, M, N, row + row_in_tile, col);
+      if constexpr (TMA_STORE)
+        store_tile_tma(d, stage, &tmC, M, N, row + row_in_tile, col, wg, stored_last);  // barrier wg: 1 or 2
+      else
+        store_tile<BN>(d, C, M, N, row + row_in_tile, col);
     }
+    // v5: the stores must have read their shared memory before the block (and its memory) goes away.
+    if constexpr (TMA_STORE)
+      if (threadIdx.x % 128 == 0) tma_store_wait_all();
   }
   // No block may leave while the other can still arrive on its barriers.
   if constexpr (CLUSTER > 1) {
@@ -457,64 +347,20 @@ __global__ void __launch_bounds__(THREADS, 1)
 }
 // --8<-- [end:ws]
 
-// Which code did the driver load? The harness builds this file for sm_75 to sm_100 beside sm_90a; in
-// the course's recorded runs on H100 and H200 a binary holding both sm_90 and sm_90a code ran the sm_90a
-// code. Should a driver ever pick the sm_90 stub instead, this probe says so and main stops.
-__global__ void built_for_sm90a(int* out) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  *out = 1;
-#else
-  *out = 0;
-#endif
-}
-
-// --8<-- [start:tensor_map]
-// A TMA descriptor for a row-major rows x K bf16 matrix, copied in boxes of box_rows x 64 (128 bytes a
-// row, the widest row the 128-byte swizzle allows; box_rows at most 256). Elements outside the matrix
-// read as zero. The row stride K * 2 bytes must be a multiple of 16: K a multiple of 8.
-static PFN_cuTensorMapEncodeTiled_v12000 get_encode() {
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
-    if (q != cudaDriverEntryPointSuccess || fn == nullptr) {
-      std::fprintf(stderr, "error: the driver does not provide cuTensorMapEncodeTiled\n");
-      std::exit(course::kExitFail);
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  return encode;
-}
-static CUtensorMap make_map(const bf16* ptr, int rows, int K, int box_rows) {
-  CUtensorMap map{};
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(K), static_cast<cuuint64_t>(rows)};  // innermost first
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(K) * sizeof(bf16)};            // bytes, rows
-  const cuuint32_t box[2] = {BK, static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = get_encode()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(ptr), dims, strides,
-                                  box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) {
-    std::fprintf(stderr, "error: cuTensorMapEncodeTiled failed (%d)\n", static_cast<int>(r));
-    std::exit(course::kExitFail);
-  }
-  return map;
-}
-// --8<-- [end:tensor_map]
-
 struct Problem {
   int M, N, K;
   const bf16 *A, *B;
   bf16* C;
 };
 
-constexpr int kVersions = 4;
+constexpr int kVersions = 5;
 const char* const kImpl[kVersions + 1] = {
     "v0 cuBLAS bf16 (A*B^T)",  // the same peer row as gemm_wgmma.cu
     "hopper v1 TMA pipeline (bf16, fp32 acc)",
     "hopper v2 warp-specialised (bf16, fp32 acc)",
     "hopper v3 persistent (bf16, fp32 acc)",
     "hopper v4 cluster multicast (bf16, fp32 acc)",
+    "hopper v5 TMA-store epilogue (bf16, fp32 acc)",
 };
 
 // --8<-- [start:cublas]
@@ -548,11 +394,23 @@ static cudaLaunchConfig_t cluster_config(dim3 grid, cudaLaunchAttribute* attr) {
   return cfg;
 }
 
+// v5's map of C: 64 x 64 boxes with the 128-byte swizzle that store_tile_tma writes. TMA needs C's row
+// stride (2N bytes) to be a multiple of 16: for other N there is no map, and v5 runs v3's epilogue.
+static bool c_has_tma_map(const Problem& p) { return p.N % 8 == 0; }
+static CUtensorMap make_c_map(const Problem& p) {
+  if (!c_has_tma_map(p)) return CUtensorMap{};
+  return hopper::make_tensor_map_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, sizeof(bf16), p.C, p.M, p.N, EPI_ROWS, EPI_COLS,
+                                    CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
 struct Hopper {  // the tensor maps are built once per problem, outside the timed launches
-  CUtensorMap a, b128, b256;
+  CUtensorMap a, b128, b256, c;  // c: v5 only (the other versions ignore it)
   Machine machine;
   Hopper(const Problem& p, Machine m)
-      : a(make_map(p.A, p.M, p.K, BM)), b128(make_map(p.B, p.N, p.K, 128)), b256(make_map(p.B, p.N, p.K, BN)),
+      : a(hopper::make_kmajor_map(p.A, p.M, p.K, BM)),
+        b128(hopper::make_kmajor_map(p.B, p.N, p.K, 128)),
+        b256(hopper::make_kmajor_map(p.B, p.N, p.K, BN)),
+        c(make_c_map(p)),
         machine(m) {}
   void operator()(int version, const Problem& p) const {
     const int tiles = course::ceil_div(p.M, BM) * course::ceil_div(p.N, BN);
@@ -560,14 +418,17 @@ struct Hopper {  // the tensor maps are built once per problem, outside the time
       const dim3 grid(course::ceil_div(p.N, V1_BN), course::ceil_div(p.M, V1_BM));
       gemm_v1_pipeline<<<grid, V1_THREADS, kV1SmemBytes>>>(p.M, p.N, p.K, a, b128, p.C);
     } else if (version == 2) {
-      gemm_ws<1><<<tiles, THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b256, p.C, 1);
-    } else if (version == 3) {
-      gemm_ws<1><<<std::min(tiles, machine.sms), THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b256, p.C, GROUP_ROWS);
+      gemm_ws<1><<<tiles, THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b256, c, p.C, 1);
+    } else if (version == 3 || (version == 5 && !c_has_tma_map(p))) {
+      gemm_ws<1><<<std::min(tiles, machine.sms), THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b256, c, p.C, GROUP_ROWS);
+    } else if (version == 5) {
+      gemm_ws<1, true><<<std::min(tiles, machine.sms), THREADS, kV5SmemBytes>>>(p.M, p.N, p.K, a, b256, c, p.C,
+                                                                               GROUP_ROWS);
     } else {
       const int pair_tiles = course::ceil_div(p.M, 2 * BM) * course::ceil_div(p.N, BN);
       cudaLaunchAttribute attr{};
       const cudaLaunchConfig_t cfg = cluster_config(dim3(2 * std::min(pair_tiles, machine.clusters)), &attr);
-      CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm_ws<2>, p.M, p.N, p.K, a, b128, p.C, GROUP_ROWS / 2));
+      CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm_ws<2>, p.M, p.N, p.K, a, b128, c, p.C, GROUP_ROWS / 2));
     }
     CUDA_CHECK_LAUNCH();
   }
@@ -579,6 +440,8 @@ static Machine setup_kernels(int sms_wanted) {
                                   static_cast<int>(kV1SmemBytes)));
   CUDA_CHECK(cudaFuncSetAttribute(gemm_ws<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
   CUDA_CHECK(cudaFuncSetAttribute(gemm_ws<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
+  CUDA_CHECK(cudaFuncSetAttribute(gemm_ws<1, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kV5SmemBytes)));
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -685,33 +548,6 @@ static bool bench_size(int S, uint64_t seed, int only, Machine machine, double c
   return ok;
 }
 
-// sm_90a code runs on compute capability 9.0 only: not on Ampere, and not on Blackwell (10.x), which
-// has no wgmma. require_compute_capability checks "at least", so an exact check follows.
-static void require_hopper() {
-  course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA multicast are Hopper instructions");
-  int device = 0, major = 0, minor = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  if (major != 9 || minor != 0) {
-    std::printf("WAIVED needs compute capability exactly 9.0 (wgmma is an sm_90a instruction; sm_90a code "
-                "runs on no other GPU); this GPU is %d.%d\n", major, minor);
-    std::exit(course::kExitWaived);
-  }
-  int* flag = nullptr;
-  int have = 0;
-  CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
-  built_for_sm90a<<<1, 1>>>(flag);
-  CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaMemcpy(&have, flag, sizeof(int), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaFree(flag));
-  if (!have) {
-    std::fprintf(stderr, "error: the driver loaded code without wgmma (not built for sm_90a) on this 9.0 GPU; "
-                         "build with -gencode=arch=compute_90a,code=sm_90a\n");
-    std::exit(course::kExitFail);
-  }
-}
-
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
   const long long M = args.get_int("--m", 200, 1, 16384), N = args.get_int("--n", 135, 1, 16384);
@@ -725,7 +561,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --k must be a multiple of 8 (TMA needs 16-byte row strides), got %lld\n", K);
     return course::kExitFail;
   }
-  require_hopper();
+  course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA multicast are Hopper instructions");
+  hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
   const Machine machine = setup_kernels(sms);
   size_t free0 = 0, free1 = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&free0, &total));

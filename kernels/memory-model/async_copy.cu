@@ -1,15 +1,20 @@
 // async_copy.cu: a 5 x 5 box blur of an H x W float image (zero outside the image), one kernel family
-// whose tiles are staged through shared memory in three ways:
+// whose tiles are staged through shared memory in four ways:
 //   direct     no shared memory: every thread reads its 25 inputs from global memory (through L1)
 //   sync       the block loads a tile (plus its 2-pixel halo) into shared memory, waits, computes
 //   cp.async   the same tiles, copied asynchronously by cuda::memcpy_async into a 2- or 4-stage
 //              cuda::pipeline, so the next tiles' loads are in flight while this one is computed
+//   TMA        one thread per block asks the Tensor Memory Accelerator for a whole tile (a tensor map
+//              made by cuTensorMapEncodeTiled); an mbarrier counts its bytes in (2 or 4 stages). The
+//              box starts 4 columns left of the tile, not 2: its innermost coordinate must be a
+//              multiple of 16 bytes (an unaligned one is an illegal instruction on the H100)
 // Every version is a persistent grid: a fixed number of blocks walks over the tiles in the same order.
 //
 // Taught in docs/memory-model/async-copies.md. Checked against a float64 CPU blur on sizes that are
 // not multiples of the tile, with the output poisoned; timed against each other and a cudaMemcpy of
-// the same bytes. cp.async needs compute capability 8.0 (the program waives below it). TMA is taught
-// with the Hopper GEMMs (kernels/matmul/gemm_wgmma.cu, gemm_hopper.cu), where it runs and is measured.
+// the same bytes. cp.async needs compute capability 8.0 (the program waives below it); TMA needs 9.0
+// (skipped below it) and a row pitch that is a multiple of 16 bytes: an image whose width is not a
+// multiple of 4 floats is given to TMA as a pitched copy (cudaMallocPitch), made outside the timing.
 // Build: nvcc -O3 -arch=native -o build/memory-model/async_copy kernels/memory-model/async_copy.cu
 // Run:   ./build/memory-model/async_copy --height 999 --width 1000
 //        ./build/memory-model/async_copy --bench
@@ -20,7 +25,11 @@
 // course: run --height 517 --width 1001
 // course: run --height 1 --width 4
 // course: bench --bench
+#include <cuda.h>  // CUtensorMap (the driver API type; the function comes from the runtime, below)
+#include <cudaTypedefs.h>
+
 #include <cuda/pipeline>
+#include <cuda/ptx>
 
 #include "../common/course.cuh"
 
@@ -32,6 +41,14 @@ constexpr int kThreads = 256;                  // 64 columns x 4 row groups
 constexpr int kTileFloats = kInH * kInW;
 constexpr int kTileBytes = kTileFloats * static_cast<int>(sizeof(float));
 constexpr int kStageFloats = (kTileBytes + 127) / 128 * 128 / static_cast<int>(sizeof(float));  // stages 128-byte aligned
+// TMA's box: its first column must sit on a 16-byte boundary, so it starts kTmaShift = 4 columns left
+// of the tile (x0 is a multiple of 64) and spans 72 columns (70 needed, rounded up to 16 bytes).
+constexpr int kTmaShift = 4;
+constexpr int kTmaInW = (kTmaShift + kTileW + kRadius + 3) / 4 * 4;  // 72 floats: 288 bytes
+constexpr int kTmaTileBytes = kInH * kTmaInW * static_cast<int>(sizeof(float));  // 5760: the whole box
+constexpr int kTmaStageFloats = (kTmaTileBytes + 127) / 128 * 128 / static_cast<int>(sizeof(float));
+static_assert(kTileW % 4 == 0 && kTmaShift % 4 == 0, "the box's first column must be 16-byte aligned");
+static_assert(kTmaStageFloats * sizeof(float) % 128 == 0, "every stage's box lands 128-byte aligned");
 
 // --8<-- [start:reference]
 static void blur_cpu(const std::vector<float>& in, std::vector<double>& out, int H, int W) {
@@ -57,9 +74,10 @@ __device__ inline Tile tile_at(int t, int W) {
   return {t / tiles_x * kTileH, t % tiles_x * kTileW};
 }
 
-// The blur of one tile from its staged input, s[kInH][kInW], whose element (0, 0) is pixel
-// (y0 - 2, x0 - 2). Thread (tx, ty) computes column tx of rows ty, ty + 4, ty + 8, ty + 12: a warp
-// reads 32 consecutive floats of one shared-memory row, no bank conflicts.
+// The blur of one tile from its staged input, kInH rows of kPitch floats, whose element (0, 0) is
+// pixel (y0 - 2, x0 - 2). Thread (tx, ty) computes column tx of rows ty, ty + 4, ty + 8, ty + 12: a
+// warp reads 32 consecutive floats of one shared-memory row, no bank conflicts.
+template <int kPitch = kInW>
 __device__ inline void blur_tile(const float* s, float* __restrict__ out, int H, int W, Tile tile) {
   const int tx = threadIdx.x % kTileW;
   for (int r = threadIdx.x / kTileW; r < kTileH; r += kThreads / kTileW) {
@@ -69,7 +87,7 @@ __device__ inline void blur_tile(const float* s, float* __restrict__ out, int H,
 #pragma unroll
     for (int dy = 0; dy <= 2 * kRadius; ++dy)
 #pragma unroll
-      for (int dx = 0; dx <= 2 * kRadius; ++dx) acc += s[(r + dy) * kInW + tx + dx];
+      for (int dx = 0; dx <= 2 * kRadius; ++dx) acc += s[(r + dy) * kPitch + tx + dx];
     out[(size_t)y * W + x] = acc * (1.0f / 25.0f);
   }
 }
@@ -157,8 +175,89 @@ __global__ void __launch_bounds__(kThreads) blur_cp_async(const float* __restric
 }
 // --8<-- [end:cp_async]
 
+// --8<-- [start:tma]
+// Thread 0 is the producer: for each tile it tells the stage's mbarrier how many bytes to expect
+// (arrive.expect_tx) and starts one TMA copy of the whole 72 x 20 box, which counts its bytes in as they
+// land, out-of-bounds ones included. Elements outside the image arrive as zeros: the tensor map's
+// out-of-bounds fill is the blur's padding, so no thread tests an index. Everyone waits on the stage's
+// mbarrier (try_wait.parity: the n-th use of a stage completes phase n, of parity n % 2).
+// One tile's TMA copy, issued by one thread: forced inline, so that the tensor map is read straight
+// from the kernel's parameter (a __grid_constant__ parameter, as TMA requires: a copy of the map in a
+// thread's local memory makes cp.async.bulk.tensor an illegal instruction).
+__device__ __forceinline__ void tma_issue(const CUtensorMap* map, float* dst, uint64_t* bar, Tile tile) {
+#if __CUDA_ARCH__ >= 900
+  // Innermost first; either may be negative. The innermost is a multiple of 4 floats (16 bytes).
+  const int32_t coords[2] = {tile.x0 - kTmaShift, tile.y0 - kRadius};
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar,
+                                       kTmaTileBytes);
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
+#else
+  (void)map, (void)dst, (void)bar, (void)tile;
+#endif
+}
+
+template <int kStages>
+__global__ void __launch_bounds__(kThreads) blur_tma(const __grid_constant__ CUtensorMap map, float* __restrict__ out,
+                                                     int H, int W, int tiles) {
+#if __CUDA_ARCH__ >= 900
+  __shared__ alignas(128) float s[kStages][kTmaStageFloats];  // TMA writes 128-byte-aligned boxes
+  __shared__ uint64_t full[kStages];
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < kStages; ++k) cuda::ptx::mbarrier_init(&full[k], 1);  // one arrival: the producer's
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the initialised barriers, visible to TMA
+  }
+  __syncthreads();
+  const int first = blockIdx.x, step = gridDim.x;
+  if (threadIdx.x == 0)
+    for (int k = 0; k < kStages - 1 && first + k * step < tiles; ++k)
+      tma_issue(&map, s[k], &full[k], tile_at(first + k * step, W));
+  for (int i = 0, t = first; t < tiles; ++i, t += step) {
+    const int next = t + (kStages - 1) * step, next_stage = (i + kStages - 1) % kStages;
+    if (threadIdx.x == 0 && next < tiles) tma_issue(&map, s[next_stage], &full[next_stage], tile_at(next, W));
+    const int stage = i % kStages;
+    while (!cuda::ptx::mbarrier_try_wait_parity(&full[stage], static_cast<uint32_t>((i / kStages) % 2))) {
+    }
+    // The box starts kTmaShift columns left of the tile: skip the first kTmaShift - kRadius of them.
+    blur_tile<kTmaInW>(s[stage] + (kTmaShift - kRadius), out, H, W, tile_at(t, W));
+    __syncthreads();  // everyone is done with s[stage] before thread 0 refills it
+  }
+#else
+  (void)map, (void)out, (void)H, (void)W, (void)tiles;  // never launched below 9.0: main skips it
+#endif
+}
+// --8<-- [end:tma]
+
+// --8<-- [start:tensor_map]
+// The driver's cuTensorMapEncodeTiled, reached through the runtime (no -lcuda needed): a
+// description of the image (sizes, row pitch in bytes: a multiple of 16) and of the box one copy
+// moves (72 x 20 floats: 288 bytes a row, a multiple of 16 as well).
+static CUtensorMap make_tensor_map(const float* image, int H, int W, size_t pitch_bytes) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || fn == nullptr) {
+    std::fprintf(stderr, "error: the driver does not provide cuTensorMapEncodeTiled\n");
+    std::exit(course::kExitFail);
+  }
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(W), static_cast<cuuint64_t>(H)};  // innermost first
+  const cuuint64_t pitch[1] = {static_cast<cuuint64_t>(pitch_bytes)};
+  const cuuint32_t box[2] = {kTmaInW, kInH};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)(
+      &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(image), dims, pitch, box, elem_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // FILL_NONE: out-of-bounds elements read as zero
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "error: cuTensorMapEncodeTiled failed (CUresult %d)\n", static_cast<int>(r));
+    std::exit(course::kExitFail);
+  }
+  return map;
+}
+// --8<-- [end:tensor_map]
+
 // --8<-- [start:launch]
-enum class Kind { kDirect, kSync, kCpAsync2, kCpAsync4 };
+enum class Kind { kDirect, kSync, kCpAsync2, kCpAsync4, kTma2, kTma4 };
 struct Version {
   const char* name;
   const char* check_name;
@@ -169,12 +268,16 @@ static const Version kVersions[] = {
     {"sync: tile in shared memory", "blur_sync", Kind::kSync},
     {"cp.async: cuda::memcpy_async, 2 stages", "blur_cp_async2", Kind::kCpAsync2},
     {"cp.async: cuda::memcpy_async, 4 stages", "blur_cp_async4", Kind::kCpAsync4},
+    {"TMA: tensor map + mbarrier, 2 stages", "blur_tma2", Kind::kTma2},
+    {"TMA: tensor map + mbarrier, 4 stages", "blur_tma4", Kind::kTma4},
 };
 
 struct Problem {
   const float* in;
   float* out;
   int H, W, tiles, blocks;
+  CUtensorMap map;  // TMA's view of the input (or of its pitched copy); valid when tma_ok
+  bool tma_ok;
 };
 
 static void launch(const Version& v, const Problem& p) {
@@ -183,10 +286,14 @@ static void launch(const Version& v, const Problem& p) {
     case Kind::kSync: blur_sync<<<p.blocks, kThreads>>>(p.in, p.out, p.H, p.W, p.tiles); break;
     case Kind::kCpAsync2: blur_cp_async<2><<<p.blocks, kThreads>>>(p.in, p.out, p.H, p.W, p.tiles); break;
     case Kind::kCpAsync4: blur_cp_async<4><<<p.blocks, kThreads>>>(p.in, p.out, p.H, p.W, p.tiles); break;
+    case Kind::kTma2: blur_tma<2><<<p.blocks, kThreads>>>(p.map, p.out, p.H, p.W, p.tiles); break;
+    case Kind::kTma4: blur_tma<4><<<p.blocks, kThreads>>>(p.map, p.out, p.H, p.W, p.tiles); break;
   }
   CUDA_CHECK_LAUNCH();
 }
 // --8<-- [end:launch]
+
+static bool is_tma(const Version& v) { return v.kind == Kind::kTma2 || v.kind == Kind::kTma4; }
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
@@ -196,8 +303,9 @@ int main(int argc, char** argv) {
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
   args.finish();
   course::require_compute_capability(8, 0, "cp.async (cuda::memcpy_async into shared memory)");
-  int device = 0, sms = 0;
+  int device = 0, major = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
 
   // Checked on --height x --width; the benchmark adds an 8192 x 8192 image (checked too).
@@ -218,6 +326,24 @@ int main(int argc, char** argv) {
     p.H = H, p.W = W;
     p.tiles = course::ceil_div(H, kTileH) * course::ceil_div(W, kTileW);
     p.blocks = std::min(p.tiles, 4 * sms);  // a persistent grid: four blocks per SM, the same for every version
+    // TMA needs a row pitch that is a multiple of 16 bytes. A width of 4k floats has one; any other
+    // width is given to TMA as a pitched copy (cudaMallocPitch pads each row), as an image meant for
+    // TMA would be stored. The tensor map's width stays W: the padding is never read.
+    p.tma_ok = major >= 9;
+    float* pitched = nullptr;
+    if (p.tma_ok) {
+      size_t pitch = static_cast<size_t>(W) * sizeof(float);
+      const float* tma_in = p.in;
+      if (pitch % 16 != 0) {
+        const size_t row_bytes = pitch;
+        CUDA_CHECK(cudaMallocPitch(&pitched, &pitch, row_bytes, static_cast<size_t>(H)));
+        CUDA_CHECK(cudaMemcpy2D(pitched, pitch, p.in, row_bytes, row_bytes, static_cast<size_t>(H),
+                                cudaMemcpyDeviceToDevice));
+        tma_in = pitched;
+        std::printf("TMA reads a pitched copy of the %d x %d image: row pitch %zu bytes\n", H, W, pitch);
+      }
+      p.map = make_tensor_map(tma_in, H, W, pitch);
+    }
     char case_name[64];
     std::snprintf(case_name, sizeof(case_name), "blur 5x5 %d x %d fp32", H, W);
     if (bench && k > 0) {
@@ -226,6 +352,10 @@ int main(int argc, char** argv) {
       course::print_bench(case_name, "cudaMemcpy (copy, same bytes)", copy_ms, 2.0 * bytes, 0, /*peer=*/true);
     }
     for (const Version& v : kVersions) {
+      if (is_tma(v) && !p.tma_ok) {
+        std::printf("skip %s: needs compute capability 9.0\n", v.name);
+        continue;
+      }
       course::poison(p.out, bytes);
       launch(v, p);
       CUDA_CHECK(cudaMemcpy(got.data(), p.out, bytes, cudaMemcpyDeviceToHost));
@@ -239,6 +369,7 @@ int main(int argc, char** argv) {
     }
     CUDA_CHECK(cudaFree(const_cast<float*>(p.in)));
     CUDA_CHECK(cudaFree(p.out));
+    CUDA_CHECK(cudaFree(pitched));  // nullptr when no pitched copy was needed
   }
   return ok ? 0 : course::kExitFail;
 }

@@ -1,0 +1,146 @@
+"""The headline that opens every generated results table: per case, the best version against the best peer.
+
+A results table lists every row a program measured; a reader wants the answer first. For each case the
+headline gives the fastest *version* (the rows the page teaches), the fastest *peer* (the strongest
+thing a performance engineer would use instead), the speed ratio between them, and how close the best
+version comes to the relevant *ceiling*: the bandwidth of a same-bytes copy measured in the same run
+where the program times one, otherwise the roofline of the GPU's datasheet (bytes at the datasheet's
+memory bandwidth, FLOPs at its peak for the row's precision), labelled as datasheet.
+
+Rows are sorted into the three roles by rules a results directive can override with globs over the
+implementation names (`ours="v*"`, `peer="cuBLAS*"`, `ceiling="cudaMemcpy*"`, `ceiling=none`), keep only
+some cases (`cases="softmax*"`), or leave out the datasheet roofline where the program's bytes are not
+device-memory bytes (`datasheet=off`):
+
+- ceiling: a copy of the same bytes (`cudaMemcpy ...`, `... same bytes`, `Tensor.copy_`);
+- peer: a row the program marks `"peer": true`, and every row of a second program named in the
+  directive (a framework's benchmark beside the course's);
+- version: every other row of the first program.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+# Dense (no sparsity) peak rates and memory bandwidth from NVIDIA's datasheets, SXM form factor.
+# Keys are the GPU names the record stores (`nvidia-smi --query-gpu=name`).
+DATASHEETS = {
+    "NVIDIA H100 80GB HBM3": {
+        "source": "H100 SXM5 datasheet",
+        "bandwidth": 3.35e12,
+        "peak": {"fp64": 67e12, "fp32": 67e12, "tf32": 494.7e12, "16-bit": 989.4e12, "fp8": 1978.9e12},
+    },
+    "NVIDIA H200": {
+        "source": "H200 SXM datasheet",
+        "bandwidth": 4.8e12,
+        "peak": {"fp64": 67e12, "fp32": 67e12, "tf32": 494.7e12, "16-bit": 989.4e12, "fp8": 1978.9e12},
+    },
+}
+PRECISION_NAMES = {"fp64": "FP64", "fp32": "FP32", "tf32": "TF32 tensor", "16-bit": "BF16/FP16 tensor",
+                   "fp8": "FP8 tensor"}
+
+_COPY = re.compile(r"cudaMemcpy|same bytes|Tensor\.copy_", re.IGNORECASE)
+
+
+_PRECISIONS = (("fp32", r"fp32 math|\bfma math"), ("fp8", r"fp8|e4m3|e5m2"),
+               ("tf32", r"tf32|default math"),  # cuDNN's default math allows TF32 on fp32 data
+               ("16-bit", r"bf16|fp16|half|hgemm|tensorop"), ("fp64", r"fp64|double|dgemm"), ("fp32", r"fp32|float"))
+
+
+def precision(impl: str, case: str = "") -> str:
+    """The arithmetic a row uses, as its implementation name says, else as its case says, else FP32."""
+    for text in (impl.lower(), case.lower()):
+        for key, pattern in _PRECISIONS:
+            if re.search(pattern, text):
+                return key
+    return "fp32"
+
+
+def datasheet_for(gpu: str) -> dict | None:
+    return next((d for name, d in DATASHEETS.items() if gpu.startswith(name)), None)
+
+
+def _match(impl: str, pattern: str | None) -> bool:
+    return pattern is not None and fnmatch.fnmatchcase(impl, pattern)
+
+
+def roles(rows: list[dict], own: set[int], opts: dict) -> dict[str, dict[str, list[dict]]]:
+    """{case: {"ours": [...], "peer": [...], "ceiling": [...]}} in the record's case order.
+    `own` holds the ids of the rows measured by the directive's first program."""
+    by_case: dict[str, dict[str, list[dict]]] = {}
+    for b in rows:
+        impl = b["impl"]
+        if "cases" in opts and not _match(b["case"], opts["cases"]):
+            continue
+        if "ceiling" in opts:
+            role = "ceiling" if _match(impl, opts["ceiling"]) else None
+        else:
+            role = "ceiling" if _COPY.search(impl) else None
+        if role is None:
+            if "peer" in opts:
+                role = "peer" if _match(impl, opts["peer"]) else None
+            elif b.get("peer") or id(b) not in own:
+                role = "peer"
+        if role is None:
+            role = "ours" if ("ours" not in opts or _match(impl, opts["ours"])) else None
+        if role:
+            by_case.setdefault(b["case"], {"ours": [], "peer": [], "ceiling": []})[role].append(b)
+    return by_case
+
+
+def _fastest(rows: list[dict]) -> dict | None:
+    timed = [b for b in rows if b.get("time_ms")]
+    return min(timed, key=lambda b: b["time_ms"]) if timed else None
+
+
+def ceiling_share(best: dict, copies: list[dict], sheet: dict | None) -> tuple[float, str] | None:
+    """(share, what the ceiling is) for one row: against the same run's copy where there is one,
+    otherwise against the datasheet roofline for the row's precision."""
+    t = best["time_ms"] * 1e-3
+    copy = _fastest(copies)
+    if copy and best.get("bytes") and copy.get("bytes"):
+        what = "of the copy's bandwidth" if _COPY.search(copy["impl"]) else f"of the bandwidth of “{copy['impl']}”"
+        return (best["bytes"] / t) / (copy["bytes"] / (copy["time_ms"] * 1e-3)), what
+    if sheet is None or not (best.get("bytes") or best.get("flops")):
+        return None
+    prec = precision(best["impl"], best["case"])
+    memory_bound = best.get("bytes", 0) / sheet["bandwidth"]
+    compute_bound = best.get("flops", 0) / sheet["peak"][prec]
+    if compute_bound >= memory_bound:
+        return compute_bound / t, f"of the {PRECISION_NAMES[prec]} peak ({sheet['source']})"
+    return memory_bound / t, f"of the memory bandwidth ({sheet['source']})"
+
+
+def _ms(x: float) -> str:
+    return f"{x:.3g} ms" if x < 1000 else f"{x / 1000:.3g} s"
+
+
+def headline(rows: list[dict], own: set[int], gpu: str, opts: dict) -> tuple[str, str | None]:
+    """The headline table (markdown) and the metric the plot should show ("tflops", "gbps" or
+    "time_ms", following the ceiling that bounds the best versions)."""
+    sheet = datasheet_for(gpu) if opts.get("datasheet", "on") != "off" else None
+    lines = ["| Case | Best version | Time | Best peer | Time | Speed vs peer | Share of ceiling |",
+             "|---|---|---:|---|---:|---:|---|"]
+    metrics = []
+    for case, r in roles(rows, own, opts).items():
+        best, peer = _fastest(r["ours"]), _fastest(r["peer"])
+        subject = best or peer  # a framework's own benchmark: its fastest configuration
+        if subject is None:
+            continue
+        ratio = f"**{peer['time_ms'] / best['time_ms']:.2f}×**" if best and peer else ""
+        share = ceiling_share(subject, r["ceiling"], sheet)
+        cell = ""
+        if share and share[0] <= 1.2:
+            metrics.append("tflops" if "peak" in share[1] else "gbps")
+            cell = f"{100 * share[0]:.0f}% {share[1]}"
+        elif share:  # faster than the ceiling: the row counts nominal FLOPs or different bytes
+            cell = "above the ceiling: the row's FLOP or byte count is nominal"
+        lines.append("| " + " | ".join([
+            case, best["impl"] if best else "(none: peers only)", _ms(best["time_ms"]) if best else "",
+            peer["impl"] if peer else "no peer timed", _ms(peer["time_ms"]) if peer else "", ratio, cell,
+        ]) + " |")
+    if len(lines) == 2:
+        return "", None
+    metric = max(set(metrics), key=metrics.count) if metrics else "time_ms"
+    return "\n".join(lines) + "\n", metric

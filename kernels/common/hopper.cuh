@@ -1,0 +1,345 @@
+// hopper.cuh: the Hopper (sm_90a) building blocks the course's Hopper kernels share: mbarriers, TMA
+// loads and stores, clusters, setmaxnreg, wgmma descriptors and instructions, and on the host the
+// tensor maps that TMA copies need plus the check that the sm_90a code is the code that runs.
+//
+// Taught in docs/fast-matmul-fft/wgmma.md and docs/fast-matmul-fft/hopper-gemm.md; included by
+// kernels/matmul/gemm_wgmma.cu and kernels/matmul/gemm_hopper.cu.
+//   device (namespace course::hopper, compiled only where __CUDA_ARCH_FEAT_SM90_ALL is defined, i.e. in
+//   the compute_90a pass; a program that includes this header still builds for sm_75 to sm_100):
+//     smem_u32, mbar_init, fence_mbarrier_init, mbar_expect_bytes, mbar_arrive, mbar_arrive_cluster,
+//     mbar_wait                     mbarrier phases with arrival and transaction (byte) counts
+//     tma_load_2d, tma_load_2d_multicast, tma_store_2d, tma_store_commit, tma_store_wait_read,
+//     tma_store_wait_all, fence_proxy_async_smem
+//     cluster_rank, cluster_sync    thread-block clusters
+//     setmaxnreg_dec, setmaxnreg_inc
+//     smem_desc                     wgmma descriptor of a K-major, 128-byte-swizzled bf16 tile
+//     wgmma_64x128x16, wgmma_64x256x16, wgmma_fence, wgmma_commit, wgmma_wait<N>, fence_accumulators<N>
+//     align_1k                      the 1 KiB alignment that 128-byte-swizzled tiles need
+//   host:
+//     make_tensor_map_2d            a TMA descriptor for a row-major 2-D matrix (cuTensorMapEncodeTiled,
+//                                   fetched from the driver at run time: no -lcuda)
+//     make_kmajor_map               the bf16 K-major operand map the GEMMs use (boxes of rows x 64)
+//     require_sm90a                 waive (exit 2) unless compute capability 9.0, error if the driver
+//                                   loaded the non-sm_90a stub
+//
+// course: header
+#pragma once
+
+#include <cuda.h>  // CUtensorMap and the driver API's types (the function itself is fetched at run time)
+#include <cudaTypedefs.h>
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "course.cuh"
+
+namespace course::hopper {
+
+// 64 bf16 values = 128 bytes: one row of a 128-byte-swizzled tile, the widest a swizzled TMA box allows.
+constexpr int kSwizzleElems = 64;
+
+// The device code below uses sm_90a-only instructions: it exists only in the compute_90a pass.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// --8<-- [start:mbarrier]
+// mbarrier: a barrier object in shared memory with an arrival count and a transaction (byte) count.
+// A phase completes when the expected arrivals have arrived and the expected bytes have landed; waiters
+// poll the parity of the phase they wait for.
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
+}
+// Makes the initialised barriers visible to the TMA engine and to the other blocks of a cluster.
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_expect_bytes(uint64_t* bar, unsigned bytes) {  // arrive + expect
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+// Arrive on the barrier at the same shared-memory offset in block `cta` of this cluster (mapa turns
+// the local address into that block's address in the cluster's shared memory window).
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, unsigned cta) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_u32(bar)),
+      "r"(cta)
+      : "memory");
+}
+// Wait until the phase with this parity has completed (phases alternate 0, 1, 0, ...).
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(smem_u32(bar)),
+      "r"(parity)
+      : "memory");
+}
+// --8<-- [end:mbarrier]
+
+// --8<-- [start:tma]
+// One TMA copy: the tile at (column c0, row c1) of the tensor described by `map` lands in shared
+// memory at `dst`, swizzled as the map says; its bytes count towards `bar`'s transaction count.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
+          "r"(smem_u32(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
+      : "memory");
+}
+// The same copy delivered to every block of the cluster named in `cta_mask`, at the same offset in each
+// block's shared memory, each copy signalling the barrier at the same offset in its block.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int c0, int c1,
+                                                      uint64_t* bar, uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
+      "[%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_u32(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "h"(cta_mask)
+      : "memory");
+}
+// --8<-- [end:tma]
+
+// --8<-- [start:tma_store]
+// The reverse copy: the tile in shared memory at `src` (laid out and swizzled as `map` says) is written
+// to (column c0, row c1) of the map's matrix; the box is clipped at the matrix's edges (keep the row
+// length a multiple of 16 bytes, which TMA's row stride rule already asks of a whole matrix).
+// Shared memory written by ordinary stores must first be made visible to the TMA engine (the "async
+// proxy"): every writing thread runs fence_proxy_async_smem, then the block section synchronises, then
+// one thread issues the store. Stores are tracked in per-thread bulk groups: commit after issuing,
+// then wait until at most N groups are still reading their shared memory before reusing it.
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(map),
+               "r"(c0), "r"(c1), "r"(smem_u32(src))
+               : "memory");
+}
+__device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {  // the source shared memory may be reused
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void tma_store_wait_all() {  // every store of this thread has completed
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+// --8<-- [end:tma_store]
+
+// --8<-- [start:cluster]
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of every block in the cluster arrives, then waits: the cluster-wide __syncthreads.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// --8<-- [end:cluster]
+
+// --8<-- [start:setmaxnreg]
+// Move registers between the warpgroups of a block: the producer gives registers back to the block's
+// pool, the consumers take them (.inc waits until the pool has them). Whole warpgroups execute these.
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+// --8<-- [end:setmaxnreg]
+
+// --8<-- [start:descriptor]
+// A wgmma shared-memory descriptor for a K-major bf16 tile written by TMA with the 128-byte swizzle:
+//   bits  0-13  start address >> 4
+//   bits 16-29  leading byte offset >> 4 (unused for swizzled K-major tiles; 1 by convention)
+//   bits 32-45  stride byte offset >> 4: from one 8-row group to the next, 8 rows x 128 bytes = 1024
+//   bits 49-51  base offset: 0, because every tile starts on a 1 KiB boundary
+//   bits 62-63  swizzle mode: 1 = 128-byte swizzle
+// Stepping 16 elements along K inside the 128-byte rows adds 32 bytes to the start address.
+__device__ __forceinline__ uint64_t smem_desc(const __nv_bfloat16* tile) {
+  const uint64_t addr = smem_u32(tile);
+  return ((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(16 >> 4) << 16) |
+         (static_cast<uint64_t>(1024 >> 4) << 32) | (1ull << 62);
+}
+// --8<-- [end:descriptor]
+
+// --8<-- [start:wgmma]
+// D (64 x 256, fp32: 128 registers per thread) += A (64 x 16) * B (256 x 16)^T, both from shared memory.
+__device__ __forceinline__ void wgmma_64x256x16(float* d, uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred accumulate;\n"
+      "setp.ne.b32 accumulate, 1, 0;\n"  // scale-d = true: D += A B (not D = A B)
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, accumulate, 1, 1, 0, 0;\n"  // A, B not negated; both K-major
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(desc_a), "l"(desc_b));
+}
+// --8<-- [end:wgmma]
+
+// D (64 x 128, fp32: 64 registers per thread) += A (64 x 16) * B (128 x 16)^T, both from shared memory.
+__device__ __forceinline__ void wgmma_64x128x16(float* d, uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred accumulate;\n"
+      "setp.ne.b32 accumulate, 1, 0;\n"  // scale-d = true: D += A B (not D = A B)
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, accumulate, 1, 1, 0, 0;\n"  // A, B not negated; both K-major
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b));
+}
+
+// --8<-- [start:wgmma_sync]
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// Wait until at most PENDING committed batches of this warp's wgmma are still running.
+template <int PENDING>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+}
+// Tell the compiler the accumulators may change here: it must not move their reads or writes across
+// a wgmma wait (the asm statements above name them only as the wgmma's own operands).
+template <int NREGS>
+__device__ __forceinline__ void fence_accumulators(float* d) {
+#pragma unroll
+  for (int i = 0; i < NREGS; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+// --8<-- [end:wgmma_sync]
+
+// 128-byte-swizzled tiles must start on a 1 KiB boundary (the swizzle pattern repeats every 1 KiB).
+template <typename T = __nv_bfloat16>
+__device__ __forceinline__ T* align_1k(unsigned char* p) {
+  return reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t(1023));
+}
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// --8<-- [start:tensor_map]
+// A TMA descriptor for a row-major rows x cols matrix, copied in boxes of box_rows x box_cols (at most 256
+// each; with the 128-byte swizzle a box row may hold at most 128 bytes). Elements outside the matrix read
+// as zero and are not written by stores. The row stride cols * elem_bytes must be a multiple of 16 bytes.
+inline PFN_cuTensorMapEncodeTiled_v12000 get_encode() {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || fn == nullptr) {
+      std::fprintf(stderr, "error: the driver does not provide cuTensorMapEncodeTiled\n");
+      std::exit(course::kExitFail);
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+inline CUtensorMap make_tensor_map_2d(CUtensorMapDataType type, size_t elem_bytes, const void* ptr, int rows,
+                                      int cols, int box_rows, int box_cols, CUtensorMapSwizzle swizzle) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};  // innermost first
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * elem_bytes};               // bytes, rows
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = get_encode()(&map, type, 2, const_cast<void*>(ptr), dims, strides, box, elem_strides,
+                                  CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "error: cuTensorMapEncodeTiled failed (%d)\n", static_cast<int>(r));
+    std::exit(course::kExitFail);
+  }
+  return map;
+}
+// A GEMM operand: a row-major rows x K bf16 matrix ("K-major"), copied in boxes of box_rows x 64 (128 bytes
+// a row, the widest row the 128-byte swizzle allows), which smem_desc describes. K must be a multiple of 8.
+inline CUtensorMap make_kmajor_map(const __nv_bfloat16* ptr, int rows, int K, int box_rows) {
+  return make_tensor_map_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, sizeof(__nv_bfloat16), ptr, rows, K, box_rows,
+                            kSwizzleElems, CU_TENSOR_MAP_SWIZZLE_128B);
+}
+// --8<-- [end:tensor_map]
+
+// Which code did the driver load? A program that includes this header is built for several targets (the
+// harness adds sm_75 to sm_100 beside the page's sm_90a). In the course's recorded runs on H100 and H200, a
+// binary holding both sm_90 and sm_90a code ran the sm_90a code; should a driver ever pick the sm_90 stub
+// instead, this probe says so and require_sm90a stops with an error rather than time an empty kernel.
+__global__ void built_for_sm90a(int* out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+// sm_90a code runs on compute capability 9.0 only: not on Ampere, and not on Blackwell (10.x), which has no
+// wgmma. require_compute_capability checks "at least", so the check here is exact: anything but 9.0 waives.
+inline void require_sm90a(const char* why) {
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major != 9 || minor != 0) {
+    std::printf("WAIVED needs compute capability exactly 9.0 (%s; sm_90a code runs on no other GPU); "
+                "this GPU is %d.%d\n", why, major, minor);
+    std::exit(course::kExitWaived);
+  }
+  int* flag = nullptr;
+  int have = 0;
+  CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
+  built_for_sm90a<<<1, 1>>>(flag);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaMemcpy(&have, flag, sizeof(int), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaFree(flag));
+  if (!have) {
+    std::fprintf(stderr, "error: the driver loaded code without the sm_90a instructions on this 9.0 GPU; "
+                         "build with -gencode=arch=compute_90a,code=sm_90a\n");
+    std::exit(course::kExitFail);
+  }
+}
+
+}  // namespace course::hopper

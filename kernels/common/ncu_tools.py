@@ -60,6 +60,7 @@ def available(ncu: str, metrics: dict[str, str]) -> dict[str, str]:
     return {k: m for k, m in metrics.items() if not known or m.split(".")[0] in known}
 
 
+# --8<-- [start:profile]
 def profile(ncu: str, exe: Path, metrics: dict[str, str], kernels: str, args: list[str],
             launches: int | None = None) -> subprocess.CompletedProcess:
     """Run exe with args under ncu, collecting metrics (values in base units, as CSV) for the kernels
@@ -68,6 +69,7 @@ def profile(ncu: str, exe: Path, metrics: dict[str, str], kernels: str, args: li
     if launches is not None:
         cmd += ["-c", str(launches)]
     return subprocess.run(cmd + [str(exe), *args], cwd=ROOT, capture_output=True, text=True)
+# --8<-- [end:profile]
 
 
 def parse_csv(text: str) -> dict[int, tuple[str, dict[str, float]]]:

@@ -7,6 +7,7 @@
 
 #include "../common/course.cuh"
 
+// --8<-- [start:bench_row]
 namespace chapter {
 inline void print_bench_row(const char* case_name, const char* impl, double time_ms, double bytes, double flops,
                             bool peer, int size, double workspace_bytes) {
@@ -14,3 +15,4 @@ inline void print_bench_row(const char* case_name, const char* impl, double time
                       {{"size", size}, {"workspace_bytes", workspace_bytes}, {"peak_bytes", bytes + workspace_bytes}});
 }
 }  // namespace chapter
+// --8<-- [end:bench_row]

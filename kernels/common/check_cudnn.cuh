@@ -1,4 +1,5 @@
-// check_cudnn.cuh: CUDNN_CHECK, for cuDNN's C API (cudnnStatus_t).
+// check_cudnn.cuh: CUDNN_CHECK, for cuDNN's C API (cudnnStatus_t), and the names of cuDNN's forward
+// convolution algorithms.
 // Taught in docs/libraries/cudnn.md. Programs that include it link -lcudnn (`course: libs cudnn`).
 #pragma once
 
@@ -26,3 +27,21 @@ namespace course {
       course::cudnn_fail(course_st_, #call, __FILE__, __LINE__);                     \
   } while (0)
 // --8<-- [end:check]
+
+namespace course {
+// A forward-convolution algorithm's name as cuDNN's enum spells it, without the prefix (for printed
+// choices and BENCH rows).
+inline const char* conv_fwd_algo_name(cudnnConvolutionFwdAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+    default: return "unknown";  // CUDNN_CONVOLUTION_FWD_ALGO_COUNT: not an algorithm
+  }
+}
+}  // namespace course

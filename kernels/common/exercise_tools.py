@@ -6,6 +6,9 @@ a checker can also be run by hand:
 
     python kernels/<chapter>/exercises/NAME_check.py [--solution] [--sim] [--seed S]
 
+    start(description, stub, solution, simulator)
+                                  a checker's first steps, in order: its options, the simulator
+                                  switch, the inputs' seed, the file under test imported
     checker_parser(description)   course_tools.parser with --solution, --sim and --seed
     use_simulator(args, ...)      set NUMBA_ENABLE_CUDASIM / TRITON_INTERPRET before numba or triton
                                   is imported, or exit 1 when neither a GPU nor --sim is there
@@ -140,6 +143,23 @@ def compare(name: str, got, want, rtol: float, atol: float, shown: int = 5) -> b
         print(f"  {name}: {int(bad.sum())} of {g.size} elements wrong (a NaN is an element your kernel never wrote)")
     return course_tools.check_close(name, g, w, rtol, atol)
 # --8<-- [end:compare]
+
+
+def start(description: str, stub: str, solution: str, simulator: str | None = None, runs_on_cpu: bool = False):
+    """What every checker does first, in this order: parse its options, set the simulator switch
+    (simulator: NUMBA_ENABLE_CUDASIM or TRITON_INTERPRET, before numba or triton is imported; see
+    use_simulator), print the inputs' seed, and import the file under test (see load). runs_on_cpu: the
+    exercise runs on the CPU as it is (PyTorch operators), so --sim is refused and no GPU is needed.
+    Returns (the imported module, whether it runs on the simulator, the seed)."""
+    args = checker_parser(description).parse_args()
+    if runs_on_cpu:
+        if args.sim:
+            sys.exit("error: this exercise runs on the CPU as it is: leave out --sim")
+        sim = False
+    else:
+        sim = use_simulator(args, simulator)
+    seed = seed_of(args)
+    return load(stub, solution, args), sim, seed
 
 
 def finish(results: list[bool]) -> int:

@@ -27,7 +27,6 @@
 
 #include "../common/check_cufft.cuh"
 #include "../common/course.cuh"
-#include "../matmul/bench_row.cuh"
 
 // ---------------------------------------------------------------------------------------------
 // CPU reference: the DFT by its definition, in float64 (O(N^2) per transform).
@@ -635,7 +634,8 @@ static bool bench_size(int N, uint64_t seed) {
     const float ms = course::time_kernel_ms([&] { run_version(v, p, cf, d_in, d_out); });
     // Workspace: cuFFT's scratch; for ours the twiddle tables.
     const double ws = v.id == 0 ? static_cast<double>(cf.workspace) : (v.id == 6 ? 2.0 : 1.0) * N * sizeof(float2);
-    chapter::print_bench_row(cs, v.name, ms, bytes, flops, v.id == 0, N, ws);
+    course::print_bench(cs, v.name, ms, bytes, flops, v.id == 0,
+                        {{"size", N}, {"workspace_bytes", ws}, {"peak_bytes", bytes + ws}});
   }
   CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw)));
   CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw4)));

@@ -24,7 +24,6 @@
 #include "../common/check_cudnn.cuh"
 #include "../common/check_cufft.cuh"
 #include "../common/course.cuh"
-#include "../matmul/bench_row.cuh"
 
 constexpr int kMaxFilter = 64;  // the constant-memory filter holds up to 64 x 64 floats (16 KiB)
 
@@ -163,20 +162,6 @@ static void launch_direct(const float* img, float* out, int H, int W, int R, int
 // deep-learning layers compute, would not). cudnnFindConvolutionForwardAlgorithmEx runs every algorithm
 // cuDNN has for the shape and returns them fastest first; the fastest that succeeded is kept, with the
 // math type it ran with. Its workspace is allocated here, outside every timed region.
-static const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
-  switch (a) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-    default: return "other";
-  }
-}
-
 struct CudnnConv {
   cudnnHandle_t h;
   cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
@@ -342,8 +327,9 @@ static bool bench_filter(cudnnHandle_t h, int H, int W, int R, uint64_t seed) {
   CUDA_CHECK(cudaMemcpy(direct.data(), b.out, n_out * sizeof(float), cudaMemcpyDeviceToHost));
   const FftConv fft(H, W, R, R);
   const CudnnConv fp32(h, H, W, R, R, CUDNN_FMA_MATH), dflt(h, H, W, R, R, CUDNN_DEFAULT_MATH);
-  std::printf("CUDNN filter=%d fp32: %s (%s math), default math: %s (%s math)\n", R, algo_name(fp32.choice.algo),
-              fp32.math_name(), algo_name(dflt.choice.algo), dflt.math_name());
+  std::printf("CUDNN filter=%d fp32: %s (%s math), default math: %s (%s math)\n", R,
+              course::conv_fwd_algo_name(fp32.choice.algo), fp32.math_name(),
+              course::conv_fwd_algo_name(dflt.choice.algo), dflt.math_name());
   const float* want = direct.data();
   bool ok = true;
   ok &= check_one("conv_fft_vs_direct", H, W, R, R, want, b.out, n_out, 1e-4, fft_atol(R, R),
@@ -365,14 +351,17 @@ static bool bench_filter(cudnnHandle_t h, int H, int W, int R, uint64_t seed) {
   const float t_fft = course::time_kernel_ms([&] { fft(b.img, b.filter, b.out); });
   fft.set_filter(b.filter);  // the timed calls below reuse this spectrum
   const float t_pre = course::time_kernel_ms([&] { fft.apply(b.img, b.out); });
+  // size: the filter side (the plots' x axis); workspace: device memory beyond the operands
+  const auto row = [&](const char* impl, float ms, bool peer, double ws) {
+    course::print_bench(cs, impl, ms, bytes, flops, peer,
+                        {{"size", R}, {"workspace_bytes", ws}, {"peak_bytes", bytes + ws}});
+  };
   const double fft_ws = static_cast<double>(fft.workspace);
-  chapter::print_bench_row(cs, "direct (one thread per output)", t_direct, bytes, flops, false, R, 0.0);
-  chapter::print_bench_row(cs, "cuDNN fp32 (fastest algorithm, FMA math)", t_fp32, bytes, flops, true, R,
-                           static_cast<double>(fp32.workspace_bytes));
-  chapter::print_bench_row(cs, "cuDNN default math (TF32 allowed)", t_dflt, bytes, flops, false, R,
-                           static_cast<double>(dflt.workspace_bytes));
-  chapter::print_bench_row(cs, "FFT (cuFFT), filter spectrum in every call", t_fft, bytes, flops, false, R, fft_ws);
-  chapter::print_bench_row(cs, "FFT (cuFFT), filter spectrum precomputed", t_pre, bytes, flops, false, R, fft_ws);
+  row("direct (one thread per output)", t_direct, false, 0.0);
+  row("cuDNN fp32 (fastest algorithm, FMA math)", t_fp32, true, static_cast<double>(fp32.workspace_bytes));
+  row("cuDNN default math (TF32 allowed)", t_dflt, false, static_cast<double>(dflt.workspace_bytes));
+  row("FFT (cuFFT), filter spectrum in every call", t_fft, false, fft_ws);
+  row("FFT (cuFFT), filter spectrum precomputed", t_pre, false, fft_ws);
   return ok;
 }
 // --8<-- [end:bench]

@@ -152,9 +152,7 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
 
 // Prints a BENCH line with the matrix size as an extra field for plots.
 static void bench_line(const char* case_name, const char* impl, float ms, double bytes, double flops, int size) {
-  std::printf("BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
-              "\"peer\": false, \"size\": %d}\n", case_name, impl, ms, bytes, flops, size);
-  std::fflush(stdout);
+  course::print_bench(case_name, impl, ms, bytes, flops, false, {{"size", size}});
 }
 
 // --8<-- [start:bench]

@@ -230,10 +230,9 @@ static bool check_bias_act_scalar(int m, int n, uint64_t seed) {
   return course::check_close("bias_gelu_kernel_unaligned_rows", got.data(), want.data(), got.size(), 1e-2, 1e-2);
 }
 
+// print_bench's line plus "algo_rank": the heuristic's rank of the cuBLASLt algorithm timed (-1: not cuBLASLt).
 static void bench_line(const char* c, const char* impl, float ms, double bytes, double flops, bool peer, int algo) {
-  std::printf("BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
-              "\"peer\": %s, \"algo_rank\": %d}\n", c, impl, ms, bytes, flops, peer ? "true" : "false", algo);
-  std::fflush(stdout);
+  course::print_bench(c, impl, ms, bytes, flops, peer, {{"algo_rank", algo}});
 }
 
 // --8<-- [start:bench]

@@ -60,20 +60,6 @@ static const char* math_name(cudnnMathType_t m) {
   }
 }
 
-static const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
-  switch (a) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-    default: return "unknown";
-  }
-}
-
 // --8<-- [start:tanh]
 // The simplest cuDNN call: y = tanh(x) elementwise. A tensor descriptor states the shape and
 // layout; an activation descriptor states the function; alpha and beta blend the result into y
@@ -158,7 +144,8 @@ static std::vector<cudnnConvolutionFwdAlgoPerf_t> choose(cudnnHandle_t h, const 
   for (const auto& p : perf)
     if (verbose)
       std::printf("  %s %-22s status=%-28s time=%8.4f ms workspace=%zu B math=%s\n", find ? "find" : "heur",
-                  algo_name(p.algo), cudnnGetErrorString(p.status), p.time, p.memory, math_name(p.mathType));
+                  course::conv_fwd_algo_name(p.algo), cudnnGetErrorString(p.status), p.time, p.memory,
+                  math_name(p.mathType));
   return perf;
 }
 // --8<-- [end:choose]
@@ -222,7 +209,7 @@ static bool check(cudnnHandle_t h, const ConvShape& s, uint64_t seed, const std:
       std::printf("CHECK FAIL cudnn_conv_%s n=0 no algorithm succeeded\n", find ? "find" : "heuristic");
       return false;
     }
-    std::printf("  using %s with %s (%s)\n", algo_name(it->algo), math_name(it->mathType),
+    std::printf("  using %s with %s (%s)\n", course::conv_fwd_algo_name(it->algo), math_name(it->mathType),
                 find ? "find's fastest" : "heuristic's first");
     const size_t ws_bytes = prepare(h, d, *it);
     void* ws = nullptr;
@@ -282,7 +269,7 @@ static void bench(cudnnHandle_t h, uint64_t seed) {
     const size_t need = prepare(h, d, p);  // this result's math type, set on the descriptor
     const float t = course::time_kernel_ms([&] { conv_forward(h, d, p.algo, x, f, y, ws, need); });
     char impl[128];
-    std::snprintf(impl, sizeof(impl), "%s, %s, %zu MiB workspace, find rank %zu", algo_name(p.algo),
+    std::snprintf(impl, sizeof(impl), "%s, %s, %zu MiB workspace, find rank %zu", course::conv_fwd_algo_name(p.algo),
                   math_name(p.mathType), need >> 20, rank + 1);
     course::print_bench("conv 3x3, 32x64x56x56 -> 64, fp32 NCHW", impl, t, bytes, flops, first);
     first = false;

@@ -250,12 +250,6 @@ static bool check_conv(int n, int taps, uint64_t seed) {
   return ok;
 }
 
-static void bench_line(const char* c, const char* impl, float ms, double bytes, double flops, bool peer, int x) {
-  std::printf("BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
-              "\"peer\": %s, \"taps\": %d}\n", c, impl, ms, bytes, flops, peer ? "true" : "false", x);
-  std::fflush(stdout);
-}
-
 // --8<-- [start:bench]
 static void bench(uint64_t seed) {
   // Batched 1D complex FFTs: 4096 transforms of 4096 points (16 Mi complex values, 128 MiB), on
@@ -293,8 +287,9 @@ static void bench(uint64_t seed) {
       CUDA_CHECK_LAUNCH();
     });
     const double bytes = 4.0 * ((double)sig + taps + ny);
-    bench_line(c, "direct sum kernel", td, bytes, 2.0 * sig * (double)taps, true, taps);
-    bench_line(c, "cuFFT R2C, multiply, C2R", tf, bytes, 2.0 * sig * (double)taps, false, taps);
+    // The filter length, an extra field of the BENCH line, is the plot's x axis.
+    course::print_bench(c, "direct sum kernel", td, bytes, 2.0 * sig * (double)taps, true, {{"taps", taps}});
+    course::print_bench(c, "cuFFT R2C, multiply, C2R", tf, bytes, 2.0 * sig * (double)taps, false, {{"taps", taps}});
   }
   // --8<-- [end:bench]
   for (void* p : {(void*)x, (void*)h, (void*)y}) CUDA_CHECK(cudaFree(p));

@@ -1,27 +1,18 @@
-// bench_row.cuh: the BENCH line of the matmul and FFT programs, course::print_bench's fields plus the
-// device memory each implementation needs.
-//
-// Taught in docs/fast-matmul-fft/sgemm-warps.md (Results). Included by sgemm.cu, hgemm_tc.cu,
-// gemm_wgmma.cu, fft.cu and fft_conv.cu, so that the five print one format:
-//   size             the x axis of the chapter's plots (the matrix side, the FFT length, the filter side)
-//   workspace_bytes  device memory the implementation needs beyond its inputs and outputs
-//   peak_bytes       inputs and outputs (`bytes`) plus the workspace
+// bench_row.cuh: the matmul chapter's BENCH row through course::print_bench, kept only for gemm_hopper.cu and
+// gemm_wgmma.cu. sgemm.cu, hgemm_tc.cu, fft.cu and fft_conv.cu call course::print_bench with the chapter's
+// fields themselves (size, workspace_bytes, peak_bytes); once these two do too, delete this file.
 //
 // course: header
 #pragma once
 
-#include <cstdio>
+#include "../common/course.cuh"
 
 // --8<-- [start:bench_row]
 namespace chapter {
 inline void print_bench_row(const char* case_name, const char* impl, double time_ms, double bytes, double flops,
                             bool peer, int size, double workspace_bytes) {
-  std::printf(
-      "BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
-      "\"peer\": %s, \"size\": %d, \"workspace_bytes\": %.0f, \"peak_bytes\": %.0f}\n",
-      case_name, impl, time_ms, bytes, flops, peer ? "true" : "false", size, workspace_bytes,
-      bytes + workspace_bytes);
-  std::fflush(stdout);
+  course::print_bench(case_name, impl, time_ms, bytes, flops, peer,
+                      {{"size", size}, {"workspace_bytes", workspace_bytes}, {"peak_bytes", bytes + workspace_bytes}});
 }
 }  // namespace chapter
 // --8<-- [end:bench_row]

@@ -22,7 +22,6 @@
 #include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
-#include "bench_row.cuh"
 
 using bf16 = __nv_bfloat16;
 
@@ -247,7 +246,9 @@ static bool bench_size(int S, uint64_t seed, double cublas_bytes) {
       ok &= course::check_close(name, to_float(got).data(), ref_f.data(), n, 1.6e-2, 1e-2);
     }
     const float ms = course::time_kernel_ms([&] { v.launch(p); });
-    chapter::print_bench_row(cs, v.name, ms, bytes, flops, v.id == 0, S, v.id == 0 ? cublas_bytes : 0.0);
+    const double ws = v.id == 0 ? cublas_bytes : 0.0;  // device memory beyond the operands
+    course::print_bench(cs, v.name, ms, bytes, flops, v.id == 0,
+                        {{"size", S}, {"workspace_bytes", ws}, {"peak_bytes", bytes + ws}});
   }
   return ok;
 }

@@ -33,7 +33,6 @@
 #include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
-#include "bench_row.cuh"
 
 // ---------------------------------------------------------------------------------------------
 // CPU reference in float64.
@@ -795,7 +794,10 @@ static bool bench_size(int S, uint64_t seed, double cublas_workspace) {
     const float once = course::time_kernel_ms([&] { v.launch(p); }, 1, 1);
     const int repeats = once > 50.0f ? 3 : 20;
     const float ms = course::time_kernel_ms([&] { v.launch(p); }, repeats > 3 ? 3 : 1, repeats);
-    chapter::print_bench_row(cs, v.name, ms, bytes, flops, v.id == 0, S, v.id == 0 ? cublas_workspace : 0.0);
+    // size: the plots' x axis; workspace: device memory beyond the operands (cuBLAS's handle and workspace)
+    const double ws = v.id == 0 ? cublas_workspace : 0.0;
+    course::print_bench(cs, v.name, ms, bytes, flops, v.id == 0,
+                        {{"size", S}, {"workspace_bytes", ws}, {"peak_bytes", bytes + ws}});
   }
   if (S >= 1024) {
     std::printf("AUTOTUNE size=%d picked=%s\n", S, kCandidates[autotune_pick(kCandidates, p)].name);

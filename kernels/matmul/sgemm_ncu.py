@@ -7,22 +7,15 @@
 # Run: python kernels/matmul/sgemm_ncu.py
 #
 # course: gpu
-import csv
-import io
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "kernels" / "common"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 import course_tools  # noqa: E402
-# The binary is built by the test harness's own build command (course/programs.py), not the pages'
-# `nvcc -arch=native -lcublas` line, for two reasons: the profiled code is then compiled with exactly the
-# flags of the benchmark whose times the pages show (-O3 -lineinfo and the rest), and the harness finds
-# cuBLAS where the toolkit lacks it (NVIDIA's pip wheels), as on the machines that record these runs.
-from course.programs import parse  # noqa: E402
+# ncu_tools builds sgemm.cu with the test harness's own build command (course/programs.py), not the
+# pages' `nvcc -arch=native -lcublas` line: the profiled code then has exactly the flags of the
+# benchmark whose times the pages show, and cuBLAS is found where the toolkit lacks it.
+import ncu_tools  # noqa: E402
 
 SIZE = 4096
 # What each row launches. v9 and v10 are autotuned; profiling them through the autotuner would catch a
@@ -52,58 +45,26 @@ METRICS = {
 # --8<-- [end:metrics]
 
 
-def find_ncu():
-    for cand in (shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
-        if cand and Path(cand).exists():
-            return cand
-    return None
-
-
-def known_metrics(ncu):
-    """Base names this ncu reports for the current GPU, to drop names it does not know."""
-    out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line and "__" in line.split()[0]}
-
-
 def main():
     course_tools.parser("profile sgemm.cu's versions at 4096^3 with Nsight Compute; one row of metrics each").parse_args()
     course_tools.require_cuda("torch")  # a GPU must be visible before nvcc and ncu are run
-    ncu = find_ncu()
-    if ncu is None:
-        print("WAIVED ncu (Nsight Compute) is not installed")
-        raise SystemExit(2)
-    prog = parse(ROOT / "kernels/matmul/sgemm.cu")
-    exe = ROOT / "build/matmul/ncu/sgemm"
-    exe.parent.mkdir(parents=True, exist_ok=True)
-    cmd = prog.build_command("native")
-    cmd[cmd.index("-o") + 1] = str(exe)
-    subprocess.run(cmd, cwd=ROOT, check=True)
-    known = known_metrics(ncu)
-    wanted = {k: m for k, m in METRICS.items() if not known or m.split(".")[0] in known}
+    ncu = ncu_tools.require_ncu()
+    exe = ncu_tools.ROOT / "build/matmul/ncu/sgemm"
+    ncu_tools.build("kernels/matmul/sgemm.cu", exe)
+    wanted = ncu_tools.available(ncu, METRICS)
     rows, values = [], 0
     for v, args in PROFILES:
-        run = subprocess.run(
-            [ncu, "--csv", "--print-units", "base", "--metrics", ",".join(wanted.values()),
-             "-k", "regex:sgemm_", "-c", "1", str(exe), *args,
-             "--m", str(SIZE), "--n", str(SIZE), "--k", str(SIZE)],
-            cwd=ROOT, capture_output=True, text=True)
-        got = {}
-        lines = [l for l in run.stdout.splitlines() if l.startswith('"')]
-        for rec in csv.DictReader(io.StringIO("\n".join(lines))):
-            try:
-                got[rec["Metric Name"]] = float(rec["Metric Value"].replace(",", ""))
-            except (KeyError, ValueError):
-                pass
+        run = ncu_tools.profile(ncu, exe, wanted, "regex:sgemm_",
+                                [*args, "--m", str(SIZE), "--n", str(SIZE), "--k", str(SIZE)], launches=1)
+        # -c 1: one launch, the first (and only) entry
+        got = next(iter(ncu_tools.parse_csv(run.stdout).values()), ("", {}))[1]
         if run.returncode != 0 or not got:
             print(f"{v}: ncu failed (exit {run.returncode}): {(run.stderr or run.stdout)[-400:]}")
             print(f"CHECK FAIL ncu_{v} n=0")
             raise SystemExit(1)
         values += len(got)
-        r = {k: got.get(m) for k, m in wanted.items()}
-        if r.get("ld_sectors") is not None and r.get("ld_requests"):
-            r["sect_per_req"] = r["ld_sectors"] / r["ld_requests"]
-        if r.get("time_us") is not None:
-            r["time_us"] /= 1e3  # ns -> us
+        r = ncu_tools.row(got, wanted)
+        r["sect_per_req"] = ncu_tools.per_request(r, "ld_sectors", "ld_requests")
         rows.append((v, r))
     cols = [("time_us", "time us", "{:.0f}"), ("sm_pct", "SM %", "{:.0f}"), ("mem_pct", "mem %", "{:.0f}"),
             ("dram_pct", "DRAM %", "{:.0f}"), ("sect_per_req", "sect/req", "{:.1f}"),
@@ -114,7 +75,7 @@ def main():
     print(f"ncu metrics, sgemm.cu at {SIZE}^3, one launch per version (stalls: cycles per issued instruction)")
     print("ver " + " ".join(f"{h:>11}" for _, h, _ in cols))
     for v, r in rows:
-        cells = [(f.format(r[k]) if r.get(k) is not None else "-") for k, _, f in cols]
+        cells = ncu_tools.cells(r, cols)
         print(f"{v:<3} " + " ".join(f"{c:>11}" for c in cells))
     print(f"CHECK PASS ncu_metrics n={values} versions={len(rows)}")
 

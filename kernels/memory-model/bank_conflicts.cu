@@ -46,16 +46,6 @@ static void launch(float* out, int blocks, int stride, int iters) {
   CUDA_CHECK_LAUNCH();
 }
 
-// --8<-- [start:bench_line]
-// print_bench's line plus a "stride" field, the x axis of the plot on the page.
-static void print_bench_stride(const char* case_name, const char* impl, float ms, double bytes, int stride) {
-  std::printf("BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": 0, "
-              "\"peer\": false, \"stride\": %d}\n",
-              case_name, impl, ms, bytes, stride);
-  std::fflush(stdout);
-}
-// --8<-- [end:bench_line]
-
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
   const bool bench = args.has("--bench");
@@ -88,7 +78,8 @@ int main(int argc, char** argv) {
     for (int stride = 1; stride <= kMaxStride; ++stride) {
       // No L2 flush: the kernel never touches global memory except to write its result.
       const float ms = course::time_kernel_ms([&] { launch(d_out, bench_blocks, stride, bench_iters); }, 3, 20, false);
-      print_bench_stride("shared-memory reads, lanes stride words apart", "shared_stride", ms, bytes, stride);
+      course::print_bench("shared-memory reads, lanes stride words apart", "shared_stride", ms, bytes, 0, false,
+                          {{"stride", stride}});  // the plot's x axis
     }
     // --8<-- [end:bench]
   }

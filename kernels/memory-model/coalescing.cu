@@ -42,16 +42,6 @@ static void launch(bool strided_read, const float* in, float* out, long long n, 
   CUDA_CHECK_LAUNCH();
 }
 
-// --8<-- [start:bench_line]
-// print_bench's line plus a "stride" field, the x axis of the plot on the page.
-static void print_bench_stride(const char* case_name, const char* impl, float ms, double bytes, int stride) {
-  std::printf("BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": 0, "
-              "\"peer\": false, \"stride\": %d}\n",
-              case_name, impl, ms, bytes, stride);
-  std::fflush(stdout);
-}
-// --8<-- [end:bench_line]
-
 // Checks both kernels at every stride on n random floats.
 static bool check_all(long long n, uint64_t seed) {
   const size_t small = static_cast<size_t>(n) * sizeof(float), big = small * kMaxStride;
@@ -119,8 +109,9 @@ static void bench_all(long long n, uint64_t seed) {
   for (int stride = 1; stride <= kMaxStride; stride *= 2) {
     const float read_ms = course::time_kernel_ms([&] { launch(true, d_big, d_small_out, n, stride); });
     const float write_ms = course::time_kernel_ms([&] { launch(false, d_small, d_big, n, stride); });
-    print_bench_stride(case_name, "strided read", read_ms, useful, stride);
-    print_bench_stride(case_name, "strided write", write_ms, useful, stride);
+    // The stride, an extra field of the BENCH line, is the plot's x axis.
+    course::print_bench(case_name, "strided read", read_ms, useful, 0, false, {{"stride", stride}});
+    course::print_bench(case_name, "strided write", write_ms, useful, 0, false, {{"stride", stride}});
   }
   // --8<-- [end:bench]
   CUDA_CHECK(cudaFree(d_small));

@@ -13,18 +13,13 @@
 # course: run --ladder transpose
 # course: run --ladder reduction
 # course: run --ladder softmax
-import csv
-import io
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "kernels" / "common"))
 import course_tools  # noqa: E402
-from course.programs import parse  # noqa: E402
+import ncu_tools  # noqa: E402
 
 # What each ladder runs (its checked mode at the benchmark's size: each version launches once or
 # twice, never inside a timing loop) and which kernel is which version. The reduction's second-pass
@@ -63,43 +58,10 @@ METRICS = {
 # --8<-- [end:metrics]
 
 
-def find_ncu():
-    for cand in (shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
-        if cand and Path(cand).exists():
-            return cand
-    return None
-
-
-def known_metrics(ncu):
-    """Base names this ncu reports for the current GPU, to drop names it does not know."""
-    out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line and "__" in line.split()[0]}
-
-
-def parse_csv(text):
-    """{launch id: (kernel name, {metric: value})} from ncu's --csv output."""
-    launches = {}
-    lines = [l for l in text.splitlines() if l.startswith('"')]
-    for rec in csv.DictReader(io.StringIO("\n".join(lines))):
-        try:
-            value = float(rec["Metric Value"].replace(",", ""))
-            key = int(rec["ID"])
-        except (KeyError, ValueError):
-            continue
-        name = rec.get("Kernel Name", "").split("(")[0].strip()
-        launches.setdefault(key, (name, {}))[1][rec["Metric Name"]] = value
-    return launches
-
-
 def row_of(metrics, wanted):
-    r = {k: metrics.get(m) for k, m in wanted.items()}
+    r = ncu_tools.row(metrics, wanted)
     for kind in ("ld", "st"):
-        if r.get(f"{kind}_sectors") is not None and r.get(f"{kind}_requests"):
-            r[f"{kind}_sect_per_req"] = r[f"{kind}_sectors"] / r[f"{kind}_requests"]
-    if r.get("time_us") is not None:
-        r["time_us"] /= 1e3  # ns -> us
-    if r.get("dram_gbps") is not None:
-        r["dram_gbps"] /= 1e9  # bytes/s -> GB/s
+        r[f"{kind}_sect_per_req"] = ncu_tools.per_request(r, f"{kind}_sectors", f"{kind}_requests")
     stalls = sorted(((r[f"stall_{s}"], s) for s in STALLS if r.get(f"stall_{s}") is not None), reverse=True)
     r["top_stalls"] = ", ".join(f"{s} {v:.1f}" for v, s in stalls[:2]) if stalls else "-"
     return r
@@ -118,30 +80,19 @@ def main():
     if args.ladder is None:
         p.error("--ladder is required")
     course_tools.require_cuda("torch")  # a GPU must be visible before nvcc and ncu are run
-    ncu = find_ncu()
-    if ncu is None:
-        print("WAIVED ncu (Nsight Compute) is not installed")
-        raise SystemExit(2)
+    ncu = ncu_tools.require_ncu()
     source, run_args, versions = LADDERS[args.ladder]
-    prog = parse(ROOT / source)
     exe = ROOT / "build/memory-model/ncu" / Path(source).stem
-    exe.parent.mkdir(parents=True, exist_ok=True)
-    cmd = prog.build_command("native")
-    cmd[cmd.index("-o") + 1] = str(exe)
-    subprocess.run(cmd, cwd=ROOT, check=True)
-    known = known_metrics(ncu)
-    wanted = {k: m for k, m in METRICS.items() if not known or m.split(".")[0] in known}
+    ncu_tools.build(source, exe)
+    wanted = ncu_tools.available(ncu, METRICS)
     names = [k for _, k in versions]
-    run = subprocess.run(
-        [ncu, "--csv", "--print-units", "base", "--metrics", ",".join(wanted.values()),
-         "-k", "regex:^(" + "|".join(names) + ")$", str(exe), *run_args],
-        cwd=ROOT, capture_output=True, text=True)
+    run = ncu_tools.profile(ncu, exe, wanted, "regex:^(" + "|".join(names) + ")$", run_args)
     if run.returncode != 0:
         print(f"ncu failed (exit {run.returncode}): {(run.stderr or run.stdout)[-600:]}")
         print(f"CHECK FAIL ncu_{args.ladder} n=0")
         raise SystemExit(1)
     first = {}  # kernel name -> metrics of its first profiled launch
-    for _, (name, metrics) in sorted(parse_csv(run.stdout).items()):
+    for _, (name, metrics) in sorted(ncu_tools.parse_csv(run.stdout).items()):
         first.setdefault(name, metrics)
     # The profiled program checks its own results: its CHECK lines pass through, so a wrong kernel
     # fails this run too.
@@ -155,7 +106,7 @@ def main():
             missing.append(kernel)
             continue
         r = row_of(first[kernel], wanted)
-        cells = [(f.format(r[k]) if r.get(k) is not None else "-") for k, _, f in COLUMNS]
+        cells = ncu_tools.cells(r, COLUMNS)
         print(f"{label:<18} " + " ".join(f"{c:>13}" for c in cells) + f"  {r['top_stalls']}")
     for line in checks:
         print(line.replace("CHECK PASS ", "program check passed: ").replace("CHECK FAIL ", "program check FAILED: "))

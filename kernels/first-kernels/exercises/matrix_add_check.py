@@ -20,13 +20,12 @@ BLOCK = (16, 8)  # (x: columns, y: rows)
 
 
 def main() -> int:
-    args = exercise_tools.checker_parser("Check the 2D-grid exercise (Numba).").parse_args()
-    sim = exercise_tools.use_simulator(args, "NUMBA_ENABLE_CUDASIM")
-    seed = exercise_tools.seed_of(args)
+    exercise, sim, seed = exercise_tools.start("Check the 2D-grid exercise (Numba).", STUB, SOLUTION,
+                                               "NUMBA_ENABLE_CUDASIM")
     import numpy as np
     from numba import cuda
 
-    kernel = exercise_tools.load(STUB, SOLUTION, args).matrix_add
+    kernel = exercise.matrix_add
     rng = np.random.default_rng(seed)
     results = []
     for rows, cols in ([(13, 37), (1, 1), (41, 9)] if sim else [(1009, 997), (1, 1), (41, 9), (3, 4099)]):
@@ -35,10 +34,8 @@ def main() -> int:
         d_out = cuda.to_device(np.full((rows, cols), np.nan, dtype=np.float32))
         grid = ((cols + BLOCK[0] - 1) // BLOCK[0], (rows + BLOCK[1] - 1) // BLOCK[1])
         name = f"matrix_add_{rows}x{cols}"
-        if not exercise_tools.launch(name, kernel, (grid, BLOCK), d_a, d_b, d_out):
-            results.append(False)
-            continue
-        results.append(exercise_tools.compare(name, d_out.copy_to_host(), a.astype(np.float64) + b, 1e-6, 1e-6))
+        results.append(exercise_tools.launch(name, kernel, (grid, BLOCK), d_a, d_b, d_out) and
+                       exercise_tools.compare(name, d_out.copy_to_host(), a.astype(np.float64) + b, 1e-6, 1e-6))
     return exercise_tools.finish(results)
 
 

@@ -18,13 +18,12 @@ THREADS = 128
 
 
 def main() -> int:
-    args = exercise_tools.checker_parser("Check the SAXPY exercise (Numba).").parse_args()
-    sim = exercise_tools.use_simulator(args, "NUMBA_ENABLE_CUDASIM")
-    seed = exercise_tools.seed_of(args)
+    exercise, sim, seed = exercise_tools.start("Check the SAXPY exercise (Numba).", STUB, SOLUTION,
+                                               "NUMBA_ENABLE_CUDASIM")
     import numpy as np
     from numba import cuda
 
-    kernel = exercise_tools.load(STUB, SOLUTION, args).saxpy
+    kernel = exercise.saxpy
     rng = np.random.default_rng(seed)
     results = []
     for n in ([1000, 1, 129] if sim else [1000003, 1, 129, 4099]):
@@ -33,11 +32,9 @@ def main() -> int:
         d_x, d_y = cuda.to_device(x), cuda.to_device(y)
         d_out = cuda.to_device(np.full(n, np.nan, dtype=np.float32))  # poisoned: unwritten elements fail
         blocks = (n + THREADS - 1) // THREADS
-        if not exercise_tools.launch(f"saxpy_n{n}", kernel, (blocks, THREADS), a, d_x, d_y, d_out):
-            results.append(False)
-            continue
         want = np.float64(a) * x + y
-        results.append(exercise_tools.compare(f"saxpy_n{n}", d_out.copy_to_host(), want, 1e-6, 1e-6))
+        results.append(exercise_tools.launch(f"saxpy_n{n}", kernel, (blocks, THREADS), a, d_x, d_y, d_out) and
+                       exercise_tools.compare(f"saxpy_n{n}", d_out.copy_to_host(), want, 1e-6, 1e-6))
     return exercise_tools.finish(results)
 
 

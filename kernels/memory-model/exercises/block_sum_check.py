@@ -19,13 +19,12 @@ THREADS = 128
 
 
 def main() -> int:
-    args = exercise_tools.checker_parser("Check the shared-memory reduction exercise (Numba).").parse_args()
-    sim = exercise_tools.use_simulator(args, "NUMBA_ENABLE_CUDASIM")
-    seed = exercise_tools.seed_of(args)
+    exercise, sim, seed = exercise_tools.start("Check the shared-memory reduction exercise (Numba).", STUB, SOLUTION,
+                                               "NUMBA_ENABLE_CUDASIM")
     import numpy as np
     from numba import cuda
 
-    kernel = exercise_tools.load(STUB, SOLUTION, args).block_sums
+    kernel = exercise.block_sums
     rng = np.random.default_rng(seed)
     results = []
     for n in ([1000, 1, 129] if sim else [1000003, 1, 129, 4099]):
@@ -34,14 +33,12 @@ def main() -> int:
         d_x = cuda.to_device(x)
         d_partial = cuda.to_device(np.full(blocks, np.nan, dtype=np.float32))
         name = f"block_sums_n{n}"
-        if not exercise_tools.launch(name, kernel, (blocks, THREADS), d_x, d_partial):
-            results.append(False)
-            continue
         padded = np.zeros(blocks * THREADS)
         padded[:n] = x
         want = padded.reshape(blocks, THREADS).sum(axis=1)
         # float32 sums of 128 terms of size <= 1: rounding stays far below 2e-5
-        results.append(exercise_tools.compare(name, d_partial.copy_to_host(), want, 1e-5, 2e-5))
+        results.append(exercise_tools.launch(name, kernel, (blocks, THREADS), d_x, d_partial) and
+                       exercise_tools.compare(name, d_partial.copy_to_host(), want, 1e-5, 2e-5))
     return exercise_tools.finish(results)
 
 

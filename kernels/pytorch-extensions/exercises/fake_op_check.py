@@ -33,13 +33,10 @@ def opcheck(name, op, args) -> bool:
 
 
 def main() -> int:
-    args = exercise_tools.checker_parser("Check the fake-function exercise (torch.library).").parse_args()
-    if args.sim:
-        sys.exit("error: this exercise runs on the CPU as it is: leave out --sim")
-    seed = exercise_tools.seed_of(args)
+    module, _, seed = exercise_tools.start("Check the fake-function exercise (torch.library).", STUB, SOLUTION,
+                                           runs_on_cpu=True)
     import torch
 
-    module = exercise_tools.load(STUB, SOLUTION, args)
     op = torch.ops.course_ex.rms_normalize.default
     gen = torch.Generator().manual_seed(seed)
     results = []

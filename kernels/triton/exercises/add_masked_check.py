@@ -21,13 +21,12 @@ SENTINEL = 12345.0
 
 
 def main() -> int:
-    args = exercise_tools.checker_parser("Check the masked vector-addition exercise (Triton).").parse_args()
-    sim = exercise_tools.use_simulator(args, "TRITON_INTERPRET")
-    seed = exercise_tools.seed_of(args)
+    exercise, sim, seed = exercise_tools.start("Check the masked vector-addition exercise (Triton).", STUB, SOLUTION,
+                                               "TRITON_INTERPRET")
     import torch
     import triton
 
-    kernel = exercise_tools.load(STUB, SOLUTION, args).add_kernel
+    kernel = exercise.add_kernel
     device = "cpu" if sim else "cuda"
     gen = torch.Generator().manual_seed(seed)
     results = []
@@ -37,13 +36,11 @@ def main() -> int:
         storage[:n] = float("nan")  # poisoned: unwritten elements fail
         out = storage[:n]
         name = f"add_masked_n{n}"
-        if not exercise_tools.launch(name, kernel, (triton.cdiv(n, BLOCK),), x, y, out, n, BLOCK=BLOCK):
-            results.append(False)
-            continue
         want = x.double() + y.double()
-        ok = exercise_tools.compare(name, out, want, 1e-6, 1e-6)
-        ok = exercise_tools.compare(f"{name}_past_the_end", storage[n:], torch.full((GUARD,), SENTINEL), 0, 0) and ok
-        results.append(ok)
+        ran = exercise_tools.launch(name, kernel, (triton.cdiv(n, BLOCK),), x, y, out, n, BLOCK=BLOCK)
+        results.append(ran and exercise_tools.compare(name, out, want, 1e-6, 1e-6))
+        results.append(ran and exercise_tools.compare(f"{name}_past_the_end", storage[n:],
+                                                      torch.full((GUARD,), SENTINEL), 0, 0))
     return exercise_tools.finish(results)
 
 

@@ -19,13 +19,12 @@ BM, BN, BK = 32, 32, 16
 
 
 def main() -> int:
-    args = exercise_tools.checker_parser("Check the matmul tile-loop exercise (Triton).").parse_args()
-    sim = exercise_tools.use_simulator(args, "TRITON_INTERPRET")
-    seed = exercise_tools.seed_of(args)
+    exercise, sim, seed = exercise_tools.start("Check the matmul tile-loop exercise (Triton).", STUB, SOLUTION,
+                                               "TRITON_INTERPRET")
     import torch
     import triton
 
-    kernel = exercise_tools.load(STUB, SOLUTION, args).matmul_kernel
+    kernel = exercise.matmul_kernel
     device = "cpu" if sim else "cuda"
     gen = torch.Generator().manual_seed(seed)
     rtol, atol = (1e-4, 1e-4) if sim else (1e-2, 2e-2)  # TF32 on a GPU: 10 bits of mantissa
@@ -36,11 +35,9 @@ def main() -> int:
         c = torch.full((M, N), float("nan"), device=device)
         name = f"matmul_tiles_{M}x{N}x{K}"
         grid = (triton.cdiv(M, BM), triton.cdiv(N, BN))
-        if not exercise_tools.launch(name, kernel, grid, a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
-                                     b.stride(1), c.stride(0), c.stride(1), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK):
-            results.append(False)
-            continue
-        results.append(exercise_tools.compare(name, c, a.double().cpu() @ b.double().cpu(), rtol, atol))
+        ran = exercise_tools.launch(name, kernel, grid, a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                                    b.stride(1), c.stride(0), c.stride(1), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK)
+        results.append(ran and exercise_tools.compare(name, c, a.double().cpu() @ b.double().cpu(), rtol, atol))
     return exercise_tools.finish(results)
 
 

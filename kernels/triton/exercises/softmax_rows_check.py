@@ -31,13 +31,12 @@ def reference(x):
 
 
 def main() -> int:
-    args = exercise_tools.checker_parser("Check the masked softmax exercise (Triton).").parse_args()
-    sim = exercise_tools.use_simulator(args, "TRITON_INTERPRET")
-    seed = exercise_tools.seed_of(args)
+    exercise, sim, seed = exercise_tools.start("Check the masked softmax exercise (Triton).", STUB, SOLUTION,
+                                               "TRITON_INTERPRET")
     import torch
     import triton
 
-    kernel = exercise_tools.load(STUB, SOLUTION, args).softmax_kernel
+    kernel = exercise.softmax_kernel
     device = "cpu" if sim else "cuda"
     gen = torch.Generator().manual_seed(seed)
     results = []
@@ -50,10 +49,8 @@ def main() -> int:
         out = torch.full_like(x, float("nan"))
         name = f"softmax_rows_{rows}x{cols}"
         block = triton.next_power_of_2(cols)
-        if not exercise_tools.launch(name, kernel, (rows,), x, out, cols, BLOCK=block):
-            results.append(False)
-            continue
-        results.append(exercise_tools.compare(name, out, reference(x.cpu()), 1e-5, 1e-6))
+        results.append(exercise_tools.launch(name, kernel, (rows,), x, out, cols, BLOCK=block) and
+                       exercise_tools.compare(name, out, reference(x.cpu()), 1e-5, 1e-6))
     return exercise_tools.finish(results)
 
 

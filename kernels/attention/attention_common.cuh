@@ -331,11 +331,7 @@ inline bool check_forward(const char* name, const Shape& s, const Inputs& in, co
 // for the fused ones), so that a page can show linear against quadratic memory.
 inline void print_bench_row(const char* case_name, const char* impl, double time_ms, double bytes, double flops,
                             int seq, double alloc_bytes) {
-  std::printf(
-      "BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
-      "\"peer\": false, \"seq\": %d, \"alloc_bytes\": %.0f}\n",
-      case_name, impl, time_ms, bytes, flops, seq, alloc_bytes);
-  std::fflush(stdout);
+  course::print_bench(case_name, impl, time_ms, bytes, flops, false, {{"seq", seq}, {"alloc_bytes", alloc_bytes}});
 }
 // --8<-- [end:bench_row]
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "../common/course.cuh"
+#include "../common/bench_fields.cuh"
 
 namespace attn {
 

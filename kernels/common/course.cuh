@@ -24,7 +24,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -182,31 +181,19 @@ float time_kernel_ms(F&& launch, int warmup = 3, int repeats = 20, bool flush_l2
 }
 // --8<-- [end:timing]
 
-// --8<-- [start:bench]
 // One benchmark result as a line the harness copies into the GPU record:
 //   BENCH {"case": ..., "impl": ..., "time_ms": ..., "bytes": ..., "flops": ..., "peer": ...}
 // `bytes` is the fewest bytes the operation must move (each input read once, each output written
 // once); `flops` the arithmetic it must do. Readers divide by time_ms for GB/s or TFLOP/s. `peer`
-// marks the library or framework result the course's kernels are compared against. `extra` appends
-// whole-number fields a chapter plots or tabulates, e.g. {{"size", 4096}, {"workspace_bytes", ws}}.
-struct BenchField {
-  template <typename Number>  // any integer or floating type, without a narrowing cast at the call
-  BenchField(const char* field_name, Number field_value) : name(field_name), value(static_cast<double>(field_value)) {}
-  const char* name;
-  double value;  // printed as a whole number
-};
-
+// marks the library or framework result the course's kernels are compared against.
 inline void print_bench(const char* case_name, const char* impl, double time_ms, double bytes,
-                        double flops, bool peer = false, std::initializer_list<BenchField> extra = {}) {
+                        double flops, bool peer = false) {
   std::printf(
       "BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
-      "\"peer\": %s",
+      "\"peer\": %s}\n",
       case_name, impl, time_ms, bytes, flops, peer ? "true" : "false");
-  for (const BenchField& field : extra) std::printf(", \"%s\": %.0f", field.name, field.value);
-  std::printf("}\n");
   std::fflush(stdout);
 }
-// --8<-- [end:bench]
 
 // Exit with the "waived" code if the GPU is older than the program needs. The harness reports a
 // waived program as skipped, never as passed.

@@ -17,6 +17,7 @@
 
 #include "../common/check_cublas.cuh"
 #include "../common/gemm_reference.cuh"
+#include "../common/bench_fields.cuh"
 
 enum class Act { kRelu, kGelu };
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "../common/course.cuh"
+#include "../common/bench_fields.cuh"
 
 // --8<-- [start:bench_row]
 namespace chapter {

@@ -35,7 +35,7 @@
 // course: libs cublas
 // course: run --agree-only
 // course: run
-// course: run --train --version 4 --epochs 3 --save build/mnist/v4-weights.bin --predict build/mnist/v4-weights.bin
+// course: run --train --version 4 --epochs 5 --save build/mnist/v4-weights.bin --predict build/mnist/v4-weights.bin
 // course: bench --bench
 #include <algorithm>
 #include <cctype>

@@ -135,8 +135,8 @@ def fmt(value: float, show: str) -> str:
         return f"{value:.2f}" if value < 10 else f"{value:.1f}"
     if abs(value) >= 1000:
         return f"{value:,.0f}"
-    if show.startswith("field:") and float(value).is_integer():
-        return f"{value:.0f}"
+    if show.startswith("field:"):  # a recorded quantity as printed: 98.97 must not round to 99
+        return f"{value:.0f}" if float(value).is_integer() else f"{value:.4g}"
     return f"{value:.3g}"
 
 

@@ -133,3 +133,10 @@ def test_strict_build_fails_on_a_doctored_record(tmp_path):
                           cwd=programs.ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode != 0, "the strict build passed on a record that contradicts a claim"
     assert "claim not supported" in proc.stdout + proc.stderr
+
+
+def test_a_field_keeps_the_digits_that_matter():
+    # an accuracy of 98.97% must not render as 99%, the goal it missed
+    assert claims.fmt(98.97, "field:test_accuracy") == "98.97"
+    assert claims.fmt(64.0, "field:registers") == "64"
+    assert claims.fmt(0.1234, "time") == "0.123"

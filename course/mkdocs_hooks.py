@@ -277,14 +277,15 @@ def plot_svg(rel_path: str, opts: str, rec: dict, rows: tuple | None = None, rol
     ylo, yhi = (min(ys), max(ys)) if logy else (0.0, max(ys) * 1.05)
     if xlo == xhi:
         xlo, xhi = xlo * 0.9, xhi * 1.1 or 1.0
-    W, H, L, R, T, B = 720, 380, 70, 190, 20, 50
+    W, H, L, R, T, B = 720, 380, 70, 20, 20, 50
+    legend_h = 12 + 18 * len(series)  # the legend goes under the axes: whole names, however long
     fx = (lambda v: math.log10(v)) if logx else (lambda v: v)
     fy = (lambda v: math.log10(v)) if logy else (lambda v: v)
     def X(v): return L + (fx(v) - fx(xlo)) / ((fx(xhi) - fx(xlo)) or 1) * (W - L - R)
     def Y(v): return H - B - (fy(v) - fy(ylo)) / ((fy(yhi) - fy(ylo)) or 1) * (H - T - B)
     ylabel, xlabel = _LABELS.get(ykey, ykey), _LABELS.get(xkey, xkey)
     title = f"{ylabel} against {xlabel} for {rel_path}"
-    out = [f'<figure class="course-plot"><svg viewBox="0 0 {W} {H}" role="img" aria-labelledby="t-{abs(hash(title))}" '
+    out = [f'<figure class="course-plot"><svg viewBox="0 0 {W} {H + legend_h}" role="img" aria-labelledby="t-{abs(hash(title))}" '
            f'xmlns="http://www.w3.org/2000/svg" font-size="12" font-family="sans-serif">',
            f'<title id="t-{abs(hash(title))}">{html.escape(title)}</title>',
            f'<line x1="{L}" y1="{H-B}" x2="{W-R}" y2="{H-B}" stroke="currentColor"/>',
@@ -307,10 +308,10 @@ def plot_svg(rel_path: str, opts: str, rec: dict, rows: tuple | None = None, rol
         out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
         out += [f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="3" fill="{colour}"><title>{html.escape(name)}: '
                 f'{_fmt(y)} {html.escape(ylabel)} at {html.escape(xlabel)} {_fmt(x)}</title></circle>' for x, y in pts]
-        ly = T + 14 + 18 * i
+        ly = H + 14 + 18 * i
         tag = {"peer": " (peer)", "ceiling": " (ceiling)"}.get(style[name], "")
-        out.append(f'<line x1="{W-R+12}" y1="{ly-4}" x2="{W-R+30}" y2="{ly-4}" stroke="{colour}" stroke-width="2"{dash}/>'
-                   f'<text x="{W-R+36}" y="{ly}" fill="currentColor">{html.escape(name[:24 - len(tag)] + tag)}'
+        out.append(f'<line x1="{L}" y1="{ly-4}" x2="{L+24}" y2="{ly-4}" stroke="{colour}" stroke-width="2"{dash}/>'
+                   f'<text x="{L+30}" y="{ly}" fill="currentColor">{html.escape(name[:90] + tag)}'
                    f'<title>{html.escape(name)}</title></text>')
     out.append("</svg>")
     out.append(f"<figcaption>{html.escape(title)}. Measured on {html.escape(' ; '.join(runs))}; generated from "

@@ -27,7 +27,6 @@
 #include <vector>
 
 #include "../common/course.cuh"
-#include "../common/bench_fields.cuh"
 
 namespace attn {
 
@@ -100,31 +99,10 @@ inline Options parse_options(int argc, char** argv, int max_seq = 1 << 16) {
   return Options{make_shape(batch, heads, seq, dim, causal, padding), seed, bench};
 }
 
-// Device memory: allocate, copy in, copy out, free a list of buffers.
-template <typename T>
-T* device_alloc(size_t count) {
-  T* ptr = nullptr;
-  CUDA_CHECK(cudaMalloc(&ptr, count * sizeof(T)));
-  return ptr;
-}
-
-template <typename T>
-T* to_device(const std::vector<T>& host) {
-  T* ptr = device_alloc<T>(host.size());
-  CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return ptr;
-}
-
-template <typename T>
-std::vector<T> to_host(const T* device, size_t count) {
-  std::vector<T> host(count);
-  CUDA_CHECK(cudaMemcpy(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost));
-  return host;
-}
-
-inline void device_free(std::initializer_list<const void*> buffers) {
-  for (const void* ptr : buffers) CUDA_CHECK(cudaFree(const_cast<void*>(ptr)));
-}
+using course::device_alloc;
+using course::device_free;
+using course::to_device;
+using course::to_host;
 
 // Random inputs, rounded to bf16 so that the reference sees exactly the values the GPU reads.
 // Q and K in [-2, 2] give scaled scores with a spread of a few units, so that the softmax is far

@@ -9,7 +9,8 @@
 //   check_close            relative+absolute comparison that prints the first mismatch and a
 //                          machine-readable CHECK line the test harness reads
 //   time_kernel_ms         CUDA-event timing: warm-up, L2 flush, median of many repeats
-//   print_bench            a machine-readable BENCH line (JSON) for the GPU record
+//   print_bench            a machine-readable BENCH line (JSON) for the GPU record, with extra fields
+//   device_alloc, to_device, to_host, device_free   device memory in one line each
 //   require_compute_capability  exit with the "waived" code when the GPU lacks a feature
 //   Args                   strict command-line options: unknown, missing or malformed ones are errors
 //   library_fail           the shared error path of the library check macros (common/check_*.cuh)
@@ -24,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -181,18 +183,56 @@ float time_kernel_ms(F&& launch, int warmup = 3, int repeats = 20, bool flush_l2
 }
 // --8<-- [end:timing]
 
+// --8<-- [start:bench]
 // One benchmark result as a line the harness copies into the GPU record:
-//   BENCH {"case": ..., "impl": ..., "time_ms": ..., "bytes": ..., "flops": ..., "peer": ...}
+//   BENCH {"case": ..., "impl": ..., "time_ms": ..., "bytes": ..., "flops": ..., "peer": ..., <extra>}
 // `bytes` is the fewest bytes the operation must move (each input read once, each output written
 // once); `flops` the arithmetic it must do. Readers divide by time_ms for GB/s or TFLOP/s. `peer`
-// marks the library or framework result the course's kernels are compared against.
-inline void print_bench(const char* case_name, const char* impl, double time_ms, double bytes,
-                        double flops, bool peer = false) {
+// marks the library or framework result the course's kernels are compared against. `extra` appends
+// whole-number fields a chapter plots or tabulates: {{"size", 4096}, {"workspace_bytes", ws}}.
+struct BenchField {
+  template <typename Number>  // any integer or floating type, without a narrowing cast at the call
+  BenchField(const char* field_name, Number field_value) : name(field_name), value(static_cast<double>(field_value)) {}
+  const char* name;
+  double value;  // printed as a whole number
+};
+
+inline void print_bench(const char* case_name, const char* impl, double time_ms, double bytes, double flops,
+                        bool peer = false, std::initializer_list<BenchField> extra = {}) {
   std::printf(
       "BENCH {\"case\": \"%s\", \"impl\": \"%s\", \"time_ms\": %.6g, \"bytes\": %.0f, \"flops\": %.0f, "
-      "\"peer\": %s}\n",
+      "\"peer\": %s",
       case_name, impl, time_ms, bytes, flops, peer ? "true" : "false");
+  for (const BenchField& field : extra) std::printf(", \"%s\": %.0f", field.name, field.value);
+  std::printf("}\n");
   std::fflush(stdout);
+}
+// --8<-- [end:bench]
+
+// Device memory: allocate, copy in, copy out, free a list of buffers.
+template <typename T>
+T* device_alloc(size_t count) {
+  T* ptr = nullptr;
+  CUDA_CHECK(cudaMalloc(&ptr, count * sizeof(T)));
+  return ptr;
+}
+
+template <typename T>
+T* to_device(const std::vector<T>& host) {
+  T* ptr = device_alloc<T>(host.size());
+  CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return ptr;
+}
+
+template <typename T>
+std::vector<T> to_host(const T* device, size_t count) {
+  std::vector<T> host(count);
+  CUDA_CHECK(cudaMemcpy(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+inline void device_free(std::initializer_list<const void*> buffers) {
+  for (const void* ptr : buffers) CUDA_CHECK(cudaFree(const_cast<void*>(ptr)));
 }
 
 // Exit with the "waived" code if the GPU is older than the program needs. The harness reports a

@@ -27,7 +27,6 @@
 
 #include "../common/check_cufft.cuh"
 #include "../common/course.cuh"
-#include "../common/bench_fields.cuh"
 
 // ---------------------------------------------------------------------------------------------
 // CPU reference: the DFT by its definition, in float64 (O(N^2) per transform).

@@ -24,7 +24,6 @@
 #include "../common/check_cudnn.cuh"
 #include "../common/check_cufft.cuh"
 #include "../common/course.cuh"
-#include "../common/bench_fields.cuh"
 
 constexpr int kMaxFilter = 64;  // the constant-memory filter holds up to 64 x 64 floats (16 KiB)
 

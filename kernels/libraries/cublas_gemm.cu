@@ -16,7 +16,6 @@
 
 #include "../common/check_cublas.cuh"
 #include "../common/gemm_reference.cuh"
-#include "../common/bench_fields.cuh"
 
 // Fills device memory with reproducible values in [-1, 1) without a host round trip, so the
 // 8192^3 benchmark does not spend seconds generating and copying inputs.

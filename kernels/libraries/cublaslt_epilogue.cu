@@ -17,7 +17,6 @@
 
 #include "../common/check_cublas.cuh"
 #include "../common/gemm_reference.cuh"
-#include "../common/bench_fields.cuh"
 
 enum class Act { kRelu, kGelu };
 

@@ -16,7 +16,6 @@
 #include <complex>
 
 #include "../common/check_cufft.cuh"
-#include "../common/bench_fields.cuh"
 
 using cd = std::complex<double>;
 const double kPi = 3.14159265358979323846;

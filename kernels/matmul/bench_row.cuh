@@ -6,7 +6,6 @@
 #pragma once
 
 #include "../common/course.cuh"
-#include "../common/bench_fields.cuh"
 
 // --8<-- [start:bench_row]
 namespace chapter {

@@ -21,7 +21,6 @@
 
 #include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
-#include "../common/bench_fields.cuh"
 #include "../common/gemm_reference.cuh"
 
 using bf16 = __nv_bfloat16;

@@ -32,7 +32,6 @@
 // course: bench --bench
 #include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
-#include "../common/bench_fields.cuh"
 #include "../common/gemm_reference.cuh"
 
 // ---------------------------------------------------------------------------------------------

@@ -13,7 +13,6 @@
 // course: run --blocks 1 --iters 1
 // course: bench --bench
 #include "../common/course.cuh"
-#include "../common/bench_fields.cuh"
 
 constexpr int kWords = 4096;   // 16 KiB of shared memory per block (a power of two)
 constexpr int kThreads = 256;

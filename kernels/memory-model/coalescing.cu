@@ -13,7 +13,6 @@
 // course: run --n 100003
 // course: bench --bench
 #include "../common/course.cuh"
-#include "../common/bench_fields.cuh"
 
 // --8<-- [start:kernels]
 // A warp's 32 loads of 4 bytes are merged into as few 32-byte sectors as their addresses allow:

@@ -14,6 +14,9 @@ A page states a measured figure with a directive, inline in a sentence or a tabl
   `field:NAME` for any numeric field of the row.
 - `vs` defaults to the case's peer row; `vs_case` compares with a row of another case, and
   `vs_program` with a row of another program (a framework's benchmark beside the course's, say).
+- A comparison (`speedup`, `pct`) reads both rows from one sitting on one GPU (course.record.where):
+  rows of two runs, even of the same machine kind, are never compared. A row the record marks
+  `unstable` (its two timing processes disagreed, course/bench.py) supports no claim at all.
 - `min` and `max` are the bound the sentence asserts ("faster than": show=speedup min=1). A record that
   breaks it, or that lacks a row, is reported through `warn` (the MkDocs hook's log warning, so the
   strict build fails) and the page shows the claim as unsupported.
@@ -74,9 +77,26 @@ def program_rows(rel_path: str, rec: dict, awaiting: dict | None = None) -> tupl
             raise AwaitingGpuRun(f"{run.id}: {awaiting[run.content_hash()]['reason']}")
         if not e or e["outcome"] != "passed":
             raise ClaimError(f"the GPU record has no passing run of {run.id} for its current code")
-        rows += e["benchmarks"]
-        runs.append(record.describe_run(record.run_info(rec, e)))
+        info = record.run_info(rec, e)
+        # Each row carries where it was measured, so that no comparison joins rows of two runs.
+        rows += [{**b, "_where": record.where(info), "_where_text": record.describe_where(info)}
+                 for b in e["benchmarks"]]
+        runs.append(record.describe_run(info))
     return rows, list(dict.fromkeys(runs))
+
+
+def comparable(a: dict, b: dict) -> None:
+    """Raises ClaimError unless rows a and b were measured in one sitting on one GPU."""
+    if a.get("_where") != b.get("_where"):
+        raise ClaimError(f"compares rows of two runs: {a['impl']} on {a['case']!r} ({a.get('_where_text')}) "
+                         f"with {b['impl']} on {b['case']!r} ({b.get('_where_text')}); a comparison needs "
+                         f"both rows from one sitting on one GPU (re-run both programs together: .ci/gpu-run.sh)")
+
+
+def stable(row: dict) -> None:
+    """Raises ClaimError if the row's timing did not reproduce (course/bench.py)."""
+    if row.get("unstable"):
+        raise ClaimError(f"rests on an unstable row: {row['impl']} on {row['case']!r} ({row['unstable']})")
 
 
 def pick(rows: list[dict], case: str, impl: str) -> dict:
@@ -96,6 +116,8 @@ def value_of(opts: dict, rows: list[dict], vs_rows: list[dict] | None = None) ->
     show = opts["show"]
     vs_rows = rows if vs_rows is None else vs_rows
     row = pick(rows, opts["case"], opts["impl"])
+    if not show.startswith("field:") or show == "field:time_ms":
+        stable(row)
     what = f"{row['impl']} on {row['case']}: {row['time_ms']:.4g} ms"
     if show == "time":
         return row["time_ms"], UNITS[show], what
@@ -116,6 +138,8 @@ def value_of(opts: dict, rows: list[dict], vs_rows: list[dict] | None = None) ->
             if len(peers) != 1:
                 raise ClaimError(f"case {vs_case!r} has {len(peers)} peer rows: name one with vs=")
             other = peers[0]
+        stable(other)
+        comparable(row, other)
         ratio = other["time_ms"] / row["time_ms"]
         what += f", against {other['impl']} on {other['case']}: {other['time_ms']:.4g} ms"
         return (ratio if show == "speedup" else 100 * ratio), UNITS[show], what

@@ -112,6 +112,23 @@ def ceiling_share(best: dict, copies: list[dict], sheet: dict | None) -> tuple[f
     return memory_bound / t, f"of the memory bandwidth ({sheet['source']})"
 
 
+def comparison_problems(rows: list[dict], own: set[int], opts: dict) -> list[str]:
+    """What makes a results section's comparisons untrustworthy, one sentence each: per case, the best
+    version, the best peer and the ceiling must come from one sitting on one GPU (rows carry `_where`,
+    course/claims.py), and none of them may be a row whose timing did not reproduce (`unstable`)."""
+    problems = []
+    for case, r in roles(rows, own, opts).items():
+        picked = [b for b in (_fastest(r["ours"]), _fastest(r["peer"]), _fastest(r["ceiling"])) if b]
+        for b in picked:
+            if b.get("unstable"):
+                problems.append(f"case {case!r}: {b['impl']} is unstable ({b['unstable']})")
+        places = {b.get("_where") for b in picked}
+        if len(places) > 1:
+            problems.append(f"case {case!r} compares rows of {len(places)} runs: " + "; ".join(
+                f"{b['impl']} ({b.get('_where_text', 'unknown run')})" for b in picked))
+    return problems
+
+
 def _ms(x: float) -> str:
     return f"{x:.3g} ms" if x < 1000 else f"{x / 1000:.3g} s"
 

@@ -164,6 +164,8 @@ def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset()) -> 
     first, _ = claims.program_rows(rel_path.split()[0], rec)
     own = {id(b) for b in rows if any(b is f for f in first)}
     gpu = runs[0].split(" · ")[0] if runs else ""
+    for problem in headline.comparison_problems(rows, own, opts):
+        log.warning(f"course:results {rel_path}: {problem}")
     top, metric = headline.headline(rows, own, gpu, opts)
     where = " ; ".join(runs)
     parts = []
@@ -182,20 +184,25 @@ def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset()) -> 
 def _full_table(rows: list[dict], runs: list[str], benches, folded: bool) -> str:
     peers = {b["case"]: b for b in rows if b.get("peer")}
     has_flops = any(b.get("flops") for b in rows)
-    head = "| Case | Implementation | Time (ms) | Bytes moved (MB) | GB/s |" + (" TFLOP/s |" if has_flops else "") + " % of peer |"
+    head = ("| Case | Implementation | Time (ms) | Medians of the timing processes (ms) | Bytes moved (MB) | GB/s |"
+            + (" TFLOP/s |" if has_flops else "") + " % of peer |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for b in rows:
         t = b["time_ms"]
         gbs = b["bytes"] / (t * 1e-3) / 1e9 if b.get("bytes") else 0.0
         peer = peers.get(b["case"])
         pct = "peer" if b.get("peer") else (f"{100 * peer['time_ms'] / t:.0f}%" if peer else "")
-        cells = [b["case"], b["impl"], _fmt(t), _fmt(b.get("bytes", 0) / 1e6), _fmt(gbs) if gbs else ""]
+        medians = ", ".join(_fmt(m, 4) for m in b.get("medians", []))
+        if b.get("unstable"):
+            medians += f" (unstable: {b['unstable']})"
+        cells = [b["case"], b["impl"], _fmt(t), medians, _fmt(b.get("bytes", 0) / 1e6), _fmt(gbs) if gbs else ""]
         if has_flops:
             cells.append(_fmt(b["flops"] / (t * 1e-3) / 1e12) if b.get("flops") else "")
         lines.append("| " + " | ".join(cells + [pct]) + " |")
     where = " ; ".join(runs)
-    caption = (f"\n*Measured on {where}. Each time is the median of the program's timed repeats after warm-up "
-               f"(the program's source shows how many, and whether caches are flushed between them). "
+    caption = (f"\n*Measured on {where}. Each program ran in two processes (a third where they disagreed), and each "
+               f"process took the median of its timed repeats after warm-up (the program's source shows how many, and "
+               f"whether caches are flushed between them); Time is the median of those medians. "
                f"Generated from `records/gpu-record.json` (runs of {', '.join(f'`{b.id}`' for b in benches)}); "
                f"% of peer is the peer's time over this row's time.*\n")
     text = "\n".join(lines) + "\n" + caption
@@ -259,6 +266,11 @@ def plot_svg(rel_path: str, opts: str, rec: dict, rows: tuple | None = None, rol
     if found is None:
         return _missing(rel_path, "figures to plot")
     rows, runs, _ = found
+    for case in dict.fromkeys(b["case"] for b in rows):
+        places = {b.get("_where") for b in rows if b["case"] == case}
+        if len(places) > 1:
+            log.warning(f"course:plot {rel_path}: case {case!r} draws rows of {len(places)} runs side by side; "
+                        f"a plot compares rows of one sitting on one GPU")
     peers = {b["case"]: b for b in rows if b.get("peer")}
     series: dict[str, list[tuple[float, float]]] = {}
     style: dict[str, str] = {}

@@ -18,6 +18,16 @@ Each program declares how it is built and run in `course:` comment lines near it
                                     compute-sanitizer tool (deliberately invalid launches, say): the
                                     sanitizer run must report, and the page says why
     // course: sanitizer-skip <tool|all> <why>     not run under that tool, for the reason given
+    // course: gpus <N>             needs at least N GPUs of one machine (default 1); the GPU run gives
+                                    its items every GPU instead of pinning them to one
+    // course: invariant faster <token> <partner> [impl-glob]
+                                    in a benchmark run, each row whose case has the word <token> is
+                                    faster than the row of the same impl whose case has <partner> in
+                                    its place ("invariant faster causal non-causal": a causal
+                                    attention is faster than its non-causal twin)
+    // course: invariant grows <field> [impl-glob]
+                                    rows of one impl whose cases differ only in numbers take no less
+                                    time as <field> grows (a larger size is not faster)
 
 Every compiled GPU program also runs under compute-sanitizer (memcheck, racecheck, initcheck,
 synccheck) on its first checked arguments in the GPU run (tests/test_sanitizer.py); the verdicts go
@@ -200,6 +210,8 @@ class Run:
         # The harness's part: how it builds (flags) and how it judges a run, not the whole module,
         # so that refactoring the harness does not invalidate every recorded result.
         h.update(json.dumps([NVCC_FLAGS, GCC_FLAGS]).encode() + inspect.getsource(judge).encode())
+        if self.bench:  # how a benchmark's rows are measured and accepted (course/bench.py)
+            h.update(BENCH_PROTOCOL.encode())
         for path in self.program.sources():
             h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
         h.update(json.dumps([self.bench, list(self.args), self.program.flags, self.program.libs,
@@ -208,6 +220,10 @@ class Run:
 
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+# The benchmark protocol, part of every bench run's content hash: a change to it re-stales every
+# recorded benchmark. v2: each benchmark is timed in two processes, rows whose medians differ by more
+# than 5% are re-measured, and the program's invariants are checked (course/bench.py).
+BENCH_PROTOCOL = "bench-protocol v2: two processes, 5% agreement, invariants"
 
 
 @dataclass(frozen=True)
@@ -256,6 +272,8 @@ class Program:
     bench_args: list[tuple[str, ...]] = field(default_factory=list)
     sanitizer_expect: dict[str, str] = field(default_factory=dict)  # tool -> why it reports
     sanitizer_skip: dict[str, str] = field(default_factory=dict)    # tool -> why it is not run
+    min_gpus: int = 1
+    invariants: list[tuple[str, ...]] = field(default_factory=list)  # ("faster", token, partner, glob) ...
 
     @property
     def rel(self) -> str:
@@ -367,6 +385,17 @@ def parse(path: Path) -> Program:
             prog.built_by = value
         elif key == "header":
             prog.header = True
+        elif key == "gpus":
+            if not value.isdigit() or int(value) < 1:
+                raise ValueError(f"{path}: 'course: gpus <N>' takes a whole number of GPUs, got {value!r}")
+            prog.min_gpus = int(value)
+        elif key == "invariant":
+            words = shlex.split(value)
+            shapes = {"faster": (3, 4), "grows": (2, 3)}
+            if not words or words[0] not in shapes or not shapes[words[0]][0] <= len(words) <= shapes[words[0]][1]:
+                raise ValueError(f"{path}: 'course: invariant faster <token> <partner> [impl-glob]' or "
+                                 f"'course: invariant grows <field> [impl-glob]', got {value!r}")
+            prog.invariants.append(tuple(words) + (("*",) if len(words) == shapes[words[0]][0] else ()))
         elif key in ("sanitizer-expect", "sanitizer-skip"):
             tool, _, why = value.partition(" ")
             tools = SANITIZER_TOOLS if tool == "all" else (tool,)

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 import os
 import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -47,11 +49,12 @@ def pytest_addoption(parser):
                     help="write every GPU item's result into records/gpu-record.json (needs a GPU)")
     group.addoption("--gpu-stale-only", action="store_true",
                     help="run only the GPU items with no passing record for their current content")
-    group.addoption("--gpu-shard", metavar="K/N|alone[:K/N]", default=None,
-                    help="run only GPU items: shard K of N of those that may share the GPU (balanced by "
-                         "recorded durations), or 'alone': the benchmarks and profiler runs, which must have "
-                         "the GPU to themselves ('alone:K/N': part K of N of them). .ci/gpu-run.sh --shards N "
-                         "runs the shards side by side, then the alone items one after another")
+    group.addoption("--gpu-ids", metavar="FILE", default=None,
+                    help="run only the GPU items whose node ids FILE lists, one per line (the GPU run's "
+                         "scheduler, course/gpu_run.py, deals items to GPUs this way)")
+    group.addoption("--gpu-list", metavar="FILE", default=None,
+                    help="write every collected GPU item (id, content hash, program, whether it needs the GPU "
+                         "alone, how many GPUs) to FILE as JSON (use with --co)")
     group.addoption("--gpu-await", metavar="REASON", default=None,
                     help="declare every GPU item with no passing record as awaiting a GPU run, with this "
                          "reason, in records/awaiting-gpu.json (use with --co; drops declarations that no "
@@ -117,14 +120,18 @@ def pytest_collection_modifyitems(session, config, items):
     if config.getoption("--gpu-await") is not None:
         _declare_awaiting(config, gpu_items, config.getoption("--gpu-await").strip())
 
+    if config.getoption("--gpu-list"):
+        _list_gpu_items(config.getoption("--gpu-list"), items)
+
     if config.getoption("--gpu-stale-only"):
         rec = record.load()
         keep = [i for i in items if ITEM_HASH in i.stash and not record.is_verified(rec, i.stash[ITEM_HASH])]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
 
-    if config.getoption("--gpu-shard"):
-        keep = shard_items(items, config.getoption("--gpu-shard"), record.load())
+    if config.getoption("--gpu-ids"):
+        wanted = set(Path(config.getoption("--gpu-ids")).read_text().splitlines())
+        keep = [i for i in items if i.nodeid in wanted]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
 
@@ -135,6 +142,22 @@ def pytest_collection_modifyitems(session, config, items):
                 item.add_marker(skip)
 
 
+def _list_gpu_items(path: str, items) -> None:
+    out = []
+    for item in items:
+        if ITEM_HASH not in item.stash:
+            continue
+        callspec = getattr(item, "callspec", None)
+        run = callspec.params.get("run") if callspec is not None else None
+        prog = run.program if isinstance(run, (programs.Run, programs.SanitizerRun)) else None
+        args = list((run.run if isinstance(run, programs.SanitizerRun) else run).args) if prog else []
+        out.append({"id": item.nodeid, "hash": item.stash[ITEM_HASH], "source": _item_source(item),
+                    "program": prog.rel if prog else None, "args": args,
+                    "bench": isinstance(run, programs.Run) and run.bench,
+                    "alone": needs_gpu_alone(item), "gpus": prog.min_gpus if prog else 1})
+    Path(path).write_text(json.dumps(out, indent=1) + "\n")
+
+
 def needs_gpu_alone(item) -> bool:
     """Benchmarks and profiler runs: their figures are only true with nothing else on the GPU."""
     if item.get_closest_marker("bench") is not None:
@@ -142,36 +165,6 @@ def needs_gpu_alone(item) -> bool:
     block = getattr(item, "obj", None)
     text = getattr(block, "code", None) or item.nodeid
     return bool(re.search(r"\bncu\b|_ncu\.py|--bench\b|--tune\b", text))
-
-
-def shard_items(items, spec: str, rec: dict) -> list:
-    """The GPU items of one shard. Items are dealt longest first (recorded duration, by item id) to
-    the shard with the least work so far, so shards finish together; a page's code blocks are dealt
-    as one unit. The deal depends only on the collected items and the record, so every copy of the
-    tree computes the same split."""
-    gpu = [i for i in items if ITEM_HASH in i.stash]
-    alone, _, part = spec.partition(":") if spec.startswith("alone") else ("", "", spec)
-    if spec == "alone":
-        return [i for i in gpu if needs_gpu_alone(i)]
-    try:
-        k, n = (int(x) for x in part.split("/"))
-        assert 1 <= k <= n
-    except (ValueError, AssertionError):
-        raise pytest.UsageError(f"--gpu-shard takes K/N, 'alone' or 'alone:K/N' (1 <= K <= N); got {spec!r}") from None
-    durations = {e["id"]: e.get("duration_s", 5.0) for e in rec["items"].values()}
-    pool = [i for i in gpu if needs_gpu_alone(i) == bool(alone)]
-    # A page's code blocks run in order and may use what an earlier block built: they stay together.
-    units: dict[str, list] = {}
-    for item in pool:
-        units.setdefault(item.nodeid.split("::")[0] if ".md::" in item.nodeid else item.nodeid, []).append(item)
-    cost = {key: sum(durations.get(i.nodeid, 5.0) for i in group) for key, group in units.items()}
-    loads, mine = [0.0] * n, []
-    for key in sorted(units, key=lambda u: (-cost[u], u)):
-        target = loads.index(min(loads))
-        loads[target] += cost[key]
-        if target == k - 1:
-            mine += units[key]
-    return [i for i in items if i in mine]  # collection order
 
 
 def _declare_awaiting(config, gpu_items, reason: str) -> None:
@@ -246,7 +239,7 @@ def _write_record(config) -> int:
     if _RUN_ENV not in config.stash:
         config.stash[_RUN_ENV] = record.environment(" ".join(["python -m pytest", *sys.argv[1:]]))
     env = config.stash[_RUN_ENV]
-    run_id = f"{env['started']} {env['gpu']}"
+    run_id = record.run_id(env)
     rec = record.load()
     rec["runs"][run_id] = env
     # A new entry replaces the older ones of the same item (same id), whatever their hash.

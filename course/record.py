@@ -221,7 +221,7 @@ def run_info(record: dict, e: dict) -> dict:
 
 def describe_run(run: dict) -> str:
     """'NVIDIA H100 80GB HBM3 · CUDA 13.0 · driver 580.x · PyTorch 2.11.0 · 2026-11-21'."""
-    parts = [run.get("gpu", "unknown GPU"), f"CUDA {run.get('cuda_runtime', '?')}"]
+    parts = [run.get("gpu") or "unknown GPU", f"CUDA {run.get('cuda_runtime', '?')}"]
     if run.get("driver"):
         parts.append(f"driver {run['driver']}")
     for key, label in (("torch", "PyTorch"), ("cupy", "CuPy"), ("triton", "Triton")):
@@ -239,18 +239,32 @@ def _version(module: str) -> str | None:
     return getattr(mod, "__version__", None)
 
 
-def environment(command: str) -> dict:
-    """The facts a run is recorded with: the GPU, driver, CUDA and library versions, the date."""
-    gpu = driver = None
+def visible_gpu() -> dict:
+    """The GPU this process computes on: the first one CUDA_VISIBLE_DEVICES leaves visible (the GPU run
+    pins each of its processes to one GPU), by index, UUID, name and driver; {} without nvidia-smi."""
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            ["nvidia-smi", "--query-gpu=index,uuid,name,driver_version", "--format=csv,noheader"],
             capture_output=True, text=True, timeout=30,
         ).stdout.strip().splitlines()
-        if out:
-            gpu, driver = [s.strip() for s in out[0].split(",", 1)]
     except (OSError, subprocess.TimeoutExpired):
-        pass
+        return {}
+    gpus = [dict(zip(("index", "uuid", "name", "driver"), (s.strip() for s in line.split(",", 3)))) for line in out]
+    gpus = [g for g in gpus if len(g) == 4]
+    if not gpus:
+        return {}
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    chosen = gpus[0]
+    if visible:
+        chosen = next((g for g in gpus if visible[0] in (g["index"], g["uuid"])), chosen)
+    return {**chosen, "count": len(visible) if visible else len(gpus)}
+
+
+def environment(command: str) -> dict:
+    """The facts a run is recorded with: the GPU (which one of the machine's, and how many the process
+    saw), the driver, CUDA and library versions, the date, and the sitting: one GPU run of the course
+    (.ci/gpu-run.sh), which may span several processes and GPUs (COURSE_SITTING names it)."""
+    gpu = visible_gpu()
     nvcc = None
     try:
         m = re.search(r"release ([\d.]+), V([\d.]+)", subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout)
@@ -258,18 +272,38 @@ def environment(command: str) -> dict:
     except OSError:
         pass
     now = _dt.datetime.now(_dt.timezone.utc)
+    started = now.isoformat(timespec="seconds")
     return {
-        "gpu": gpu,
-        "driver": driver,
+        "gpu": gpu.get("name"),
+        "gpu_index": gpu.get("index"),
+        "gpu_uuid": gpu.get("uuid"),
+        "gpus_visible": gpu.get("count"),
+        "driver": gpu.get("driver"),
         "cuda_runtime": ".".join(nvcc.split(".")[:2]) if nvcc else None,
         "nvcc": nvcc,
         "torch": _version("torch"),
         "cupy": _version("cupy"),
         "triton": _version("triton"),
         "date": now.date().isoformat(),
-        "started": now.isoformat(timespec="seconds"),
+        "started": started,
+        "sitting": os.environ.get("COURSE_SITTING") or started,
         "command": command,
     }
+
+
+def run_id(env: dict) -> str:
+    """Unique per process: processes of one sitting start in the same second on several GPUs."""
+    return f"{env['started']} {env['gpu']} gpu{env.get('gpu_index')} pid{os.getpid()}"
+
+
+def where(run: dict) -> tuple:
+    """What two rows must share to be compared: one sitting, one physical GPU. Runs recorded before
+    sittings existed count as their own sitting each."""
+    return (run.get("sitting") or run.get("started"), run.get("gpu_uuid") or run.get("gpu"))
+
+
+def describe_where(run: dict) -> str:
+    return f"sitting {run.get('sitting') or run.get('started')}, GPU {run.get('gpu_index', '?')} ({run.get('gpu_uuid') or run.get('gpu')})"
 
 
 def merge(target: Path, sources: list[Path]) -> int:

@@ -4,7 +4,7 @@ import py_compile
 
 import pytest
 
-from course import programs
+from course import bench, programs
 
 PROGRAMS = programs.all_programs()
 BUILDABLE = [p for p in PROGRAMS if p.generic_build]
@@ -41,7 +41,8 @@ def test_runs_and_checks(run, request):
     if prog.lang != "python":
         proc = programs.build(prog)
         assert proc.returncode == 0, proc.stderr
-    outcome = programs.execute(run)
+    # A benchmark is timed in two processes (a third where they disagree): see course/bench.py.
+    outcome = bench.measure(run) if run.bench else programs.execute(run)
     request.node.stash[_outcome_key()] = {
         "checks": outcome.checks,
         "benchmarks": outcome.benchmarks,

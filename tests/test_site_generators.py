@@ -15,8 +15,10 @@ def _record_with(outcome="passed"):
     rec = {"schema": record.SCHEMA, "runs": {"r1": run_info}, "items": {}}
     for i, run in enumerate(prog.runs()):
         rows = [
-            {"case": "copy", "impl": "cudaMemcpy", "time_ms": 2.0, "bytes": 4e9, "flops": 0, "peer": True, "size": 1 << 20},
-            {"case": "copy", "impl": "copy_kernel", "time_ms": 2.5, "bytes": 4e9, "flops": 0, "peer": False, "size": 1 << 20},
+            {"case": "copy", "impl": "cudaMemcpy", "time_ms": 2.0, "bytes": 4e9, "flops": 0, "peer": True, "size": 1 << 20,
+             "medians": [2.0, 2.01]},
+            {"case": "copy", "impl": "copy_kernel", "time_ms": 2.5, "bytes": 4e9, "flops": 0, "peer": False, "size": 1 << 20,
+             "medians": [2.5, 2.52]},
             {"case": "copy", "impl": "copy_kernel", "time_ms": 5.0, "bytes": 8e9, "flops": 0, "peer": False, "size": 1 << 21},
         ] if run.bench else []
         rec["items"][run.content_hash()] = {"id": run.id, "outcome": outcome, "run": "r1", "benchmarks": rows,
@@ -26,8 +28,8 @@ def _record_with(outcome="passed"):
 
 def test_results_table_computes_bandwidth_and_percent_of_peer():
     table = hooks.results_table(PROGRAM, _record_with())
-    assert "| copy | copy_kernel | 2.5 | 4,000 | 1,600 | 80% |" in table
-    assert "| copy | cudaMemcpy | 2 | 4,000 | 2,000 | peer |" in table
+    assert "| copy | copy_kernel | 2.5 | 2.5, 2.52 | 4,000 | 1,600 | 80% |" in table
+    assert "| copy | cudaMemcpy | 2 | 2, 2.01 | 4,000 | 2,000 | peer |" in table
     assert "Test GPU · CUDA 13.0 · driver 1.0 · 2026-01-01" in table
 
 

@@ -1,0 +1,128 @@
+"""Benchmark rows that hold up: each benchmark is timed in two processes, and the record keeps both.
+
+A single median can be wrong in ways no check inside the program sees: another process on the GPU, a
+clock that had not settled, a one-off stall. So a benchmark run (`course: bench`) runs twice, each
+time as a fresh process, and every BENCH row keeps both medians (`medians`). A row whose medians
+differ by more than `AGREEMENT` is measured again in a third process; a row that still has no two
+medians within `AGREEMENT` of each other (or that only one process printed) is marked `unstable`,
+and no claim or headline may rest on it (course/claims.py, course/headline.py). The row's `time_ms`
+is the median of its medians.
+
+Programs also declare invariants that must hold within one run (course/programs.py: `course:
+invariant`), such as "a causal attention is faster than its non-causal twin". A broken invariant is
+measured again like an unstable row; if it still breaks, the run fails with the rows named.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import statistics
+
+from . import programs
+
+AGREEMENT = 0.05    # two medians of one row agree when they differ by at most 5% of the smaller
+GROWS_SLACK = 0.05  # "grows": a larger size may be at most this much faster (timing noise), no more
+
+
+def spread(medians: list[float]) -> float:
+    """The relative difference of the two closest medians (0 for one median: nothing to compare)."""
+    if len(medians) < 2:
+        return float("inf")
+    s = sorted(medians)
+    return min((b - a) / a for a, b in zip(s, s[1:]))
+
+
+def merge_rows(outputs: list[list[dict]]) -> list[dict]:
+    """One row per (case, impl), in the first process's order, with every process's median."""
+    merged: dict[tuple, dict] = {}
+    for rows in outputs:
+        for row in rows:
+            key = (row.get("case"), row.get("impl"))
+            if key not in merged:
+                merged[key] = {**row, "medians": []}
+            merged[key]["medians"].append(row["time_ms"])
+    for row in merged.values():
+        row["time_ms"] = float(f"{statistics.median(row['medians']):.6g}")
+        if len(row["medians"]) < 2:
+            row["unstable"] = "timed by one process only"
+        elif spread(row["medians"]) > AGREEMENT:
+            row["unstable"] = (f"no two of its medians agree within {AGREEMENT:.0%} "
+                               f"({', '.join(f'{m:.4g}' for m in row['medians'])} ms)")
+        else:
+            row.pop("unstable", None)
+    return list(merged.values())
+
+
+def _number_blind(case: str) -> str:
+    return re.sub(r"\d+(?:\.\d+)?", "#", str(case))
+
+
+def broken_invariants(invariants: list[tuple[str, ...]], rows: list[dict]) -> list[str]:
+    """What the rows break, one sentence each; an invariant that matches no pair of rows is broken
+    too (a declaration that checks nothing is a mistake, not a pass)."""
+    problems = []
+    for inv in invariants:
+        kind, glob = inv[0], inv[-1]
+        mine = [r for r in rows if fnmatch.fnmatchcase(str(r.get("impl")), glob)]
+        pairs = 0
+        if kind == "faster":
+            token, partner = inv[1], inv[2]
+            by_key = {(r.get("case"), r.get("impl")): r for r in mine}
+            for r in mine:
+                words = str(r.get("case")).split()
+                if token not in words:
+                    continue
+                i = words.index(token)
+                twin = by_key.get((" ".join(words[:i] + [partner] + words[i + 1:]), r.get("impl")))
+                if twin is None:
+                    continue
+                pairs += 1
+                if not r["time_ms"] < twin["time_ms"]:
+                    problems.append(f"invariant 'faster {token} {partner}': {r['impl']} takes {r['time_ms']:.4g} ms "
+                                    f"on {r['case']!r}, not less than {twin['time_ms']:.4g} ms on {twin['case']!r}")
+        elif kind == "grows":
+            field = inv[1]
+            groups: dict[tuple, list[dict]] = {}
+            for r in mine:
+                if isinstance(r.get(field), (int, float)):
+                    groups.setdefault((r.get("impl"), _number_blind(r.get("case"))), []).append(r)
+            for group in groups.values():
+                group.sort(key=lambda r: r[field])
+                for small, large in zip(group, group[1:]):
+                    if large[field] == small[field]:
+                        continue
+                    pairs += 1
+                    if large["time_ms"] < small["time_ms"] * (1 - GROWS_SLACK):
+                        problems.append(f"invariant 'grows {field}': {large['impl']} takes {large['time_ms']:.4g} ms "
+                                        f"at {field}={large[field]:g} ({large['case']!r}), less than "
+                                        f"{small['time_ms']:.4g} ms at {field}={small[field]:g}")
+        if pairs == 0:
+            problems.append(f"invariant {' '.join(inv)!r} matched no pair of rows: it checks nothing")
+    return problems
+
+
+def measure(run: programs.Run, execute=programs.execute) -> programs.Outcome:
+    """Run a benchmark twice (a third time for rows that disagree or break an invariant), each in its
+    own process, and return one outcome: every process's checks, the merged rows, and the problems of
+    any process, plus the invariants still broken at the end."""
+    outcomes = [execute(run), execute(run)]
+
+    def needs_another(rows):
+        return any(r.get("unstable") for r in rows) or broken_invariants(run.program.invariants, rows)
+
+    rows = merge_rows([o.benchmarks for o in outcomes])
+    if all(o.passed for o in outcomes) and needs_another(rows):
+        outcomes.append(execute(run))
+        rows = merge_rows([o.benchmarks for o in outcomes])
+    problems = [p for o in outcomes for p in o.problems]
+    problems += broken_invariants(run.program.invariants, rows) if rows else []
+    stdout = "".join(f"===== timing process {i + 1} of {len(outcomes)}\n{o.stdout}" for i, o in enumerate(outcomes))
+    return programs.Outcome(
+        returncode=next((o.returncode for o in outcomes if o.returncode != 0), 0),
+        stdout=stdout,
+        stderr="".join(o.stderr for o in outcomes),
+        checks=[c for o in outcomes for c in o.checks],
+        benchmarks=rows,
+        problems=list(dict.fromkeys(problems)),
+    )

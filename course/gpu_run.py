@@ -1,0 +1,324 @@
+"""The course's GPU run: every GPU item on every GPU of one machine, in as few commands as the items need.
+
+    python -m course.gpu_run [--stale-only] [--phase all|shared|alone] [--per-gpu N] [--limit-s S]
+                             [--out DIR] [pytest selection args such as -k EXPR]
+
+(.ci/gpu-run.sh is the usual way in: it installs carried wheels first.) One invocation is one
+*sitting*: every process it starts records COURSE_SITTING, so the record knows which rows were
+measured together. Two phases:
+
+- shared: the items that may share a GPU (checked runs, sanitizer runs, page blocks), dealt longest
+  first to `--per-gpu` processes on each GPU, each pinned with CUDA_VISIBLE_DEVICES, each in its own
+  copy of the tree (a page's blocks build into build/). Items of programs that need several GPUs
+  (`course: gpus N`) run in one more process that sees every GPU.
+- alone: benchmarks and profiler runs, one process per GPU, so each has its GPU to itself. Items are
+  dealt in *units*: a program's benchmark together with every benchmark its pages compare it with
+  (a results section over two programs, a claim's vs_program, a plot of several), so that compared
+  rows come from one GPU, back to back. Runs of compared programs that differ in a shared option
+  (`--batch 64` against `--batch 256`) are not compared with each other and may go to different GPUs.
+  Multi-GPU benchmarks run first, with every GPU, before the per-GPU processes start.
+
+Units that will not fit in the time left are left for the next command; `--stale-only` then runs
+every unit that is not complete: an item without a passing entry for its current content, or a unit
+whose entries come from more than one sitting or GPU (it is run whole again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import programs, record
+
+ROOT = programs.ROOT
+DOCS = ROOT / "docs"
+NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+DEFAULT_S = {"bench": 30.0, "alone": 20.0, "other": 5.0}  # estimates for items never recorded
+
+_RESULTS = re.compile(r"<!--\s*course:results\s+(?P<spec>[^>]*?)\s*-->")
+_PLOT = re.compile(r"<!--\s*course:plot\s+(?P<spec>[^>]*?)\s*-->")
+_CLAIM = re.compile(r"<!--\s*claim:\s*(?P<path>\S+)(?P<opts>.*?)-->", re.DOTALL)
+_VS_PROGRAM = re.compile(r'vs_program=(?:"([^"]*)"|(\S+))')
+_PROGRAM_PATH = re.compile(r"(?<![\w=\"/.-])(kernels/[\w./-]+\.(?:cu|py|cpp|c))")
+
+
+def compared_programs(pages: list[Path] | None = None) -> list[set[str]]:
+    """Sets of programs whose benchmark rows some page compares: the programs of one results section
+    or plot, a claim's program and its vs_program."""
+    links = []
+    for page in pages if pages is not None else sorted(DOCS.rglob("*.md")):
+        text = page.read_text()
+        for m in [*_RESULTS.finditer(text), *_PLOT.finditer(text)]:
+            paths = set(_PROGRAM_PATH.findall(m["spec"]))
+            if len(paths) > 1:
+                links.append(paths)
+        for m in _CLAIM.finditer(text):
+            vs = _VS_PROGRAM.search(m["opts"])
+            if vs:
+                links.append({m["path"], vs[1] or vs[2]})
+    return links
+
+
+def _options(args: list[str]) -> dict[str, str]:
+    """--name value pairs of a run's arguments (switches are left out)."""
+    return {a: b for a, b in zip(args, args[1:]) if a.startswith("--") and not b.startswith("--")}
+
+
+def compatible(a: list[str], b: list[str]) -> bool:
+    """Two runs whose rows a page may compare: no option they both set has two different values."""
+    oa, ob = _options(a), _options(b)
+    return all(oa[k] == ob[k] for k in oa.keys() & ob.keys())
+
+
+@dataclass
+class Unit:
+    """Items that run in one process, in order: a page's blocks, or compared benchmarks."""
+
+    key: str
+    items: list[dict] = field(default_factory=list)
+    cost: float = 0.0
+
+    @property
+    def gpus(self) -> int:
+        return max(i["gpus"] for i in self.items)
+
+
+def estimate(item: dict, rec: dict) -> float:
+    """Seconds the item is expected to take: its recorded duration, doubled for a benchmark recorded
+    before benchmarks were timed in two processes."""
+    e = next((e for e in rec["items"].values() if e["id"] == item["id"]), None)
+    if e is None:
+        return DEFAULT_S["bench" if item["bench"] else "alone" if item["alone"] else "other"]
+    d = float(e.get("duration_s", 5.0))
+    if item["bench"] and not any("medians" in b for b in e.get("benchmarks", [])):
+        d *= 2
+    return d
+
+
+def make_units(items: list[dict], links: list[set[str]], rec: dict) -> list[Unit]:
+    """Every item in exactly one unit: a page's blocks together; alone items of compared programs
+    with compatible arguments together (connected components); everything else on its own."""
+    parent = list(range(len(items)))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def join(i, j):
+        parent[find(i)] = find(j)
+
+    linked: dict[str, set[str]] = {}
+    for group in links:
+        for p in group:
+            linked.setdefault(p, set()).update(group)
+    first_of_page: dict[str, int] = {}
+    for i, it in enumerate(items):
+        if ".md::" in it["id"]:
+            page = it["id"].split("::")[0]
+            join(i, first_of_page.setdefault(page, i))
+    benches = [i for i, it in enumerate(items) if it["alone"] and it["program"]]
+    for x in benches:
+        for y in benches:
+            a, b = items[x], items[y]
+            if x < y and b["program"] in linked.get(a["program"], {a["program"]}) | {a["program"]} \
+                    and compatible(a["args"], b["args"]):
+                join(x, y)
+    units: dict[int, Unit] = {}
+    for i, it in enumerate(items):
+        u = units.setdefault(find(i), Unit(key=it["id"]))
+        u.items.append(it)
+        u.cost += estimate(it, rec)
+    return list(units.values())
+
+
+def is_complete(unit: Unit, rec: dict) -> bool:
+    """Every item passed for its current content; a unit of benchmarks, all in one sitting on one GPU."""
+    entries = [record.entry(rec, it["hash"]) for it in unit.items]
+    if not all(e and e["outcome"] == "passed" for e in entries):
+        return False
+    benches = [e for it, e in zip(unit.items, entries) if it["bench"]]
+    return len({record.where(record.run_info(rec, e)) for e in benches}) <= 1
+
+
+def deal(units: list[Unit], bins: int, capacity: float | None = None) -> tuple[list[list[Unit]], list[Unit]]:
+    """Longest first to the least loaded bin (LPT); with a capacity, a unit that fits no bin is left
+    over. Deterministic: the same units give the same deal."""
+    loads, dealt, left = [0.0] * bins, [[] for _ in range(bins)], []
+    for u in sorted(units, key=lambda u: (-u.cost, u.key)):
+        k = loads.index(min(loads))
+        if capacity is not None and loads[k] + u.cost > capacity:
+            left.append(u)
+            continue
+        loads[k] += u.cost
+        dealt[k].append(u)
+    return dealt, left
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def gpu_count() -> int:
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def _copy_tree(dest: Path) -> None:
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    subprocess.run(f"tar -C {ROOT} --exclude=./.git --exclude=./site --exclude=./.venv -cf - . | tar -C {dest} -xf -",
+                   shell=True, check=True)
+
+
+@dataclass
+class Slot:
+    name: str
+    gpu: str | None  # CUDA_VISIBLE_DEVICES, or None for every GPU
+    units: list[Unit]
+
+
+def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path, log, pytest_args: list[str]) -> bool:
+    """Runs each slot as one pytest process in its own copy of the tree, all side by side; merges
+    their record files into record_path. True when every process passed."""
+    slots = [s for s in slots if s.units]
+    procs = []
+    for s in slots:
+        tree = work / s.name
+        _copy_tree(tree)
+        ids = tree / "gpu-ids.txt"
+        ids.write_text("".join(it["id"] + "\n" for u in s.units for it in u.items))
+        shutil.copy(record_path, work / f"{s.name}.json")
+        env = dict(os.environ, COURSE_GPU_RECORD=str(work / f"{s.name}.json"), **NO_MULTICAST)
+        if s.gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = s.gpu
+        out = open(work / f"{s.name}.log", "w")
+        cmd = [sys.executable, "-m", "pytest", "--gpu-record", "-q", "-ra", "-p", "no:cacheprovider",
+               "--gpu-ids", str(ids), *pytest_args]
+        procs.append((s, subprocess.Popen(cmd, cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT), out))
+    ok = True
+    for s, proc, out in procs:
+        try:
+            rc = proc.wait(timeout=max(1.0, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)  # pytest stops after the item in hand and keeps what it recorded
+            try:
+                rc = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                rc = proc.wait()
+        out.close()
+        ok &= rc == 0
+        text = (work / f"{s.name}.log").read_text(errors="replace")
+        log(f"===== {s.name} (GPU {s.gpu if s.gpu is not None else 'all'}): "
+            f"{sum(len(u.items) for u in s.units)} items, exit {rc}\n{text}")
+    if procs:
+        record.merge(record_path, [work / f"{s.name}.json" for s, _, _ in procs])
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m course.gpu_run", description=__doc__.splitlines()[0])
+    p.add_argument("--stale-only", action="store_true", help="run only units that are not complete in the record")
+    p.add_argument("--phase", choices=("all", "shared", "alone"), default="all")
+    p.add_argument("--per-gpu", type=int, default=2, help="shared-phase processes per GPU (default 2)")
+    p.add_argument("--limit-s", type=float, default=float(os.environ.get("GPU_RUN_LIMIT_S", 540)),
+                   help="stop starting work after this many seconds (default 540, or GPU_RUN_LIMIT_S)")
+    p.add_argument("--out", default=os.environ.get("OUT") or "build/gpu-run", help="the record and log go here")
+    p.add_argument("--plan", action="store_true", help="print the deal and exit without running anything")
+    args, pytest_args = p.parse_known_args(argv)
+    started = time.time()
+    deadline = started + args.limit_s
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    record_path = out / "gpu-record.json"
+    if not record_path.exists():
+        shutil.copy(record.RECORD_PATH, record_path)
+    logfile = open(out / "pytest-gpu.log", "a")
+
+    def log(text: str) -> None:
+        logfile.write(text.rstrip("\n") + "\n")
+        logfile.flush()
+        print(text.splitlines()[0] if text else "", flush=True)
+
+    gpus = gpu_count()
+    if gpus == 0 and not args.plan:
+        log("error: no GPU found (nvidia-smi -L): the GPU run needs one")
+        return 1
+    gpus = gpus or 4
+    os.environ.setdefault("COURSE_SITTING", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)))
+    log(f"sitting {os.environ['COURSE_SITTING']}: {gpus} GPU(s), limit {args.limit_s:.0f} s")
+
+    listing = out / "gpu-items.json"
+    subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "--gpu-list", str(listing),
+                    *pytest_args], cwd=ROOT, capture_output=True, text=True, check=False)
+    if not listing.exists():
+        log("error: collecting the GPU items failed (python -m pytest --co --gpu-list)")
+        return 1
+    items = json.loads(listing.read_text())
+    rec = record.load(record_path)
+    units = make_units(items, compared_programs(), rec)
+    if args.stale_only:
+        units = [u for u in units if not is_complete(u, rec)]
+    shared = [u for u in units if not any(it["alone"] for it in u.items)]
+    alone = [u for u in units if any(it["alone"] for it in u.items)]
+    log(f"{len(items)} GPU items in {len(units)} units to run: {len(shared)} shared "
+        f"(~{sum(u.cost for u in shared):.0f} s), {len(alone)} alone (~{sum(u.cost for u in alone):.0f} s)")
+
+    ok = True
+    work = Path("/tmp/course-gpu-run")
+    if not args.plan:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        built = subprocess.run([sys.executable, "-m", "course.programs", "build-all", str(os.cpu_count() or 1)],
+                               cwd=ROOT, capture_output=True, text=True)
+        log(built.stdout.strip() or built.stderr.strip()[-2000:])
+    if args.phase in ("all", "shared") and shared:
+        multi = [u for u in shared if u.gpus > 1]
+        dealt, _ = deal([u for u in shared if u.gpus <= 1], gpus * args.per_gpu)
+        slots = [Slot(f"shared-{k + 1}", str(k % gpus), d) for k, d in enumerate(dealt)]
+        slots.append(Slot("shared-multi", None, multi))
+        for s in slots:
+            log(f"plan {s.name} on GPU {s.gpu if s.gpu is not None else 'all'}: {len(s.units)} units, "
+                f"~{sum(u.cost for u in s.units):.0f} s")
+        if not args.plan:
+            ok &= run_slots(slots, deadline, record_path, work, log, pytest_args)
+    if args.phase in ("all", "alone") and alone:
+        multi = [u for u in alone if u.gpus > 1]
+        left_s = deadline - time.time()
+        if multi and not args.plan:
+            ok &= run_slots([Slot("alone-multi", None, multi)], deadline, record_path, work, log, pytest_args)
+            left_s = deadline - time.time()
+        dealt, left = deal([u for u in alone if u.gpus <= 1], gpus, capacity=max(0.0, left_s - 30))
+        for k, d in enumerate(dealt):
+            log(f"plan alone-{k + 1} on GPU {k}: " + ", ".join(f"{u.key} (~{u.cost:.0f} s)" for u in d))
+        if left:
+            ok = False
+            log(f"left for the next command (--phase alone --stale-only): {len(left)} units, "
+                f"~{sum(u.cost for u in left):.0f} s: " + ", ".join(u.key for u in left))
+        if not args.plan:
+            ok &= run_slots([Slot(f"alone-{k + 1}", str(k), d) for k, d in enumerate(dealt)], deadline, record_path,
+                            work, log, pytest_args)
+    if not args.plan:
+        incomplete = [u for u in make_units(items, compared_programs(), record.load(record_path))
+                      if not is_complete(u, record.load(record_path))]
+        log(f"done in {time.time() - started:.0f} s; {len(incomplete)} units not complete in the record"
+            + (": " + ", ".join(u.key for u in incomplete[:20]) if incomplete else ""))
+        ok &= not incomplete
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

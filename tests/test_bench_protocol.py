@@ -1,0 +1,90 @@
+"""Benchmark rows that hold up (course/bench.py): two timing processes, a third where they disagree or
+break an invariant, unstable rows marked, broken invariants failing the run."""
+
+from course import bench, programs
+
+
+def rows(**times):
+    return [{"case": case.replace("_", " "), "impl": "flash", "time_ms": t, "bytes": 1, "flops": 1}
+            for case, t in times.items()]
+
+
+def test_two_agreeing_medians_make_a_stable_row():
+    merged = bench.merge_rows([rows(a=1.00), rows(a=1.03)])
+    assert merged[0]["medians"] == [1.00, 1.03] and "unstable" not in merged[0]
+    assert merged[0]["time_ms"] == 1.015
+
+
+def test_disagreeing_or_single_medians_are_unstable():
+    assert "unstable" in bench.merge_rows([rows(a=1.0), rows(a=1.2)])[0]
+    assert "one process" in bench.merge_rows([rows(a=1.0), []])[0]["unstable"]
+    # a third process that agrees with one of the two settles it
+    assert "unstable" not in bench.merge_rows([rows(a=1.0), rows(a=1.2), rows(a=1.01)])[0]
+
+
+def test_the_flash_attention_2_row_breaks_the_causal_invariant():
+    # PyTorch's flash backend as once recorded: causal barely faster than non-causal is fine, slower is not
+    inv = [("faster", "causal", "non-causal", "*")]
+    recorded = rows(b4_h16_s4096_d128_causal=1.4975, b4_h16_s4096_d128_non_causal=1.528)
+    recorded[1]["case"] = "b4 h16 s4096 d128 non-causal"
+    assert bench.broken_invariants(inv, recorded) == []
+    recorded[0]["time_ms"] = 1.6
+    assert "faster causal non-causal" in bench.broken_invariants(inv, recorded)[0]
+
+
+def test_an_invariant_that_matches_nothing_is_a_problem():
+    assert "matched no pair" in bench.broken_invariants([("faster", "causal", "non-causal", "*")], rows(a=1.0))[0]
+    assert "matched no pair" in bench.broken_invariants([("grows", "seq", "*")], rows(a=1.0))[0]
+
+
+def test_grows_allows_noise_but_not_a_faster_larger_size():
+    inv = [("grows", "seq", "*")]
+    r = [{"case": f"s{s} d128", "impl": "x", "time_ms": t, "seq": s} for s, t in ((1024, 1.0), (2048, 0.97), (4096, 3.0))]
+    assert bench.broken_invariants(inv, r) == []
+    r[2]["time_ms"] = 0.5
+    assert "grows seq" in bench.broken_invariants(inv, r)[0]
+
+
+class FakeProgram:
+    invariants = [("faster", "causal", "non-causal", "*")]
+
+
+class FakeRun:
+    program = FakeProgram()
+
+
+def _outcome(causal, non_causal):
+    out = (f'CHECK PASS x n=1\nBENCH {{"case": "s causal", "impl": "flash", "time_ms": {causal}}}\n'
+           f'BENCH {{"case": "s non-causal", "impl": "flash", "time_ms": {non_causal}}}\n')
+    return programs.judge(0, out, "")
+
+
+def test_measure_runs_a_third_process_and_fails_a_run_that_still_breaks_an_invariant():
+    calls = []
+
+    def execute(run):
+        calls.append(run)
+        return _outcome(1.50, 1.53) if len(calls) != 2 else _outcome(1.60, 1.53)
+
+    got = bench.measure(FakeRun(), execute)
+    assert len(calls) == 3
+    assert got.benchmarks[0]["medians"] == [1.50, 1.60, 1.50]
+    assert got.passed  # the median of the three, 1.50 ms, keeps causal under non-causal
+
+
+def test_measure_fails_when_the_invariant_stays_broken():
+    got = bench.measure(FakeRun(), lambda run: _outcome(1.60, 1.53))
+    assert not got.passed and any("invariant" in p for p in got.problems)
+
+
+def test_declarations_parse(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text("// course: gpu\n// course: gpus 2\n// course: invariant faster causal non-causal PyTorch*\n"
+                   "// course: invariant grows seq\nint main() {}\n")
+    prog = programs.parse(src)
+    assert prog.min_gpus == 2
+    assert prog.invariants == [("faster", "causal", "non-causal", "PyTorch*"), ("grows", "seq", "*")]
+    src.write_text("// course: invariant faster causal\n")
+    import pytest
+    with pytest.raises(ValueError, match="invariant"):
+        programs.parse(src)

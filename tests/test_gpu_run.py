@@ -1,0 +1,91 @@
+"""The GPU run's schedule (course/gpu_run.py): every GPU item in exactly one unit, a page's blocks
+together, compared benchmarks together (and only those with compatible arguments), the deal
+deterministic and within the time left, and a unit complete only when its benchmarks share a sitting."""
+
+from course import gpu_run
+
+
+def item(nodeid, program=None, args=(), bench=False, alone=False, gpus=1, h=None):
+    return {"id": nodeid, "hash": h or nodeid, "program": program, "args": list(args), "bench": bench,
+            "alone": alone or bench, "gpus": gpus, "source": program or nodeid.split("::")[0]}
+
+
+def bench(program, *args):
+    return item(f"tests/test_programs.py::test_runs_and_checks[{program}[bench: {' '.join(args)}]]",
+                program, args, bench=True)
+
+
+ITEMS = [
+    item("docs/ch/a.md::line 10"), item("docs/ch/a.md::line 20"), item("docs/ch/b.md::line 5"),
+    item("tests/test_programs.py::test_runs_and_checks[kernels/x/p.cu[run]]", "kernels/x/p.cu"),
+    bench("kernels/x/p.cu", "--bench"), bench("kernels/x/q.py", "--bench"), bench("kernels/x/lonely.cu", "--bench"),
+    bench("kernels/m/cnn.cu", "--bench", "--batch", "64"), bench("kernels/m/cnn.cu", "--bench", "--batch", "256"),
+    bench("kernels/m/torch.py", "--bench", "--batch", "64", "--budget-s", "80"),
+    bench("kernels/m/torch.py", "--bench", "--batch", "256", "--budget-s", "80"),
+]
+LINKS = [{"kernels/x/p.cu", "kernels/x/q.py"}, {"kernels/m/cnn.cu", "kernels/m/torch.py"}]
+EMPTY = {"schema": 1, "runs": {}, "items": {}}
+
+
+def unit_of(units, nodeid):
+    return next(u for u in units if any(i["id"] == nodeid for i in u.items))
+
+
+def test_every_item_in_exactly_one_unit():
+    units = gpu_run.make_units(ITEMS, LINKS, EMPTY)
+    seen = [i["id"] for u in units for i in u.items]
+    assert sorted(seen) == sorted(i["id"] for i in ITEMS)
+
+
+def test_a_pages_blocks_and_compared_benchmarks_share_a_unit():
+    units = gpu_run.make_units(ITEMS, LINKS, EMPTY)
+    assert unit_of(units, "docs/ch/a.md::line 10") is unit_of(units, "docs/ch/a.md::line 20")
+    assert unit_of(units, "docs/ch/a.md::line 10") is not unit_of(units, "docs/ch/b.md::line 5")
+    assert unit_of(units, ITEMS[4]["id"]) is unit_of(units, ITEMS[5]["id"])       # p against q
+    assert unit_of(units, ITEMS[6]["id"]) is not unit_of(units, ITEMS[4]["id"])   # lonely on its own
+    # batch 64 of both programs together, apart from batch 256
+    assert unit_of(units, ITEMS[7]["id"]) is unit_of(units, ITEMS[9]["id"])
+    assert unit_of(units, ITEMS[8]["id"]) is unit_of(units, ITEMS[10]["id"])
+    assert unit_of(units, ITEMS[7]["id"]) is not unit_of(units, ITEMS[8]["id"])
+
+
+def test_compatible_arguments():
+    assert gpu_run.compatible(["--bench", "--batch", "64"], ["--bench", "--batch", "64", "--budget-s", "80"])
+    assert not gpu_run.compatible(["--bench", "--batch", "64"], ["--bench", "--batch", "256"])
+    assert gpu_run.compatible(["--bench"], ["--bench", "--batch", "256"])
+
+
+def test_deal_is_balanced_deterministic_and_respects_the_time_left():
+    units = [gpu_run.Unit(key=f"u{i}", cost=c) for i, c in enumerate([50, 40, 30, 30, 20, 10, 500])]
+    dealt, left = gpu_run.deal(units, 2, capacity=100)
+    assert [u.key for u in left] == ["u6"]                     # 500 s fits no GPU's time left
+    assert all(sum(u.cost for u in d) <= 100 for d in dealt)
+    assert sorted(u.key for d in dealt for u in d) == [f"u{i}" for i in range(6)]
+    assert gpu_run.deal(units, 2, capacity=100)[0] == dealt
+
+
+def test_a_unit_is_complete_only_when_its_benchmarks_share_a_sitting_and_gpu():
+    a, b = bench("kernels/x/p.cu", "--bench"), bench("kernels/x/q.py", "--bench")
+    unit = gpu_run.Unit(key="u", items=[a, b])
+    runs = {"r1": {"sitting": "s1", "gpu_uuid": "GPU-0"}, "r2": {"sitting": "s1", "gpu_uuid": "GPU-1"}}
+    rec = {"schema": 1, "runs": runs, "items": {a["hash"]: {"id": a["id"], "outcome": "passed", "run": "r1"},
+                                                  b["hash"]: {"id": b["id"], "outcome": "passed", "run": "r1"}}}
+    assert gpu_run.is_complete(unit, rec)
+    rec["items"][b["hash"]]["run"] = "r2"   # same sitting, another GPU
+    assert not gpu_run.is_complete(unit, rec)
+    rec["items"][b["hash"]]["run"] = "r1"
+    rec["items"][b["hash"]]["outcome"] = "failed"
+    assert not gpu_run.is_complete(unit, rec)
+
+
+def test_pages_comparisons_are_read_from_results_plots_and_claims(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text('<!-- course:results kernels/a/x.cu kernels/a/y.py cases="*causal" -->\n'
+                    'v2 at <!-- claim: kernels/a/x.cu case="c" impl="v2" show=pct vs="t*" vs_program="kernels/b/z.py" -->\n'
+                    '<!-- course:plot kernels/a/x.cu x=size y=gbps -->\n')
+    assert gpu_run.compared_programs([page]) == [{"kernels/a/x.cu", "kernels/a/y.py"}, {"kernels/a/x.cu", "kernels/b/z.py"}]
+
+
+def test_the_courses_own_pages_link_the_attention_programs():
+    links = gpu_run.compared_programs()
+    assert any({"kernels/attention/flash_fwd.cu", "kernels/attention/sdpa_torch.py"} <= group for group in links)

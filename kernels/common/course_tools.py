@@ -10,6 +10,10 @@ Taught in docs/conventions.md. The Python counterpart of kernels/common/course.c
     check_close(...)           element-wise comparison in float64 that prints the harness's CHECK line
     check_true(...)            a CHECK line for a check that is not an element-wise comparison
     bench(...)                 a BENCH line (JSON) for the GPU record
+    torch_peers(...)           the PyTorch configurations of one operation (eager, CUDA graph,
+                               torch.compile modes), each compiled before it is yielded
+    pruned(config, reason)     a PRUNED line: a configuration left out, and why
+    slug(text)                 a one-word CHECK name from an implementation's name
 
 A program under kernels/<chapter>/ imports it with two lines:
 
@@ -145,3 +149,80 @@ def check_true(name: str, ok: bool, n: int, detail: str = "") -> bool:
     status = "PASS" if ok and n > 0 else "FAIL"
     print(f"CHECK {status} {name} n={n} {detail}".rstrip())
     return status == "PASS"
+
+
+# --8<-- [start:torch_peers]
+COMPILE_MODES = ("default", "max-autotune-no-cudagraphs", "reduce-overhead")
+LAUNCH_BOUND_BYTES = 16 << 20  # below this, a kernel runs for microseconds: launches and gaps can matter
+
+
+def slug(text: str) -> str:
+    """A CHECK name (one word) from an implementation's name: "torch.sum, fp32, eager" -> "torch.sum_fp32_eager"."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_")
+
+
+def pruned(config: str, reason: str) -> None:
+    """A configuration left out of a comparison, and why: a PRUNED line, not a silent omission."""
+    print(f"PRUNED {config}: {reason}", flush=True)
+
+
+def torch_peers(fn, args, label: str, nbytes: float, modes=COMPILE_MODES, cuda_graph: bool = True):
+    """Yield (impl, run) for each way a performance engineer would run fn(*args) in PyTorch: eager;
+    eager captured once in a CUDA graph and replayed; torch.compile in each mode (dynamic=False: one
+    kernel per shape, as for a model with fixed shapes). run() runs once and returns fn's result
+    (valid until the next run). Each configuration is compiled and warmed up before it is yielded, so
+    the caller checks its output, then times it; the next one is compiled only after that.
+
+    CUDA graphs (the graph and reduce-overhead configurations) remove host launch overhead and the gaps
+    between kernels; for an operation moving `nbytes` >= LAUNCH_BOUND_BYTES they are pruned, with the
+    reason printed: the GPU then runs for far longer than a launch takes, time_ms keeps host overhead
+    out of the measurement anyway, and replaying on fixed addresses means copying a fresh input in."""
+    import torch
+
+    yield f"{label}, eager", lambda: fn(*args)
+    big = nbytes >= LAUNCH_BOUND_BYTES
+    why = (f"moves {nbytes / 2**20:.0f} MiB, so the GPU works far longer than a launch takes; CUDA graphs "
+           "remove launch overhead, which time_ms keeps out of the measured GPU time")
+    if cuda_graph and big:
+        pruned(f"{label}, eager in a CUDA graph", why)
+    elif cuda_graph:
+        yield f"{label}, eager in a CUDA graph", _graphed(torch, fn, args)
+    for mode in modes:
+        impl = f"{label}, torch.compile {mode}"
+        if mode == "reduce-overhead" and big:
+            pruned(impl, why + ", and its graph would first copy each fresh input into graph-owned memory")
+            continue
+        torch._dynamo.reset()  # compile afresh: Dynamo's cache would otherwise serve the previous mode's code
+        compiled = torch.compile(fn, mode=mode, dynamic=False)
+        if mode == "reduce-overhead":
+            def run(c=compiled):
+                torch.compiler.cudagraph_mark_step_begin()  # a new step: the previous outputs may be overwritten
+                return c(*args)
+        else:
+            def run(c=compiled):
+                return c(*args)
+        for _ in range(3):  # compile; reduce-overhead also warms up and records its graph
+            run()
+        torch.cuda.synchronize()
+        yield impl, run
+
+
+def _graphed(torch, fn, args):
+    """fn(*args) captured once in a torch.cuda.CUDAGraph: run() replays it and returns the captured output."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up off the default stream, as torch.cuda.graph's documentation asks
+        for _ in range(3):
+            fn(*args)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn(*args)
+
+    def run():
+        graph.replay()
+        return out
+    return run
+# --8<-- [end:torch_peers]

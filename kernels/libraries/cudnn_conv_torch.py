@@ -85,10 +85,12 @@ def check(torch, x, w, y) -> bool:
 
 
 # --8<-- [start:bench]
-def bench(torch) -> None:
+def bench(torch) -> bool:
     """The layer cudnn_conv.cu --bench times (3x3, 64 -> 64 channels on 56x56, batch 32, fp32), through
-    PyTorch: cudnn.benchmark off (cuDNN's heuristic picks) and on (find, cached per shape), TF32 off
-    and on, NCHW and channels_last (NHWC) memory. Random inputs; the course's timer."""
+    every configuration PyTorch offers for it: NCHW and channels_last (NHWC) memory, fp32 IEEE and TF32
+    math, cudnn.benchmark off (cuDNN's heuristic picks) and on (find, cached per shape), eager and
+    torch.compile max-autotune (which also tries Inductor's Triton convolution templates). Each
+    configuration is checked against float64 on the same inputs before it is timed."""
     import torch.nn.functional as F
 
     n, c, h, w, k = 32, 64, 56, 56, 64
@@ -97,20 +99,52 @@ def bench(torch) -> None:
     f = torch.rand(k, c, 3, 3, device="cuda", generator=gen) * 2 - 1
     flops = 2.0 * n * k * h * w * c * 9
     nbytes = 4.0 * (x.numel() + f.numel() + n * k * h * w)
+    want = F.conv2d(x[:2].double(), f.double(), padding=1)  # two images: the check's sample
+    # Errors are bounded by a multiple of sum |x w| over an output's 576 products: fp32 accumulation by
+    # ~576 * 2^-24 of it, TF32's inputs (10 explicit mantissa bits) by ~2^-10 of it; margins for the
+    # Winograd and FFT algorithms. A typical output is ~1/24 of that sum, so a wrong one cannot pass.
+    scale = F.conv2d(x[:2].double().abs(), f.double().abs(), padding=1).clamp_min(1e-30)
+    tolerance = {False: 1e-4, True: 2.0 ** -8}
+    course_tools.pruned("bf16 or fp16 data", "the page compares fp32 convolutions, cudnn_conv.cu's data type")
+    course_tools.pruned("torch.compile default", "Inductor lowers a lone conv2d to the same cuDNN call as eager "
+                        "(an extern aten.convolution kernel); only max-autotune adds candidates")
+    course_tools.pruned("CUDA graphs (eager in a graph, torch.compile reduce-overhead)",
+                        f"one convolution of {nbytes / 2**20:.0f} MiB and {flops / 1e9:.1f} GFLOP runs for far longer "
+                        "than a launch takes; graphs remove launch overhead, which time_ms keeps out of the measurement")
+    ok = True
     for layout in ("NCHW", "NHWC"):
         xl = x if layout == "NCHW" else x.contiguous(memory_format=torch.channels_last)
         fl = f if layout == "NCHW" else f.contiguous(memory_format=torch.channels_last)
         case = f"conv 3x3, 32x64x56x56 -> 64, fp32 {layout}" + (" (channels_last)" if layout == "NHWC" else "")
         for tf32 in (False, True):
+            math = "TF32" if tf32 else "fp32 IEEE"
+            torch.backends.cudnn.allow_tf32 = tf32
+            runs = []
             for find in (False, True):
-                torch.backends.cudnn.allow_tf32 = tf32
+                runs.append((f"torch conv2d, {math}, cudnn.benchmark {'on' if find else 'off'}", find,
+                             lambda: F.conv2d(xl, fl, padding=1)))
+            if layout == "NHWC":  # Inductor makes convolutions channels_last itself (layout_optimization)
+                torch._dynamo.reset()
+                torch.backends.cudnn.benchmark = True
+                compiled = torch.compile(lambda a, b: F.conv2d(a, b, padding=1), mode="max-autotune-no-cudagraphs",
+                                         dynamic=False)
+                runs.append((f"torch.compile max-autotune-no-cudagraphs conv2d, {math}", True,
+                             lambda: compiled(xl, fl)))
+            for impl, find, run in runs:
                 torch.backends.cudnn.benchmark = find
-                ms = course_tools.time_ms(lambda: F.conv2d(xl, fl, padding=1))
-                impl = (f"torch conv2d, TF32 {'allowed' if tf32 else 'off'}, "
-                        f"cudnn.benchmark {'on' if find else 'off'}")
-                course_tools.bench(case, impl, ms, nbytes, flops, peer=layout == "NCHW" and tf32 and find)
+                got = run()  # the first call finds (benchmark on) or compiles and autotunes (torch.compile)
+                # Each output over its own sum of |x w|: the bound scales with the data, zeros fail.
+                good = course_tools.check_close(course_tools.slug(f"{impl} {layout}"), got[:2].double() / scale,
+                                                want / scale, 0.0, tolerance[tf32])
+                ok &= good
+                if good:
+                    course_tools.bench(case, impl, course_tools.time_ms(run), nbytes, flops, peer=True)
+        if layout == "NCHW":
+            course_tools.pruned(f"torch.compile on {case}", "Inductor's layout_optimization turns convolutions "
+                                "channels_last itself; the compiled rows are timed once, on NHWC input")
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.allow_tf32 = True
+    return ok
 # --8<-- [end:bench]
 
 
@@ -125,7 +159,7 @@ def main() -> int:
         x, w, y = run_dump(exe, Path(tmp))
     ok = check(torch, x, w, y)
     if ok and args.bench:
-        bench(torch)
+        ok &= bench(torch)
     return 0 if ok else 1
 
 

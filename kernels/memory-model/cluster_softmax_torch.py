@@ -1,5 +1,6 @@
 # cluster_softmax_torch.py: torch.softmax on the long rows of cluster_softmax.cu, the framework peer of
-# the cluster softmax, with the same case strings and a copy of the same bytes in the same run.
+# the cluster softmax, with the same case strings and a copy of the same bytes in the same run: eager
+# and under torch.compile in each mode (course_tools.torch_peers), each checked before it is timed.
 #
 # Taught in docs/memory-model/clusters.md. torch.softmax gives NaN for a fully masked row where the
 # course's kernels give zeros (softmax.cuh's rules), so the check here uses random rows and partly
@@ -55,11 +56,18 @@ def main() -> int:
             x = torch.rand(rows, cols, device="cuda", generator=gen) * 16 - 8
             y = torch.empty_like(x)
             ok &= check(torch, f"torch_softmax_bench_{rows}x{cols}_sample", x, y, 4)
+            want = torch.softmax(x[:4].double(), dim=1)
             case, nbytes = f"softmax {rows} x {cols} fp32", 2.0 * x.numel() * 4
             course_tools.bench(case, "cudaMemcpy (torch copy_, same bytes)",
-                               course_tools.time_ms(lambda: y.copy_(x)), nbytes, peer=True)
-            course_tools.bench(case, "torch.softmax, fp32",
-                               course_tools.time_ms(lambda: torch.softmax(x, dim=1, out=y)), nbytes)
+                               course_tools.time_ms(lambda: y.copy_(x)), nbytes)
+            # eager, and torch.compile in each mode; CUDA graphs are pruned (256 MiB each way), with the reason printed
+            for impl, run in course_tools.torch_peers(lambda t: torch.softmax(t, dim=1), (x,), "torch.softmax, fp32",
+                                                      nbytes):
+                good = course_tools.check_close(course_tools.slug(f"{impl} {rows}x{cols} sample"), run()[:4], want,
+                                                1e-4, 1e-9)
+                ok &= good
+                if good:
+                    course_tools.bench(case, impl, course_tools.time_ms(run), nbytes, peer=True)
         # --8<-- [end:bench]
     return 0 if ok else course_tools.EXIT_FAIL
 

@@ -1,5 +1,7 @@
 # bench.py: the Triton chapter's three kernels compiled on the GPU, checked, and timed in one run beside
-# the strongest peers at hand: PyTorch, cuBLAS and the course's own fast CUDA kernels.
+# the strongest peers at hand: PyTorch (eager, in a CUDA graph where launches can matter, and under
+# torch.compile in each mode, every configuration checked first; course_tools.torch_peers), cuBLAS and
+# the course's own fast CUDA kernels.
 #
 # Taught in docs/triton/programming-model.md, docs/triton/softmax.md and docs/triton/matmul.md.
 # Imports the Triton kernels from vector_add.py, softmax.py and matmul.py. The CUDA peers are compiled at
@@ -123,7 +125,7 @@ def check_all(add_module, softmax_module) -> bool:
 # --8<-- [start:bench]
 def run_benchmarks(add_module, softmax_module):
     from matmul import matmul, matmul_kernel
-    from softmax import softmax
+    from softmax import softmax, softmax_reference
     from vector_add import add
 
     time_ms, bench = course_tools.time_ms, course_tools.bench
@@ -131,7 +133,10 @@ def run_benchmarks(add_module, softmax_module):
         a, b = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
         c = torch.empty_like(a)
         case, nbytes = f"vector add fp32, n = 2^{n.bit_length() - 1}", 12 * n
-        bench(case, "PyTorch a + b", time_ms(lambda: torch.add(a, b, out=c)), nbytes, peer=True, n=n)
+        want = a.double() + b.double()
+        for impl, run in course_tools.torch_peers(lambda u, v: u + v, (a, b), "PyTorch a + b, fp32", nbytes):
+            if course_tools.check_close(course_tools.slug(f"{impl} {n}"), run(), want, 1e-6, 1e-6):
+                bench(case, impl, time_ms(run), nbytes, peer=True, n=n)
         bench(case, "Triton", time_ms(lambda: add(a, b, out=c)), nbytes, n=n)
         bench(case, "CUDA float4 grid-stride (course)", time_ms(cuda_add(add_module, a, b, c)), nbytes, n=n)
 
@@ -140,20 +145,32 @@ def run_benchmarks(add_module, softmax_module):
         x = torch.randn(rows, cols, device="cuda")
         y = torch.empty_like(x)
         case, nbytes = f"softmax fp32, {rows} x {cols}", 8 * x.numel()
-        bench(case, "PyTorch softmax", time_ms(lambda: torch.softmax(x, dim=1)), nbytes, peer=True, cols=cols)
+        want = softmax_reference(x)
+        for impl, run in course_tools.torch_peers(lambda t: torch.softmax(t, dim=1), (x,), "PyTorch softmax, fp32",
+                                                  nbytes):
+            if course_tools.check_close(course_tools.slug(f"{impl} {cols}"), run(), want, 1e-5, 1e-6):
+                bench(case, impl, time_ms(run), nbytes, peer=True, cols=cols)
         bench(case, "Triton (fused, one program per row)", time_ms(lambda: softmax(x, out=y)), nbytes, cols=cols)
         for kernel in SOFTMAX_KERNELS:
             if softmax_applies(kernel, cols):
                 bench(case, f"CUDA course {kernel}", time_ms(cuda_softmax(softmax_module, kernel, x, y)), nbytes,
                       cols=cols)
 
+    course_tools.pruned("torch.compile of torch.matmul", "in its default mode Inductor calls the same cuBLAS GEMM as "
+                        "eager; max-autotune adds Triton GEMM templates autotuned per shape, minutes of compilation "
+                        "for these six shapes, beyond this program's one-minute budget")
     for dtype, name in ((torch.float16, "fp16"), (torch.bfloat16, "bf16")):
         for s in [1024, 2048, 4096]:
             a, b = torch.randn(s, s, device="cuda").to(dtype), torch.randn(s, s, device="cuda").to(dtype)
             c = torch.empty(s, s, device="cuda", dtype=dtype)
             case, nbytes, flops = f"matmul {name}, {s}^3", 3 * 2 * s * s, 2 * s ** 3
-            bench(case, f"cuBLAS {name} in/out, fp32 accumulate (torch.matmul)",
-                  time_ms(lambda: torch.matmul(a, b, out=c)), nbytes, flops, peer=True, size=s)
+            want = a.double() @ b.double()
+            tol = dict(rtol=1.6e-2 if name == "bf16" else 2e-3, atol=1e-3 * s ** 0.5)
+            # eager, and eager in a CUDA graph where the GEMM is short enough for launches to matter
+            for impl, run in course_tools.torch_peers(torch.matmul, (a, b), f"cuBLAS {name} in/out, fp32 accumulate "
+                                                      "(torch.matmul)", nbytes, modes=()):
+                if course_tools.check_close(course_tools.slug(f"{impl} {s}"), run(), want, **tol):
+                    bench(case, impl, time_ms(run), nbytes, flops, peer=True, size=s)
             bench(case, f"Triton {name} in/out, fp32 accumulate (autotuned)",
                   time_ms(lambda: matmul(a, b, out=c)), nbytes, flops, size=s)
             print(f"autotuning chose, for {s}^3 {name}: {matmul_kernel.best_config}")

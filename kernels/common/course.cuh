@@ -14,6 +14,8 @@
 //   require_compute_capability  exit with the "waived" code when the GPU lacks a feature
 //   Args                   strict command-line options: unknown, missing or malformed ones are errors
 //   library_fail           the shared error path of the library check macros (common/check_*.cuh)
+//   check_close_each       check_close with an absolute tolerance per element (one that scales with the data)
+//   verdict_quietly, plant_zeros_small, report_planted   planted faults: evidence that a check can fail
 #pragma once
 
 #include <cuda_runtime.h>
@@ -30,6 +32,9 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>   // open, for verdict_quietly
+#include <unistd.h>  // dup, dup2, close
 
 namespace course {
 
@@ -351,5 +356,109 @@ class Args {
   }
 };
 // --8<-- [end:args]
+
+// --8<-- [start:compare_each]
+// check_close with an absolute tolerance per element: |got - want| <= rtol * |want| + atol[i]. A
+// fixed atol is only right for one scale of data: where outputs are smaller than it, a kernel that
+// writes zeros passes. atol[i] is computed beside the reference from what limits element i's accuracy:
+// u times the condition of its sum (sum |terms|, a dot product's sum |a_k b_k|), or for an FFT a
+// multiple of u log2(n) times its transform's norm. Prints the same CHECK lines as check_close.
+template <typename T, typename R>
+bool check_close_each(const char* name, const T* got, const R* want, const double* atol, size_t n, double rtol) {
+  double max_abs_err = 0.0, max_share = 0.0;  // max_share: the largest error as a share of its tolerance
+  for (size_t i = 0; i < n; ++i) {
+    const double g = static_cast<double>(got[i]);
+    const double w = static_cast<double>(want[i]);
+    const double err = g == w ? 0.0 : std::fabs(g - w);
+    const double tol = atol[i] + rtol * std::fabs(w);
+    if (!(err <= tol)) {  // written so that NaN fails
+      std::printf("CHECK FAIL %s n=%zu first_bad=%zu got=%.9g want=%.9g tol=%.3g\n", name, n, i, g, w, tol);
+      return false;
+    }
+    max_abs_err = std::max(max_abs_err, err);
+    if (tol > 0) max_share = std::max(max_share, err / tol);
+  }
+  if (n == 0) {
+    std::printf("CHECK FAIL %s n=0 (nothing was compared)\n", name);
+    return false;
+  }
+  const double max_atol = *std::max_element(atol, atol + n), min_atol = *std::min_element(atol, atol + n);
+  std::printf("CHECK PASS %s n=%zu max_abs_err=%.3g rtol=%.1g atol=%.2g..%.2g worst_err_over_tol=%.2g\n", name, n,
+              max_abs_err, rtol, min_atol, max_atol, max_share);
+  return true;
+}
+// --8<-- [end:compare_each]
+
+// --8<-- [start:plant]
+// Planted faults: evidence that a check can fail. A program that takes `--plant zeros-small` runs its
+// real check once more, quietly, on output in which every element whose reference is nonzero but
+// smaller than the old fixed tolerance has been replaced by zero (what a kernel that loses small
+// outputs writes), and prints
+//   CHECK PASS planted_zeros_small_caught n=<zeroed elements>
+// only if the check rejected that output; a check that accepts it, or a run where no element was small
+// enough to plant, prints CHECK FAIL.
+
+// The fault `--plant` names: "" (none) or "zeros-small". Anything else is an error (exit code 1).
+inline bool plant_zeros_small_requested(const Args& args) {
+  const std::string fault = args.get_str("--plant", "");
+  if (fault.empty()) return false;
+  if (fault == "zeros-small") return true;
+  std::fprintf(stderr, "error: --plant expects zeros-small, got '%s'\n", fault.c_str());
+  std::exit(kExitFail);
+}
+
+// Runs `check` (any callable returning a check's verdict, such as a lambda around check_close) with
+// everything it prints to stdout discarded, and returns the verdict: the same check, without its CHECK
+// line. Errors still reach stderr.
+template <typename F>
+bool verdict_quietly(F&& check) {
+  std::fflush(stdout);
+  const int saved = dup(fileno(stdout)), null_fd = open("/dev/null", O_WRONLY);
+  if (saved < 0 || null_fd < 0) {
+    std::fprintf(stderr, "error: verdict_quietly could not redirect stdout\n");
+    std::exit(kExitFail);
+  }
+  dup2(null_fd, fileno(stdout));
+  close(null_fd);
+  const bool ok = check();
+  std::fflush(stdout);
+  dup2(saved, fileno(stdout));
+  close(saved);
+  return ok;
+}
+
+// Zeroes, in host memory, every got[i] whose want[i] is nonzero (and not NaN) with |want[i]| < below.
+// Returns how many it zeroed.
+template <typename T, typename R>
+size_t plant_zeros_small(T* got, const R* want, size_t n, double below) {
+  size_t planted = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double w = std::fabs(static_cast<double>(want[i]));
+    if (w > 0 && w < below) got[i] = T(0), ++planted;
+  }
+  return planted;
+}
+
+// The same on an output in device memory (d_out[i] pairs with want[i]), for checks that run the kernel
+// themselves: call it right after the kernel, as if the kernel had written the zeros.
+template <typename T, typename R>
+size_t plant_zeros_small_device(T* d_out, const R* want, size_t n, double below) {
+  std::vector<T> host = to_host(d_out, n);
+  const size_t planted = plant_zeros_small(host.data(), want, n, below);
+  CUDA_CHECK(cudaMemcpy(d_out, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  return planted;
+}
+
+// Prints the planted-fault verdict: PASS only if something was planted and the check rejected it.
+inline bool report_planted_zeros_small(size_t planted, bool check_passed) {
+  const bool caught = planted > 0 && !check_passed;
+  std::printf("CHECK %s planted_zeros_small_caught n=%zu %s\n", caught ? "PASS" : "FAIL", planted,
+              planted == 0 ? "(no element was small enough to plant: the run proves nothing)"
+              : caught     ? "(the check rejected zeros written where outputs are small)"
+                           : "(the check ACCEPTED zeros written where outputs are small)");
+  std::fflush(stdout);
+  return caught;
+}
+// --8<-- [end:plant]
 
 }  // namespace course

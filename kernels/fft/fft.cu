@@ -22,6 +22,8 @@
 // course: run --n 32 --batch 33
 // course: run --n 4096 --batch 3
 // course: run --n 128 --batch 1
+// course: run --n 1024 --batch 7 --plant zeros-small
+// course: run --n 4096 --batch 3 --plant zeros-small
 // course: bench --bench
 #include <type_traits>
 
@@ -568,10 +570,34 @@ static void run_version(const Version& v, const Plan& p, const CufftPlan& cf, co
   else cf.forward(in, out);
 }
 
-static bool check_all(int N, int batch, uint64_t seed) {
+// --8<-- [start:tolerance]
+// Rounding in a float32 FFT moves every output of a transform by about u log2(N) times the norm of the
+// transform's input (u = 2^-24), whatever that output's own size: a bin that cancels to almost zero gets
+// the same absolute error as a large one. So the tolerance is absolute per transform, proportional to
+// its input's norm, and it follows the data: a quiet transform in the batch gets a small tolerance.
+// c = 20 equals the fixed atol this check once used, 1e-6 sqrt(N) (log2 N + 1), on inputs in [-1, 1).
+static std::vector<double> fft_atol(const float* x /* 2 * N * batch */, int N, int batch, double c) {
+  int log2n = 0;
+  while ((1 << log2n) < N) ++log2n;
+  std::vector<double> atol(2 * static_cast<size_t>(N) * batch);
+  for (int b = 0; b < batch; ++b) {
+    const size_t first = 2 * static_cast<size_t>(b) * N, last = first + 2 * static_cast<size_t>(N);
+    double norm2 = 0;
+    for (size_t i = first; i < last; ++i) norm2 += static_cast<double>(x[i]) * x[i];
+    std::fill(atol.begin() + first, atol.begin() + last, c * 0x1p-24 * (log2n + 1) * std::sqrt(norm2));
+  }
+  return atol;
+}
+// --8<-- [end:tolerance]
+
+static bool check_all(int N, int batch, uint64_t seed, bool plant) {
   const size_t n = static_cast<size_t>(N) * batch;
   std::vector<float> host(2 * n), got(2 * n);
   course::fill_uniform(host, seed);
+  // Every third transform is 2^20 times quieter (an exact scaling): batches mix loud and quiet signals,
+  // and a quiet transform's outputs are all below a tolerance fixed for the loud ones.
+  for (int b = 1; b < batch; b += 3)
+    for (size_t i = 2 * static_cast<size_t>(b) * N; i < 2 * static_cast<size_t>(b + 1) * N; ++i) host[i] *= 0x1p-20f;
   std::vector<double> want(2 * n);
   dft_reference(N, batch, reinterpret_cast<const float2*>(host.data()), want.data());
   int log2n = 0;
@@ -582,8 +608,10 @@ static bool check_all(int N, int batch, uint64_t seed) {
   CUDA_CHECK(cudaMemcpy(d_in, host.data(), n * sizeof(float2), cudaMemcpyHostToDevice));
   const Plan p{N, log2n, batch, make_twiddles(N), make_fourstep_twiddles(N, log2n)};
   const CufftPlan cf(N, batch);
-  // float32 FFT error grows like log2(N) rounding steps on values of size about sqrt(N).
-  const double rtol = 1e-4, atol = 1e-6 * std::sqrt(static_cast<double>(N)) * (log2n + 1);
+  const std::vector<double> atol = fft_atol(host.data(), N, batch, 20);
+  const auto check = [&](const char* name, const float* out) {
+    return course::check_close_each(name, out, want.data(), atol.data(), 2 * n, 1e-4);
+  };
   bool ok = true;
   for (const Version& v : kVersions) {
     course::poison(d_out, n * sizeof(float2));
@@ -591,7 +619,13 @@ static bool check_all(int N, int batch, uint64_t seed) {
     CUDA_CHECK(cudaMemcpy(got.data(), d_out, n * sizeof(float2), cudaMemcpyDeviceToHost));
     char name[64];
     std::snprintf(name, sizeof(name), "fft_v%d_n%d_batch%d", v.id, N, batch);
-    ok &= course::check_close(name, got.data(), want.data(), 2 * n, rtol, atol);
+    ok &= check(name, got.data());
+  }
+  if (plant) {  // the last version's output, with zeros where the reference is below the old fixed atol
+    const double old_atol = 1e-6 * std::sqrt(static_cast<double>(N)) * (log2n + 1);
+    const size_t planted = course::plant_zeros_small(got.data(), want.data(), 2 * n, old_atol);
+    const bool passed = course::verdict_quietly([&] { return check("planted", got.data()); });
+    ok &= course::report_planted_zeros_small(planted, passed);
   }
   CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw)));
   CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw4)));
@@ -620,6 +654,7 @@ static bool bench_size(int N, uint64_t seed) {
   CUDA_CHECK(cudaMemcpy(ref.data(), d_out, n * sizeof(float2), cudaMemcpyDeviceToHost));
   char cs[64];
   std::snprintf(cs, sizeof(cs), "fft N=%d batch=%d", N, batch);
+  const std::vector<double> atol = fft_atol(host.data(), N, batch, 40);  // both sides round: twice the error
   const double bytes = 2.0 * n * sizeof(float2), flops = 5.0 * n * log2n;  // 5 N log2 N per transform
   bool ok = true;
   for (const Version& v : kVersions) {
@@ -629,7 +664,7 @@ static bool bench_size(int N, uint64_t seed) {
       CUDA_CHECK(cudaMemcpy(got.data(), d_out, n * sizeof(float2), cudaMemcpyDeviceToHost));
       char name[64];
       std::snprintf(name, sizeof(name), "fft_v%d_vs_cufft_n%d", v.id, N);
-      ok &= course::check_close(name, got.data(), ref.data(), 2 * n, 1e-4, 2e-6 * std::sqrt(N) * (log2n + 1));
+      ok &= course::check_close_each(name, got.data(), ref.data(), atol.data(), 2 * n, 1e-4);
     }
     const float ms = course::time_kernel_ms([&] { run_version(v, p, cf, d_in, d_out); });
     // Workspace: cuFFT's scratch; for ours the twiddle tables.
@@ -672,6 +707,7 @@ int main(int argc, char** argv) {
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
   const long long profile = args.get_int("--profile", -1, 0, 6);  // -1: not profiling
   const bool bench = args.has("--bench");
+  const bool plant = course::plant_zeros_small_requested(args);
   args.finish();
   if ((N & (N - 1)) != 0) {
     std::fprintf(stderr, "error: --n must be a power of two from 2 to 4096 (got %lld)\n", N);
@@ -687,7 +723,7 @@ int main(int argc, char** argv) {
   }
   allow_large_smem();
   if (profile >= 0) return profile_once(kVersions[profile], static_cast<int>(N), static_cast<int>(batch), seed);
-  bool ok = check_all(static_cast<int>(N), static_cast<int>(batch), seed);
+  bool ok = check_all(static_cast<int>(N), static_cast<int>(batch), seed, plant);
   if (ok && bench)
     for (int n = 64; n <= 4096; n *= 2) ok &= bench_size(n, seed + 10);
   return ok ? 0 : course::kExitFail;

@@ -161,21 +161,13 @@ static std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
   return out;
 }
 
-template <typename T>
-static T* to_device(const std::vector<T>& v) {
-  T* p = nullptr;
-  CUDA_CHECK(cudaMalloc(&p, v.size() * sizeof(T)));
-  CUDA_CHECK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return p;
-}
-
 static bool check(cublasLtHandle_t lt, cublasHandle_t h, int m, int n, int k, uint64_t seed, void* ws, size_t ws_bytes) {
   std::vector<float> X((size_t)m * k), W((size_t)k * n), b(n);
   course::fill_uniform(X, seed);
   course::fill_uniform(W, seed + 1);
   course::fill_uniform(b, seed + 2);
   const auto X16 = to_bf16(X), W16 = to_bf16(W), b16 = to_bf16(b);
-  __nv_bfloat16 *dX = to_device(X16), *dW = to_device(W16), *db = to_device(b16), *dY;
+  __nv_bfloat16 *dX = course::to_device(X16), *dW = course::to_device(W16), *db = course::to_device(b16), *dY;
   CUDA_CHECK(cudaMalloc(&dY, (size_t)m * n * sizeof(__nv_bfloat16)));
   std::vector<__nv_bfloat16> Y16((size_t)m * n);
   std::vector<float> Y((size_t)m * n);
@@ -214,7 +206,7 @@ static bool check_bias_act_scalar(int m, int n, uint64_t seed) {
   course::fill_uniform(y, seed + 3, -3.0f, 3.0f);
   course::fill_uniform(b, seed + 4);
   const auto y16 = to_bf16(y), b16 = to_bf16(b);
-  __nv_bfloat16 *dY = to_device(y16), *db = to_device(b16);
+  __nv_bfloat16 *dY = course::to_device(y16), *db = course::to_device(b16);
   launch_bias_act(dY, db, m, width, Act::kGelu);
   std::vector<__nv_bfloat16> got16(y16.size());
   CUDA_CHECK(cudaMemcpy(got16.data(), dY, got16.size() * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost));
@@ -243,7 +235,8 @@ static void bench(cublasLtHandle_t lt, cublasHandle_t h, void* ws, size_t ws_byt
   course::fill_uniform(hX, seed);
   course::fill_uniform(hW, seed + 1);
   course::fill_uniform(hb, seed + 2);
-  __nv_bfloat16 *X = to_device(to_bf16(hX)), *W = to_device(to_bf16(hW)), *b = to_device(to_bf16(hb)), *Y;
+  __nv_bfloat16 *X = course::to_device(to_bf16(hX)), *W = course::to_device(to_bf16(hW)),
+                *b = course::to_device(to_bf16(hb)), *Y;
   CUDA_CHECK(cudaMalloc(&Y, (size_t)m * n * sizeof(__nv_bfloat16)));
   const double flops = 2.0 * m * n * k, bytes = 2.0 * ((double)m * k + (double)k * n + n + (double)m * n);
   const char* c = "linear 8192x1024 -> 4096, bf16, bias+GELU";

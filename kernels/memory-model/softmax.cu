@@ -20,6 +20,7 @@
 // course: run --rows 3 --cols 5000
 // course: run --rows 24 --cols 20
 // course: run --rows 40 --cols 33
+// course: run --rows 37 --cols 8192 --plant zeros-small
 // course: bench --bench
 #include "../common/course.cuh"
 #include "softmax.cuh"
@@ -88,6 +89,7 @@ int main(int argc, char** argv) {
   const long long rows = args.get_int("--rows", bench ? 8192 : 97, 1, 1LL << 24);
   const long long cols = args.get_int("--cols", bench ? 8192 : 997, 1, 1LL << 24);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
+  const bool plant = course::plant_zeros_small_requested(args);
   args.finish();
   if (rows * cols > (1LL << 28)) {  // 1 GiB per matrix, and the host keeps a float64 copy
     std::fprintf(stderr, "error: --rows x --cols must be at most 2^28 elements (got %lld x %lld)\n", rows, cols);
@@ -112,6 +114,11 @@ int main(int argc, char** argv) {
       continue;
     }
     ok = check_version(v, d_x, d_y, R, C, want) && ok;
+  }
+  if (plant) {  // the check is the same for every version: the first one is planted with the fault
+    const Version& v =
+        *std::find_if(std::begin(kVersions), std::end(kVersions), [&](const Version& w) { return can_run(w, C); });
+    ok = check_softmax_planted([&](float* y) { launch(v, d_x, y, R, C); }, d_y, R, C, want) && ok;
   }
 
   if (bench && ok) {

@@ -72,6 +72,18 @@ static void fill_rows(std::vector<float>& x, int rows, int cols, uint64_t seed) 
 }
 // --8<-- [end:inputs]
 
+// --8<-- [start:tolerance]
+// Every output is exp(x - max) / sum, and every term of the sum is positive, so float32 rounding (expf
+// within 2 ulp, the sum's drift, the rescaling of an online pass) changes each output by a share of
+// itself, however small it is: the check is relative to each element. A fixed atol would not be: in a
+// row of 262144 inputs in [-8, 8) the outputs are around 4e-6 and the smallest below 1e-11, so the atol of 1e-9
+// this check once had let a kernel write zeros for a third of such a row. The only absolute slack left
+// is float's smallest normal number, below which an output may correctly flush to zero.
+constexpr double kSoftmaxRtol = 1e-4;
+constexpr double kSoftmaxAtol = 1.1754943508222875e-38;  // FLT_MIN
+constexpr double kSoftmaxOldAtol = 1e-9;                 // what --plant zeros-small zeroes below
+// --8<-- [end:tolerance]
+
 // Checks one version's output: rows that must be NaN separately (check_close never lets NaN pass), and
 // only after a second run into an output of zeros, so that a row the kernel never wrote cannot pass
 // as NaN; every other row against the reference, after a run into a NaN-poisoned output.
@@ -91,8 +103,8 @@ bool check_softmax(const char* check_name, Run&& run, float* d_y, int R, int C, 
     got_rows.insert(got_rows.end(), got.begin() + (size_t)r * C, got.begin() + (size_t)(r + 1) * C);
     want_rows.insert(want_rows.end(), want.begin() + (size_t)r * C, want.begin() + (size_t)(r + 1) * C);
   }
-  // expf is within 2 ulp; a float sum of cols terms drifts by up to ~cols * 6e-8 relative.
-  bool ok = course::check_close(check_name, got_rows.data(), want_rows.data(), got_rows.size(), 1e-4, 1e-9);
+  bool ok = course::check_close(check_name, got_rows.data(), want_rows.data(), got_rows.size(), kSoftmaxRtol,
+                                kSoftmaxAtol);
   CUDA_CHECK(cudaMemset(d_y, 0, bytes));
   run(d_y);
   CUDA_CHECK(cudaMemcpy(got.data(), d_y, bytes, cudaMemcpyDeviceToHost));
@@ -108,4 +120,17 @@ bool check_softmax(const char* check_name, Run&& run, float* d_y, int R, int C, 
     ok = course::check_true(name, not_nan == 0, nan_checked, detail) && ok;
   }
   return ok;
+}
+
+// --plant zeros-small: the same check, quietly, on a kernel whose output has zeros wherever the reference
+// is below the old atol; prints CHECK PASS planted_zeros_small_caught only if check_softmax rejects it.
+template <typename Run>
+bool check_softmax_planted(Run&& run, float* d_y, int R, int C, const std::vector<double>& want) {
+  size_t planted = 0;
+  const auto faulty = [&](float* y) {
+    run(y);
+    planted = course::plant_zeros_small_device(y, want.data(), want.size(), kSoftmaxOldAtol);
+  };
+  const bool passed = course::verdict_quietly([&] { return check_softmax("planted", faulty, d_y, R, C, want); });
+  return course::report_planted_zeros_small(planted, passed);
 }

@@ -261,9 +261,19 @@ void parallel_for(long long n, const F& body) {
 struct Gradients {
   double *dq, *dk, *dv;  // [seq][dim] each
 };
+// The last step of the rounded references: version 1's dV is the exact one; version 2's gradients
+// are rounded to bf16.
+inline void round_gradients(long long count, const Gradients& exact, const Gradients* fp32, const Gradients* bf16) {
+  for (long long e = 0; e < count; ++e) {
+    if (fp32) fp32->dv[e] = exact.dv[e];
+    if (bf16) bf16->dq[e] = round_bf16(bf16->dq[e]), bf16->dk[e] = round_bf16(bf16->dk[e]), bf16->dv[e] = round_bf16(bf16->dv[e]);
+  }
+}
+// The query rows [i0, i1) only (the caller splits a head over cores and sums, then calls
+// round_gradients), or every row by default.
 inline void reference_backward(const Shape& s, const float* q, const float* k, const float* v, const float* d_out,
                                long long bh, Gradients exact, const Gradients* fp32 = nullptr,
-                               const Gradients* bf16 = nullptr) {
+                               const Gradients* bf16 = nullptr, int i0 = 0, int i1 = -1) {
   const int n = s.seq, d = s.dim, b = static_cast<int>(bh / s.heads);
   const long long off = bh * n * d;
   q += off, k += off, v += off, d_out += off;
@@ -271,7 +281,7 @@ inline void reference_backward(const Shape& s, const float* q, const float* k, c
   for (const Gradients* g : std::initializer_list<const Gradients*>{&exact, fp32, bf16})
     if (g)
       for (long long e = 0; e < 1LL * n * d; ++e) g->dq[e] = g->dk[e] = g->dv[e] = 0.0;
-  for (int i = 0; i < n; ++i) {
+  for (int i = i0; i < (i1 < 0 ? n : i1); ++i) {
     double lse = 0.0;
     reference_row(s, q - off, k - off, v - off, bh * n + i, out.data(), &lse, out_bf16_p.data());
     double delta = 0.0, delta_low = 0.0;  // rowsum(dO o O); with O from a bf16 forward
@@ -310,10 +320,7 @@ inline void reference_backward(const Shape& s, const float* q, const float* k, c
       }
     }
   }
-  for (long long e = 0; e < 1LL * n * d; ++e) {
-    if (fp32) fp32->dv[e] = exact.dv[e];
-    if (bf16) bf16->dq[e] = round_bf16(bf16->dq[e]), bf16->dk[e] = round_bf16(bf16->dk[e]), bf16->dv[e] = round_bf16(bf16->dv[e]);
-  }
+  if (i0 == 0 && i1 < 0) round_gradients(n * d, exact, fp32, bf16);
 }
 // --8<-- [end:reference_backward]
 

@@ -30,7 +30,9 @@
 // course: bench --bench
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <type_traits>
+#include <vector>
 
 #include "attention_common.cuh"
 #include "flash_fwd.cuh"
@@ -450,8 +452,8 @@ struct BwdBuffers {
 
 // The float64 reference gradients of the (batch, head)s to check, computed once per shape on every
 // CPU core: every (batch, head) where the budget allows (query rows x keys x dim, about 4 times the
-// forward reference's work per unit), otherwise evenly spaced ones, the first and last included: 16
-// of the 64 at the benchmark's size without the mask, 32 with it. Each comes exact, and rounded as
+// forward reference's work per unit), otherwise evenly spaced ones, the first and last included: 9
+// of the 64 at the benchmark's size without the mask, 18 with it. Each comes exact, and rounded as
 // version 1 and as version 2 compute (attention_common.cuh's reference_backward).
 struct ReferenceGradients {
   std::vector<long long> heads;
@@ -459,7 +461,7 @@ struct ReferenceGradients {
 };
 
 ReferenceGradients reference_gradients(const attn::Shape& s, const attn::Inputs& in, const std::vector<float>& d_out,
-                                       double budget = 3.5e10) {
+                                       double budget = 2e10) {
   ReferenceGradients ref;
   const long long bh_count = 1LL * s.batch * s.heads, per_head = 1LL * s.seq * s.dim;
   const double head_cost = 1.0 * s.seq * s.seq * s.dim * (s.causal ? 0.5 : 1.0);
@@ -468,12 +470,39 @@ ReferenceGradients reference_gradients(const attn::Shape& s, const attn::Inputs&
   ref.heads.erase(std::unique(ref.heads.begin(), ref.heads.end()), ref.heads.end());
   const size_t total = ref.heads.size() * per_head;
   for (int g = 0; g < 3; ++g) ref.exact[g].resize(total), ref.fp32[g].resize(total), ref.bf16[g].resize(total);
-  attn::parallel_for(static_cast<long long>(ref.heads.size()), [&](long long h) {
+  // Each head's query rows are split into `parts` slices, one task each, with private sums (dK and dV
+  // gather over rows) that are added up afterwards: every core busy even when few heads are checked.
+  const long long cores = std::max(1u, std::thread::hardware_concurrency()), heads = ref.heads.size();
+  const int parts = static_cast<int>(std::min<long long>(s.seq, std::max(1LL, (2 * cores + heads - 1) / heads)));
+  std::vector<std::vector<double>> partial(heads * parts);
+  attn::parallel_for(heads * parts, [&](long long task) {
+    const long long h = task / parts;
+    const int part = static_cast<int>(task % parts);
+    std::vector<double>& buf = partial[task];
+    buf.assign(9 * per_head, 0.0);
+    double* x = buf.data();
+    const attn::Gradients exact{x, x + per_head, x + 2 * per_head};
+    const attn::Gradients fp32{x + 3 * per_head, x + 4 * per_head, x + 5 * per_head};
+    const attn::Gradients bf16{x + 6 * per_head, x + 7 * per_head, x + 8 * per_head};
+    attn::reference_backward(s, in.q.data(), in.k.data(), in.v.data(), d_out.data(), ref.heads[h], exact, &fp32, &bf16,
+                             static_cast<int>(1LL * s.seq * part / parts), static_cast<int>(1LL * s.seq * (part + 1) / parts));
+  });
+  attn::parallel_for(heads, [&](long long h) {
     const long long at = h * per_head;
+    for (int part = 0; part < parts; ++part) {
+      const std::vector<double>& buf = partial[h * parts + part];
+      for (int g = 0; g < 3; ++g)
+        for (long long e = 0; e < per_head; ++e) {
+          ref.exact[g][at + e] += buf[g * per_head + e];
+          ref.fp32[g][at + e] += buf[(3 + g) * per_head + e];
+          ref.bf16[g][at + e] += buf[(6 + g) * per_head + e];
+        }
+      std::vector<double>().swap(partial[h * parts + part]);
+    }
     const attn::Gradients exact{&ref.exact[0][at], &ref.exact[1][at], &ref.exact[2][at]};
     const attn::Gradients fp32{&ref.fp32[0][at], &ref.fp32[1][at], &ref.fp32[2][at]};
     const attn::Gradients bf16{&ref.bf16[0][at], &ref.bf16[1][at], &ref.bf16[2][at]};
-    attn::reference_backward(s, in.q.data(), in.k.data(), in.v.data(), d_out.data(), ref.heads[h], exact, &fp32, &bf16);
+    attn::round_gradients(per_head, exact, &fp32, &bf16);
   });
   return ref;
 }

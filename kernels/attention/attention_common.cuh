@@ -24,6 +24,7 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../common/course.cuh"
@@ -72,16 +73,26 @@ inline std::string padded_suffix(const Shape& s) {
   return s.key_len[0] < s.seq || s.key_len[s.batch - 1] < s.seq ? " padded" : "";
 }
 
+// A fault planted in a kernel's output after it ran (--plant), to show that the checks reject it:
+//   zeros-small  zeros wherever the reference's magnitude is below the old absolute tolerance
+//   tile         one tile of 64 rows (at three fifths of the checked rows) shifted by 1% of the
+//                output's typical (RMS) magnitude
+enum class Plant { kNone, kZerosSmall, kTile };
+
+inline const char* plant_name(Plant p) { return p == Plant::kZerosSmall ? "zeros-small" : "tile"; }
+
 // The options every CUDA program of the chapter takes: the shape to check (--batch, --heads, --seq,
-// --dim 64 or 128, --causal, --padding), --seed, and --bench for the benchmark cases instead.
-// Malformed or unknown options end the program with a usage line (exit 1), before any CUDA call.
+// --dim 64 or 128, --causal, --padding), --seed, --bench for the benchmark cases instead, and
+// --plant FAULT. Malformed or unknown options end the program with a usage line (exit 1), before any
+// CUDA call.
 struct Options {
   Shape shape;
   uint64_t seed = 0;
   bool bench = false;
+  Plant plant = Plant::kNone;
 };
 
-inline Options parse_options(int argc, char** argv, int max_seq = 1 << 16) {
+inline Options parse_options(int argc, char** argv, int max_seq = 1 << 16, bool takes_plant = true) {
   const course::Args args{argc, argv};
   const int batch = static_cast<int>(args.get_int("--batch", 2, 1, 64));
   const int heads = static_cast<int>(args.get_int("--heads", 3, 1, 64));
@@ -91,12 +102,22 @@ inline Options parse_options(int argc, char** argv, int max_seq = 1 << 16) {
   const bool padding = args.has("--padding");
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2024, 0));
   const bool bench = args.has("--bench");
+  const std::string plant = takes_plant ? args.get_str("--plant", "none") : "none";
   args.finish();
   if (dim != 64 && dim != 128) {
     std::fprintf(stderr, "error: --dim must be 64 or 128, got %d\n", dim);
     std::exit(course::kExitFail);
   }
-  return Options{make_shape(batch, heads, seq, dim, causal, padding), seed, bench};
+  if (plant != "none" && plant != "zeros-small" && plant != "tile") {
+    std::fprintf(stderr, "error: --plant expects none, zeros-small or tile, got '%s'\n", plant.c_str());
+    std::exit(course::kExitFail);
+  }
+  if (bench && plant != "none") {
+    std::fprintf(stderr, "error: --plant checks one shape; it cannot be combined with --bench\n");
+    std::exit(course::kExitFail);
+  }
+  const Plant p = plant == "zeros-small" ? Plant::kZerosSmall : plant == "tile" ? Plant::kTile : Plant::kNone;
+  return Options{make_shape(batch, heads, seq, dim, causal, padding), seed, bench, p};
 }
 
 using course::device_alloc;
@@ -166,11 +187,17 @@ inline ForwardBuffers upload_and_allocate(const Shape& s, const Inputs& in) {
   return d;
 }
 
+// bf16's rounding (to nearest even), for the reference computed in the kernels' precision.
+inline double round_bf16(double x) { return __bfloat162float(__float2bfloat16(static_cast<float>(x))); }
+
 // --8<-- [start:reference]
 // float64 reference for one query row r (= (b * heads + h) * seq + i): the output row and the
 // logsumexp of the row's scaled scores (+inf for a fully masked row). Direct two-pass softmax.
+// With out_bf16_p, also the same row with each weight p rounded to bf16 before P V (the row sum
+// keeps the unrounded p), as the tensor-core kernels compute it: the checks' measure of what the
+// kernels' precision costs.
 inline void reference_row(const Shape& s, const float* q, const float* k, const float* v, long long r,
-                          double* out, double* lse) {
+                          double* out, double* lse, double* out_bf16_p = nullptr) {
   const int i = static_cast<int>(r % s.seq);
   const long long bh = r / s.seq;
   const int b = static_cast<int>(bh / s.heads);
@@ -187,6 +214,8 @@ inline void reference_row(const Shape& s, const float* q, const float* k, const 
     m = std::max(m, score[j]);
   }
   for (int c = 0; c < s.dim; ++c) out[c] = 0.0;
+  if (out_bf16_p)
+    for (int c = 0; c < s.dim; ++c) out_bf16_p[c] = 0.0;
   if (m == -std::numeric_limits<double>::infinity()) {  // fully masked: zeros, lse +inf
     *lse = std::numeric_limits<double>::infinity();
     return;
@@ -197,29 +226,69 @@ inline void reference_row(const Shape& s, const float* q, const float* k, const 
     const double p = std::exp(score[j] - m);
     sum += p;
     for (int c = 0; c < s.dim; ++c) out[c] += p * vh[1LL * j * s.dim + c];
+    if (!out_bf16_p) continue;
+    const double p_bf16 = round_bf16(p);
+    for (int c = 0; c < s.dim; ++c) out_bf16_p[c] += p_bf16 * vh[1LL * j * s.dim + c];
   }
   for (int c = 0; c < s.dim; ++c) out[c] /= sum;
+  if (out_bf16_p)
+    for (int c = 0; c < s.dim; ++c) out_bf16_p[c] /= sum;
   *lse = m + std::log(sum);
 }
 // --8<-- [end:reference]
+
+// Runs body(i) for i in [0, n) on every CPU core: the float64 references of the benchmark sizes.
+template <typename F>
+void parallel_for(long long n, const F& body) {
+  const long long workers = std::max(1LL, std::min<long long>(n, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (long long w = 0; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      for (long long i = w; i < n; i += workers) body(i);
+    });
+  for (auto& t : pool) t.join();
+}
 
 // --8<-- [start:reference_backward]
 // float64 reference of the backward pass for one (batch, head) `bh`, given dO: with P the softmax
 // of the masked scaled scores and O = P V,
 //   dV = P^T dO,  dP = dO V^T,  dS = P o (dP - rowsum(dO o O)),  dQ = scale dS K,  dK = scale dS^T Q.
 // A masked pair has P = 0 and contributes nothing; a fully masked row's dQ is 0.
+// Optionally also the same gradients in the kernels' precision, the checks' measure of what it costs:
+// `fp32` with delta taken from the bf16 output of a bf16-P forward (what a backward is given: version
+// 1), `bf16` with that delta, P rounded to bf16 for dV, dS for dQ and dK, and the gradients rounded
+// to bf16 (version 2).
+struct Gradients {
+  double *dq, *dk, *dv;  // [seq][dim] each
+};
+// The last step of the rounded references: version 1's dV is the exact one; version 2's gradients
+// are rounded to bf16.
+inline void round_gradients(long long count, const Gradients& exact, const Gradients* fp32, const Gradients* bf16) {
+  for (long long e = 0; e < count; ++e) {
+    if (fp32) fp32->dv[e] = exact.dv[e];
+    if (bf16) bf16->dq[e] = round_bf16(bf16->dq[e]), bf16->dk[e] = round_bf16(bf16->dk[e]), bf16->dv[e] = round_bf16(bf16->dv[e]);
+  }
+}
+// The query rows [i0, i1) only (the caller splits a head over cores and sums, then calls
+// round_gradients), or every row by default.
 inline void reference_backward(const Shape& s, const float* q, const float* k, const float* v, const float* d_out,
-                               long long bh, double* dq, double* dk, double* dv) {
+                               long long bh, Gradients exact, const Gradients* fp32 = nullptr,
+                               const Gradients* bf16 = nullptr, int i0 = 0, int i1 = -1) {
   const int n = s.seq, d = s.dim, b = static_cast<int>(bh / s.heads);
   const long long off = bh * n * d;
   q += off, k += off, v += off, d_out += off;
-  std::vector<double> out(d);
-  for (long long e = 0; e < 1LL * n * d; ++e) dq[e] = dk[e] = dv[e] = 0.0;
-  for (int i = 0; i < n; ++i) {
+  std::vector<double> out(d), out_bf16_p(d);
+  for (const Gradients* g : std::initializer_list<const Gradients*>{&exact, fp32, bf16})
+    if (g)
+      for (long long e = 0; e < 1LL * n * d; ++e) g->dq[e] = g->dk[e] = g->dv[e] = 0.0;
+  for (int i = i0; i < (i1 < 0 ? n : i1); ++i) {
     double lse = 0.0;
-    reference_row(s, q - off, k - off, v - off, bh * n + i, out.data(), &lse);
-    double delta = 0.0;  // rowsum(dO o O)
-    for (int c = 0; c < d; ++c) delta += static_cast<double>(d_out[1LL * i * d + c]) * out[c];
+    reference_row(s, q - off, k - off, v - off, bh * n + i, out.data(), &lse, out_bf16_p.data());
+    double delta = 0.0, delta_low = 0.0;  // rowsum(dO o O); with O from a bf16 forward
+    for (int c = 0; c < d; ++c) {
+      delta += static_cast<double>(d_out[1LL * i * d + c]) * out[c];
+      delta_low += static_cast<double>(d_out[1LL * i * d + c]) * round_bf16(out_bf16_p[c]);
+    }
     for (int j = 0; j < n; ++j) {
       if (!s.allowed(b, i, j)) continue;
       double dot = 0.0, dp = 0.0;
@@ -230,48 +299,30 @@ inline void reference_backward(const Shape& s, const float* q, const float* k, c
       const double p = std::exp(dot * s.scale() - lse);
       const double ds = p * (dp - delta) * s.scale();
       for (int c = 0; c < d; ++c) {
-        dv[1LL * j * d + c] += p * d_out[1LL * i * d + c];
-        dq[1LL * i * d + c] += ds * k[1LL * j * d + c];
-        dk[1LL * j * d + c] += ds * q[1LL * i * d + c];
+        exact.dv[1LL * j * d + c] += p * d_out[1LL * i * d + c];
+        exact.dq[1LL * i * d + c] += ds * k[1LL * j * d + c];
+        exact.dk[1LL * j * d + c] += ds * q[1LL * i * d + c];
+      }
+      if (fp32) {  // its dV is the exact one (delta does not enter)
+        const double ds_low = p * (dp - delta_low) * s.scale();
+        for (int c = 0; c < d; ++c) {
+          fp32->dq[1LL * i * d + c] += ds_low * k[1LL * j * d + c];
+          fp32->dk[1LL * j * d + c] += ds_low * q[1LL * i * d + c];
+        }
+      }
+      if (bf16) {
+        const double p_low = round_bf16(p), ds_low = round_bf16(p * (dp - delta_low));
+        for (int c = 0; c < d; ++c) {
+          bf16->dv[1LL * j * d + c] += p_low * d_out[1LL * i * d + c];
+          bf16->dq[1LL * i * d + c] += ds_low * s.scale() * k[1LL * j * d + c];
+          bf16->dk[1LL * j * d + c] += ds_low * s.scale() * q[1LL * i * d + c];
+        }
       }
     }
   }
+  if (i0 == 0 && i1 < 0) round_gradients(n * d, exact, fp32, bf16);
 }
 // --8<-- [end:reference_backward]
-
-// --8<-- [start:tolerances]
-// Tolerances, from the precision of each step (inputs are exact bf16 values, |q|, |k| <= 2, |v| <= 1):
-//  - the output is rounded to bf16: relative error up to bf16's unit roundoff 2^-8 (rtol 2^-7 leaves
-//    room for the fp32 steps below);
-//  - a score is a length-D fp32 dot product: error <= D * 2^-24 * sum |q_c k_c| <= 128 * 2^-24 * 512,
-//    about 4e-3 before the scale 1/sqrt(D), 3.5e-4 after; it shifts p relatively by as much, and
-//    the output (a weighted mean of |v| <= 1) by at most twice that: atol 2^-10 when P stays fp32;
-//  - a kernel that rounds P to bf16 before P V (the row sum uses the fp32 P) changes each weight by
-//    up to 2^-8 relative, the output by at most 2^-8: atol 2^-7 (2^-8 + 2^-10, rounded up).
-// The logsumexp carries only the scores' error: rtol 1e-5, atol 1e-3.
-constexpr double kRtol = 0x1p-7;
-constexpr double kAtolFp32P = 0x1p-10;
-constexpr double kAtolBf16P = 0x1p-7;
-// --8<-- [end:tolerances]
-
-// The rows to check: all of them for small problems; for the benchmark sizes, where the reference
-// would take minutes, a spread of rows in every (batch, head), including each sequence's first and
-// last rows (the causal mask's extremes).
-inline std::vector<long long> rows_to_check(const Shape& s, long long budget = 1LL << 31) {
-  std::vector<long long> rows;
-  const double cost = static_cast<double>(s.rows()) * s.seq * s.dim;
-  if (cost <= static_cast<double>(budget)) {
-    for (long long r = 0; r < s.rows(); ++r) rows.push_back(r);
-    return rows;
-  }
-  const long long bh_count = 1LL * s.batch * s.heads;
-  for (long long bh = 0; bh < bh_count; bh += std::max(1LL, bh_count / 8)) {
-    for (int i : {0, 1, s.seq / 3, s.seq / 2 + 1, s.seq - 2, s.seq - 1}) {
-      if (i >= 0 && i < s.seq) rows.push_back(bh * s.seq + i);
-    }
-  }
-  return rows;
-}
 
 // A CHECK line's name is one word: "v1 b2 h3 s1 d128 causal" becomes "v1_b2_h3_s1_d128_causal".
 inline std::string check_label(std::string text) {
@@ -279,28 +330,204 @@ inline std::string check_label(std::string text) {
   return text;
 }
 
-// Compare the GPU's output rows (bf16) and logsumexp (float, natural log; empty: not produced) with
-// the reference on the chosen rows. Returns true when the checks pass.
-inline bool check_forward(const char* name, const Shape& s, const Inputs& in, const std::vector<__nv_bfloat16>& out,
-                          const std::vector<float>& lse, const std::vector<long long>& rows, double rtol,
-                          double atol) {
-  std::vector<float> got, got_lse;
-  std::vector<double> want, want_lse;
-  std::vector<double> row(s.dim);
-  for (long long r : rows) {
-    double l = 0.0;
-    reference_row(s, in.q.data(), in.k.data(), in.v.data(), r, row.data(), &l);
-    for (int c = 0; c < s.dim; ++c) {
-      got.push_back(__bfloat162float(out[r * s.dim + c]));
-      want.push_back(row[c]);
-    }
-    if (!lse.empty()) got_lse.push_back(lse[r]), want_lse.push_back(l);
+// --8<-- [start:tolerances]
+// The criterion (FlashAttention's tests' convention): a kernel's error against float64 may be at
+// most twice the error of the same computation done in the kernel's precision, both measured
+// against float64. The "rounded" reference rounds exactly where the kernel rounds (P to bf16 before
+// P V, the output to bf16; in the backward also dS and the gradients), so its error is what that
+// precision costs on these very values, and the tolerance follows the data: small where the outputs
+// are small. Two tests, both needed:
+//  - every element: |got - exact| <= tol = 2 max |rounded - exact| + floor. A kernel that writes
+//    zeros wherever |exact| < tol fails; the CHECK line prints below_tol, the share of such elements;
+//  - every group of rows: rms(got - exact) <= 2 rms(rounded - exact) + rms_all(rounded - exact) / 2
+//    + floor, so that a tile shifted by far less than tol (1% of the typical value) fails too.
+// floor = 2^-12 rms(exact): room for the fp32 arithmetic where the rounded reference is exact (an
+// fp32 output, a row with one key); tiny against every rounding error above.
+struct Verdict {
+  bool ok = false;
+  size_t n = 0;
+  double tol = 0, below_tol = 0, max_err = 0, ref_max_err = 0, rms_ratio = 0;  // rms_ratio: worst group
+  long long bad = -1;                // first failing element, or -1
+  long long bad_group = -1;          // first failing group, or -1
+  double got_bad = 0, want_bad = 0;  // the failing element's values
+};
+
+inline Verdict compare_scaled(const float* got, const double* exact, const double* rounded, size_t n, size_t group) {
+  Verdict r;
+  r.n = n;
+  double sq_exact = 0, sq_ref = 0;
+  for (size_t e = 0; e < n; ++e) {
+    sq_exact += exact[e] * exact[e];
+    sq_ref += (rounded[e] - exact[e]) * (rounded[e] - exact[e]);
+    r.ref_max_err = std::max(r.ref_max_err, std::fabs(rounded[e] - exact[e]));
   }
-  const bool ok_out = course::check_close(check_label(name).c_str(), got.data(), want.data(), got.size(), rtol, atol);
+  const double floor = 0x1p-12 * std::sqrt(sq_exact / std::max<size_t>(n, 1));
+  const double rms_ref_all = std::sqrt(sq_ref / std::max<size_t>(n, 1));
+  r.tol = 2 * r.ref_max_err + floor;
+  size_t below = 0;
+  bool ok = n > 0;
+  for (size_t g0 = 0; g0 < n; g0 += group) {
+    const size_t g1 = std::min(n, g0 + group);
+    double sq_err = 0, sq_ref_g = 0;
+    for (size_t e = g0; e < g1; ++e) {
+      const double err = got[e] == exact[e] ? 0.0 : std::fabs(got[e] - exact[e]);
+      below += std::fabs(exact[e]) < r.tol;
+      if (!(err <= r.tol) && r.bad < 0) r.bad = static_cast<long long>(e), r.got_bad = got[e], r.want_bad = exact[e];
+      if (err <= r.tol) r.max_err = std::max(r.max_err, err);
+      sq_err += err * err;
+      sq_ref_g += (rounded[e] - exact[e]) * (rounded[e] - exact[e]);
+    }
+    const double count = static_cast<double>(g1 - g0);
+    const double allowed = 2 * std::sqrt(sq_ref_g / count) + rms_ref_all / 2 + floor;
+    const double ratio = std::sqrt(sq_err / count) / allowed;
+    if (!(ratio <= 1.0) && allowed > 0) {
+      if (r.bad_group < 0) r.bad_group = static_cast<long long>(g0 / group);
+    } else if (allowed > 0) {
+      r.rms_ratio = std::max(r.rms_ratio, ratio);
+    } else if (sq_err > 0) {  // nothing allowed (an all-zero reference) and an error: fails
+      if (r.bad_group < 0) r.bad_group = static_cast<long long>(g0 / group);
+    }
+  }
+  r.below_tol = n ? static_cast<double>(below) / n : 0.0;
+  r.ok = ok && r.bad < 0 && r.bad_group < 0;
+  return r;
+}
+// --8<-- [end:tolerances]
+
+// The CHECK line of a verdict: the effective tolerance and the share of reference values below it.
+inline bool report(const std::string& name, const Verdict& r) {
+  const std::string label = check_label(name);
+  if (r.n == 0) {
+    std::printf("CHECK FAIL %s n=0 (nothing was compared)\n", label.c_str());
+  } else if (r.ok) {
+    std::printf("CHECK PASS %s n=%zu below_tol=%.3g%% tol=%.3g max_err=%.3g rounded_ref_max_err=%.3g rms_ratio=%.3g\n",
+                label.c_str(), r.n, 100 * r.below_tol, r.tol, r.max_err, r.ref_max_err, r.rms_ratio);
+  } else if (r.bad >= 0) {
+    std::printf("CHECK FAIL %s n=%zu below_tol=%.3g%% tol=%.3g first_bad=%lld got=%.9g want=%.9g\n", label.c_str(),
+                r.n, 100 * r.below_tol, r.tol, r.bad, r.got_bad, r.want_bad);
+  } else {
+    std::printf("CHECK FAIL %s n=%zu below_tol=%.3g%% tol=%.3g bad_group=%lld (rms error over twice the rounded "
+                "reference's)\n",
+                label.c_str(), r.n, 100 * r.below_tol, r.tol, r.bad_group);
+  }
+  return r.ok;
+}
+
+// The rows compared with each check group (16 rows: one mma row-tile of the kernels).
+constexpr size_t kGroupRows = 16;
+
+// The old criterion, |got - exact| <= atol + rtol |exact| with fixed atol (2^-7 for a bf16-P output,
+// 2^-6 for the gradients): kept only so that a planted run can say whether it would have passed.
+constexpr double kOldRtol = 0x1p-7, kOldAtolOut = 0x1p-7, kOldAtolGrad = 0x1p-6;
+
+inline bool old_criterion_accepts(const float* got, const double* exact, size_t n, double atol) {
+  for (size_t e = 0; e < n; ++e)
+    if (!(std::fabs(got[e] - exact[e]) <= atol + kOldRtol * std::fabs(exact[e]))) return false;
+  return true;
+}
+
+// Corrupt a copy of a kernel's output (rows of row_len values, as compared) with the planted fault.
+inline std::vector<float> planted(Plant p, std::vector<float> got, const double* exact, size_t row_len, double old_atol) {
+  const size_t n = got.size();
+  if (p == Plant::kZerosSmall) {
+    for (size_t e = 0; e < n; ++e)
+      if (std::fabs(exact[e]) < old_atol) got[e] = 0.0f;
+    return got;
+  }
+  double sq = 0;
+  for (size_t e = 0; e < n; ++e) sq += exact[e] * exact[e];
+  const double shift = 0.01 * std::sqrt(sq / std::max<size_t>(n, 1));  // 1% of the typical magnitude
+  const size_t rows = n / row_len, first = rows * 3 / 5 / 64 * 64;      // a tile mid-sequence, not a head's first
+  for (size_t e = first * row_len; e < std::min(n, (first + 64) * row_len); ++e) got[e] += static_cast<float>(shift);
+  return got;
+}
+
+// A planted run's verdict: the clean output passes, the planted one fails the data-scaled check.
+// Prints CHECK PASS planted_<fault>_caught (the suffix names a gradient where there are several),
+// and whether the old fixed tolerance would have let the fault through.
+inline bool report_planted(Plant p, const std::string& suffix, const std::vector<float>& got, const double* exact,
+                           const double* rounded, size_t row_len, double old_atol) {
+  const size_t n = got.size(), group = kGroupRows * row_len;
+  const Verdict clean = compare_scaled(got.data(), exact, rounded, n, group);
+  const std::vector<float> bad = planted(p, got, exact, row_len, old_atol);
+  const Verdict fault = compare_scaled(bad.data(), exact, rounded, n, group);
+  const bool old_ok = old_criterion_accepts(bad.data(), exact, n, old_atol);
+  const bool caught = clean.ok && !fault.ok;
+  std::printf("CHECK %s planted_%s_caught%s n=%zu clean=%s planted=%s old_tol=%s below_tol=%.3g%% tol=%.3g\n",
+              caught ? "PASS" : "FAIL", plant_name(p), suffix.c_str(), n, clean.ok ? "pass" : "FAIL",
+              fault.ok ? "pass" : "rejected", old_ok ? "accepted" : "rejected", 100 * clean.below_tol, clean.tol);
+  return caught;
+}
+
+// The rows to check, within a budget of the float64 reference's work (query rows x keys x dim,
+// shared by every core; 2e11 takes a quarter of a minute on 16 cores): every row where it fits (the
+// benchmark case, b4 h16 s4096 d128, fits);
+// otherwise evenly spaced tiles of 64 consecutive rows over all (batch, head)s, the first and the
+// last tile included.
+constexpr double kCheckBudget = 2e11, kSweepBudget = 1e10;  // the memory sweeps check a sample
+inline std::vector<long long> rows_to_check(const Shape& s, double budget = kCheckBudget) {
+  std::vector<long long> rows;
+  const double cost = static_cast<double>(s.rows()) * s.seq * s.dim * (s.causal ? 0.5 : 1.0);
+  if (cost <= budget) {
+    for (long long r = 0; r < s.rows(); ++r) rows.push_back(r);
+    return rows;
+  }
+  const long long tiles = (s.rows() + 63) / 64;
+  const long long picked = std::max(2LL, static_cast<long long>(tiles * (budget / cost)));
+  for (long long t = 0; t < picked; ++t) {
+    const long long tile = t * (tiles - 1) / (picked - 1);
+    for (long long r = tile * 64; r < std::min(s.rows(), tile * 64 + 64); ++r) rows.push_back(r);
+  }
+  return rows;
+}
+
+// The float64 reference of the forward on the checked rows, computed once per shape on every core
+// and shared by every kernel checked on it: the exact output and logsumexp, and the output in the
+// kernels' precision with P in fp32 (only the output rounded to bf16: v1) and with P in bf16.
+struct ForwardReference {
+  std::vector<long long> rows;
+  std::vector<double> exact, rounded_fp32_p, rounded_bf16_p, lse;  // [checked row][dim], [checked row]
+};
+
+inline ForwardReference forward_reference(const Shape& s, const Inputs& in, std::vector<long long> rows) {
+  ForwardReference f;
+  f.rows = std::move(rows);
+  const size_t count = f.rows.size(), d = s.dim;
+  f.exact.resize(count * d), f.rounded_fp32_p.resize(count * d), f.rounded_bf16_p.resize(count * d);
+  f.lse.resize(count);
+  parallel_for(static_cast<long long>(count), [&](long long i) {
+    double* out = &f.exact[i * d];
+    double* out_bf16_p = &f.rounded_bf16_p[i * d];
+    reference_row(s, in.q.data(), in.k.data(), in.v.data(), f.rows[i], out, &f.lse[i], out_bf16_p);
+    for (size_t c = 0; c < d; ++c) {
+      f.rounded_fp32_p[i * d + c] = round_bf16(out[c]);
+      out_bf16_p[c] = round_bf16(out_bf16_p[c]);
+    }
+  });
+  return f;
+}
+
+// Check a forward kernel's output rows (bf16) and logsumexp (float, natural log; empty: not
+// produced) on the reference's rows; bf16_p: the kernel rounds P to bf16 before P V. With a plant,
+// only the planted verdict is printed.
+inline bool check_forward(const std::string& name, const Shape& s, const ForwardReference& ref,
+                          const std::vector<__nv_bfloat16>& out, const std::vector<float>& lse, bool bf16_p,
+                          Plant plant = Plant::kNone) {
+  std::vector<float> got, got_lse;
+  for (long long r : ref.rows) {
+    for (int c = 0; c < s.dim; ++c) got.push_back(__bfloat162float(out[r * s.dim + c]));
+    if (!lse.empty()) got_lse.push_back(lse[r]);
+  }
+  const std::vector<double>& rounded = bf16_p ? ref.rounded_bf16_p : ref.rounded_fp32_p;
+  if (plant != Plant::kNone) return report_planted(plant, "", got, ref.exact.data(), rounded.data(), s.dim, kOldAtolOut);
+  const bool ok_out = report(name, compare_scaled(got.data(), ref.exact.data(), rounded.data(), got.size(),
+                                                  kGroupRows * s.dim));
   if (lse.empty()) return ok_out;
-  // The logsumexp carries the scores' error only; a fully masked row's +inf must be +inf.
-  const std::string lse_name = check_label(std::string(name) + " logsumexp");
-  return course::check_close(lse_name.c_str(), got_lse.data(), want_lse.data(), got_lse.size(), 1e-5, 1e-3) && ok_out;
+  // The logsumexp (a few units, never small) carries the fp32 scores' error only: a dot product of
+  // D = 128 terms |q k| <= 4 is off by at most D * 2^-24 * 512 ~ 4e-3 before the scale 1/sqrt(D).
+  // A fully masked row's +inf must be +inf.
+  const std::string lse_name = check_label(name + " logsumexp");
+  return course::check_close(lse_name.c_str(), got_lse.data(), ref.lse.data(), got_lse.size(), 1e-5, 1e-3) && ok_out;
 }
 
 // --8<-- [start:bench_row]

@@ -110,7 +110,8 @@ constexpr const char* kImpl = "three kernels: cuBLAS + course softmax (bf16, fp3
 
 // Check one shape on the chosen rows; with repeats > 0 also time it. Returns false on a failed check;
 // sets out_of_memory (and checks nothing) when the score matrices do not fit.
-bool check_and_time(cublasHandle_t handle, const attn::Shape& s, uint64_t seed, int repeats, bool& out_of_memory) {
+bool check_and_time(cublasHandle_t handle, const attn::Shape& s, uint64_t seed, int repeats, bool& out_of_memory,
+                    double check_budget = attn::kCheckBudget) {
   Buffers d;
   out_of_memory = !allocate_scores(s, d);
   if (out_of_memory) {
@@ -131,9 +132,9 @@ bool check_and_time(cublasHandle_t handle, const attn::Shape& s, uint64_t seed, 
   const std::vector<bf16> out = attn::to_host(d.o, s.elements());
   std::printf("MEMORY %s: score matrices %.0f bytes (fp32 S and P), inputs and output %.0f bytes\n",
               attn::case_name(s).c_str(), d.score_bytes, 4.0 * n);
-  // P is rounded to bf16 before P V, as in the fused tensor-core kernels: the same tolerances.
-  const bool ok = attn::check_forward(("naive " + attn::case_name(s)).c_str(), s, in, out, {},
-                                      attn::rows_to_check(s), attn::kRtol, attn::kAtolBf16P);
+  // P is rounded to bf16 before P V, as in the fused tensor-core kernels: the same rounded reference.
+  const attn::ForwardReference ref = attn::forward_reference(s, in, attn::rows_to_check(s, check_budget));
+  const bool ok = attn::check_forward("naive " + attn::case_name(s), s, ref, out, {}, true);
   if (repeats > 0) {
     const double ms = course::time_kernel_ms([&] { attention_naive(handle, s, d); }, 2, repeats);
     const double bytes = 4.0 * n;  // the same minimum as the fused kernels: Q, K, V in, O out
@@ -144,7 +145,7 @@ bool check_and_time(cublasHandle_t handle, const attn::Shape& s, uint64_t seed, 
 }
 
 int main(int argc, char** argv) {
-  const attn::Options opt = attn::parse_options(argc, argv);
+  const attn::Options opt = attn::parse_options(argc, argv, 1 << 16, false);
   course::require_compute_capability(8, 0, "bf16 GEMMs on tensor cores");
   cublasHandle_t handle;
   CUBLAS_CHECK(cublasCreate(&handle));
@@ -156,7 +157,7 @@ int main(int argc, char** argv) {
     for (bool is_causal : {false, true}) ok = check_and_time(handle, attn::bench_shape(is_causal), opt.seed, 10, oom) && ok && !oom;
     // Memory at growing sequence lengths, until the score matrices no longer fit.
     for (int n : {1024, 2048, 8192, 16384, 32768}) {
-      ok = check_and_time(handle, attn::bench_shape(false, n), opt.seed, 5, oom) && ok;
+      ok = check_and_time(handle, attn::bench_shape(false, n), opt.seed, 5, oom, attn::kSweepBudget) && ok;
       if (oom) break;
     }
   }

@@ -7,9 +7,10 @@
 // padding keys; `causal` masks keys after the query. A fully masked row gets zeros and logsumexp +inf.
 //   v1 flash_fwd_v1   plain FP32 arithmetic: one warp per query row, K and V tiles in shared memory,
 //                     the online softmax tile by tile (the algorithm, without tensor cores)
-//   v2 flash_fwd_v2   tensor cores (mma.sync m16n8k16, bf16 in, fp32 accumulate): 128 query rows per
-//                     block of 4 warps, Q in registers, K/V tiles of 64 keys double-buffered in shared
-//                     memory with cp.async, P kept in registers as the next mma's A operand
+//   v2 flash_fwd_v2   tensor cores (mma.sync m16n8k16, bf16 in, fp32 accumulate): 64 query rows per
+//                     block of 4 warps (v3: the same kernel, 128 rows per block of 8 warps), Q in
+//                     registers, K/V tiles of 64 keys double-buffered in shared memory with cp.async,
+//                     P kept in registers as the next mma's A operand
 //
 // course: header
 #pragma once
@@ -170,6 +171,18 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+// The four lanes of a quad (same lane / 4) hold parts of the same two rows' sums, in mma's accumulator
+// layout (v2 here, the wgmma kernels of flash_hopper.cu): add them up, and give each row's 1 / sum
+// (0 for a fully masked row, whose sum is 0: its output is zeros).
+__device__ __forceinline__ void quad_row_sums(float (&l)[2], float (&inv)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+    inv[h] = softmax_inv_sum(l[h]);
+  }
+}
+
 // --8<-- [start:v2_layout]
 // v2's tiles. Each warp owns 16 query rows (one mma row-tile); a block of kWarps warps owns
 // 16 * kWarps rows (64 or 128: more rows share each K/V tile, fewer blocks fit on an SM). K and V
@@ -323,12 +336,7 @@ __global__ void __launch_bounds__(kWarps * 32) flash_fwd_v2(Params p) {
 
   // The output is divided by the row sum once, here, not at every tile.
   float inv[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-    inv[h] = softmax_inv_sum(l[h]);  // fully masked row: l == 0, output zeros
-  }
+  quad_row_sums(l, inv);
   bf16* o_head = p.o + head;
 #pragma unroll
   for (int dt = 0; dt < D / 8; ++dt) {

@@ -18,6 +18,8 @@
 // Build: nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o build/attention/flash_hopper kernels/attention/flash_hopper.cu
 // Run:   ./build/attention/flash_hopper --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
 //        ./build/attention/flash_hopper --bench     (b4 h16 s4096 d128, causal and not)
+//        ./build/attention/flash_hopper --batch 4 --heads 16 --seq 4096 --plant zeros-small   (or tile:
+//        the ping-pong kernel's output corrupted after the run; passes only if the check rejects it)
 // It runs only on compute capability 9.0 (H100, H200) and waives itself elsewhere: wgmma and setmaxnreg
 // are sm_90a instructions. The device code exists only in the compute_90a pass, so the file also builds
 // for sm_75 to sm_100, where the kernels are empty stubs that main never launches.
@@ -31,6 +33,8 @@
 // course: run --batch 2 --heads 2 --seq 1000 --dim 64
 // course: run --batch 1 --heads 2 --seq 4097 --dim 128 --causal
 // course: run --batch 2 --heads 1 --seq 4097 --dim 128
+// course: run --batch 4 --heads 16 --seq 4096 --dim 128 --plant zeros-small
+// course: run --batch 4 --heads 16 --seq 4096 --dim 128 --causal --plant tile
 // course: bench --bench
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -39,9 +43,9 @@
 
 #include "../common/hopper.cuh"
 #include "attention_common.cuh"
-#include "flash_fwd.cuh"  // flash::fast_exp2, flash::pack_bf16, kLog2e, kLn2, and (through it) the -inf rules
+#include "flash_fwd.cuh"  // flash::fast_exp2, pack_bf16, quad_row_sums, kLog2e, kLn2, and (through it) the -inf rules
 
-// CPU reference: attn::reference_row (attention_common.cuh), float64 from the bf16 inputs.
+// CPU reference: attn::forward_reference (attention_common.cuh), float64 from the bf16 inputs.
 
 using bf16 = __nv_bfloat16;
 
@@ -259,12 +263,7 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
 
   // The output is divided by the row sum once, here. Rows past the sequence are not stored.
   float inv[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-    inv[h] = softmax_inv_sum(l[h]);  // fully masked row: l == 0, output zeros
-  }
+  flash::quad_row_sums(l, inv);  // fully masked row: l == 0, output zeros
   bf16* out = p.o + 1LL * bh * p.seq * D;
 #pragma unroll
   for (int j = 0; j < D / 8; ++j) {
@@ -400,33 +399,31 @@ void launch(Schedule schedule, const attn::Shape& s, const DeviceBuffers& d) {
 }
 // --8<-- [end:launch]
 
-// Poison, run, copy back, check the chosen rows against the float64 reference. P is rounded to bf16
-// before P V, as in flash_fwd.cu's tensor-core versions: the same tolerances.
-bool run_and_check(Schedule schedule, const attn::Shape& s, const attn::Inputs& in, const DeviceBuffers& d,
-                   const std::vector<long long>& rows) {
+// Poison, run, copy back, check every chosen row against the float64 reference. P is rounded to bf16
+// before P V, as in flash_fwd.cu's tensor-core versions: the same rounded reference.
+bool run_and_check(Schedule schedule, const attn::Shape& s, const attn::ForwardReference& ref, const DeviceBuffers& d,
+                   attn::Plant plant) {
   course::poison(d.o, s.elements() * sizeof(bf16));
   course::poison(d.lse, s.rows() * sizeof(float));
   launch(schedule, s, d);
   CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<bf16> out(s.elements());
-  std::vector<float> lse(s.rows());
-  CUDA_CHECK(cudaMemcpy(out.data(), d.o, out.size() * sizeof(bf16), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(lse.data(), d.lse, lse.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  const std::vector<bf16> out = attn::to_host(d.o, s.elements());
+  const std::vector<float> lse = attn::to_host(d.lse, s.rows());
   const char* variant = schedule == Schedule::kPlain ? "plain" : schedule == Schedule::kOverlap ? "overlap" : "pingpong";
-  bool padded = false;
-  for (int len : s.key_len) padded = padded || len < s.seq;
-  const std::string name = std::string("v4 ") + variant + " " + attn::case_name(s) + (padded ? " padded" : "");
-  return attn::check_forward(name.c_str(), s, in, out, lse, rows, attn::kRtol, attn::kAtolBf16P);
+  const std::string name = std::string("v4 ") + variant + " " + attn::case_name(s) + attn::padded_suffix(s);
+  return attn::check_forward(name, s, ref, out, lse, true, plant);
 }
 
-// Check every schedule on one shape, then (bench) time each: a wrong kernel gets no BENCH row.
-bool check_and_time(const attn::Shape& s, uint64_t seed, bool bench) {
+// Check every schedule on one shape (a plant: the ping-pong one only), then (bench) time each: a wrong
+// kernel gets no BENCH row. The reference is computed once, on every CPU core, for all of them.
+bool check_and_time(const attn::Shape& s, uint64_t seed, bool bench, attn::Plant plant = attn::Plant::kNone) {
   const attn::Inputs in = attn::make_inputs(s, seed);
   const DeviceBuffers d = upload_with_maps(s, in);
-  const std::vector<long long> rows = attn::rows_to_check(s);
+  const attn::ForwardReference ref = attn::forward_reference(s, in, attn::rows_to_check(s));
   bool ok = true;
   for (Schedule schedule : kSchedules) {
-    const bool good = run_and_check(schedule, s, in, d, rows);
+    if (plant != attn::Plant::kNone && schedule != Schedule::kPingPong) continue;
+    const bool good = run_and_check(schedule, s, ref, d, plant);
     ok = good && ok;
     if (!bench || !good) continue;
     const double ms = course::time_kernel_ms([&] { launch(schedule, s, d); }, 2, 20);
@@ -439,37 +436,18 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, bool bench) {
 }
 
 int main(int argc, char** argv) {
-  const course::Args args{argc, argv};
-  const int batch = static_cast<int>(args.get_int("--batch", 2, 1, 64));
-  const int heads = static_cast<int>(args.get_int("--heads", 3, 1, 64));
-  const int seq = static_cast<int>(args.get_int("--seq", 333, 1, 1 << 17));
-  const int dim = static_cast<int>(args.get_int("--dim", 128, 64, 128));
-  const bool causal = args.has("--causal");
-  const bool padding = args.has("--padding");
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2024, 0));
-  const bool bench = args.has("--bench");
-  args.finish();
-  if (dim != 64 && dim != 128) {
-    std::fprintf(stderr, "error: --dim must be 64 or 128, got %d\n", dim);
-    return course::kExitFail;
-  }
+  const attn::Options opt = attn::parse_options(argc, argv, 1 << 17);
   course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA");
   course::hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
   opt_in<64>();
   opt_in<128>();
 
-  if (!bench) {
-    const attn::Shape s{batch, heads, seq, dim, causal, attn::key_lengths(batch, seq, padding)};
-    return check_and_time(s, seed, false) ? 0 : course::kExitFail;
-  }
+  if (!opt.bench) return check_and_time(opt.shape, opt.seed, false, opt.plant) ? 0 : course::kExitFail;
   // --8<-- [start:bench]
   // The chapter's benchmark, the same cases as flash_fwd.cu and sdpa_torch.py: bf16, batch 4 x 16 heads,
-  // sequence 4096, head dimension 128, causal and not. Each timed kernel is first checked on sampled rows.
+  // sequence 4096, head dimension 128, causal and not. Each timed kernel is first checked on every row.
   bool ok = true;
-  for (bool is_causal : {false, true}) {
-    const attn::Shape s{4, 16, 4096, 128, is_causal, attn::key_lengths(4, 4096, false)};
-    ok = check_and_time(s, seed, true) && ok;
-  }
+  for (bool is_causal : {false, true}) ok = check_and_time(attn::bench_shape(is_causal), opt.seed, true) && ok;
   // --8<-- [end:bench]
   return ok ? 0 : course::kExitFail;
 }

@@ -7,8 +7,8 @@ runs out.
 Taught in docs/attention/three-kernels.md, flash-forward.md and backward.md. The cases are the CUDA
 programs' ("b4 h16 s4096 d128 causal" and "... non-causal"; backward rows add " backward"), so a
 page can compare a CUDA row with the fastest SDPA row. The course's backward (flash_bwd.cu) is checked
-against its own float64 reference there, not against autograd here: the float64 reference is the
-stricter of the two, and this program would otherwise have to load the CUDA program's output.
+against its own float64 reference there, not against autograd here: both are float64 computations of
+the same gradients, and checking it here would mean loading the CUDA program's output into Python.
 
 Run: python kernels/attention/sdpa_torch.py            (checks every backend)
      python kernels/attention/sdpa_torch.py --bench    (also times them and measures memory)

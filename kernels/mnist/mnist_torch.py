@@ -1,39 +1,47 @@
 # mnist_torch.py: the PyTorch reference of the course's MNIST CNN, its training loop, and the PyTorch
-# side of the benchmark: the configurations a performance engineer would try (eager, torch.compile of
-# the model or of the whole step, CUDA graphs, channels_last, cudnn.benchmark, FP32, TF32 and bf16),
-# each checked against one eager FP32 step and then timed, per step and per epoch.
+# side of the benchmark: a grid over the knobs a performance engineer combines (precision FP32, TF32 or
+# bf16 autocast; contiguous or channels_last; cudnn.benchmark off or on; torch.compile of nothing, the
+# model or the whole step, in mode default or max-autotune-no-cudagraphs; the whole step captured in a
+# CUDA graph or not), each configuration checked against one eager FP32 step and then timed, per step
+# and per epoch, likely fastest first, within a time budget.
 #
 # Taught in docs/mnist/reference.md (the model and the loop) and docs/mnist/results.md (the benchmark).
 # Run:   python kernels/mnist/mnist_torch.py --train --epochs 8        (trains, checks test accuracy)
-#        python kernels/mnist/mnist_torch.py --bench --batch 64        (checks and times every configuration)
-#        python kernels/mnist/mnist_torch.py --configs list            (the configurations, by name)
-#        python kernels/mnist/mnist_torch.py --bench --batch 64 --configs eager,graph   (some of them)
+#        python kernels/mnist/mnist_torch.py --bench --batch 64        (checks and times the grid)
+#        python kernels/mnist/mnist_torch.py --configs list            (the configurations, in running order)
+#        python kernels/mnist/mnist_torch.py --bench --batch 64 --configs 'bf16-nhwc-*-graph'   (some of them)
 # The data directory is --data-dir, else $MNIST_DIR, else data/mnist (the four standard IDX files,
 # gzipped or not; see docs/mnist/data.md for where to get them).
 #
 # course: gpu
 # course: run --train --epochs 8
-# course: bench --bench --batch 64 --budget-s 400
-# course: bench --bench --batch 256 --budget-s 400
-# course: bench --bench --batch 1024 --budget-s 400
-import contextlib
-import gc
-import gzip
-import json
-import math
-import os
-import statistics
-import struct
-import sys
+# course: bench --bench --batch 64 --budget-s 70
+# course: bench --bench --batch 256 --budget-s 70
+# course: bench --bench --batch 1024 --budget-s 70
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
-import numpy as np
-import torch
-import torch._dynamo  # noqa: F401  (the benchmark reads its exceptions and counters)
-import torch.nn as nn
-import torch.nn.functional as F
+T_START = time.perf_counter()   # a benchmark's budget counts from here: start-up and loading included
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import fnmatch  # noqa: E402
+import gc  # noqa: E402
+import gzip  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import struct  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch._dynamo  # noqa: F401, E402  (the benchmark reads its exceptions and counters)
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 import course_tools  # noqa: E402
@@ -219,10 +227,11 @@ def step_bytes(b: int, n_params: int) -> float:
 
 # --8<-- [start:graph]
 class GraphStep:
-    """The whole training step (gather, forward, backward, SGD) captured once in a CUDA graph. The
-    batch's indices come from a device-side step counter, so every replay takes the next batch."""
+    """The whole training step, as step_fn(idx) runs it (gather, forward, backward, SGD; eager or
+    compiled), captured once in a CUDA graph. The batch's indices come from a device-side step counter,
+    so every replay takes the next batch."""
 
-    def __init__(self, model, opt, images_u8, labels, perm, batch):
+    def __init__(self, step_fn, opt, perm, batch):
         self.steps = perm.shape[0] // batch
         self.perm = perm                                  # refilled in place each epoch
         self.step_no = torch.zeros(1, dtype=torch.long, device=perm.device)
@@ -230,7 +239,7 @@ class GraphStep:
 
         def step():
             idx = rows.index_select(0, self.step_no).flatten()
-            loss = train_step(model, opt, images_u8, labels, idx)
+            loss = step_fn(idx)
             self.step_no.add_(1).remainder_(self.steps)
             return loss
 
@@ -272,7 +281,8 @@ def median_step_ms(step, repeats=200, warmup=20):
 
 
 def epoch_ms(run_epoch):
-    """One full epoch (reshuffle included) from its first step to its last; the CPU may run ahead."""
+    """One full epoch (reshuffle included) from its first step to its last; the CPU may run ahead. The
+    warmup and timed steps of median_step_ms, which run first, are its warm-up."""
     torch.cuda.synchronize()
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     a.record()
@@ -286,14 +296,16 @@ def epoch_ms(run_epoch):
 # --8<-- [start:configs]
 @dataclass(frozen=True)
 class Precision:
-    """A precision a configuration runs in, and how close its one checked step must come to one eager
-    step in FP32 with TF32 off: update_tol bounds, for each parameter tensor, the largest difference of
-    the weight update divided by the largest element of the FP32 update; loss_tol the loss's relative
-    difference. Each is several times the largest error that one step in that precision showed against a
-    float64 step on the CPU (inputs rounded to TF32 or bf16) at batch 64, 256 and 1024; batch norm's
-    mean subtraction makes the convolutions' weight gradients small differences of large sums, which
-    loses more digits than the inputs' rounding alone. A wrong step misses by the size of the update."""
+    """A precision a configuration runs in, and how close its one checked step must come to the
+    reference, one eager FP32 step (fp32_reference): update_tol bounds, for each parameter tensor, the
+    largest difference of the weight update divided by the largest element of the FP32 update; loss_tol
+    the loss's relative difference. Both scale with the data. Each is several times the largest error
+    that one step in that precision showed against a float64 step on the CPU (inputs rounded to TF32 or
+    bf16) at batch 64, 256 and 1024; batch norm's mean subtraction makes the convolutions' weight
+    gradients small differences of large sums, which loses more digits than the inputs' rounding alone.
+    A wrong step misses by the size of the update (a step that updates nothing misses by 1)."""
     name: str            # as the impl strings name it
+    token: str           # as the configuration keys name it
     conv: str            # cuDNN's convolutions: "tf32" or "ieee" (FP32), as fp32_precision names them
     matmul: str          # matrix products (the linear layers): "tf32" or "ieee"
     bf16_autocast: bool  # forward and loss under torch.autocast(bfloat16); weights and SGD stay FP32
@@ -302,56 +314,97 @@ class Precision:
 
 
 PRECISIONS = {p.name: p for p in (
-    Precision("fp32/tf32-conv", "tf32", "ieee", False, 0.2, 1e-3),   # PyTorch's default, set_precision()'s
-    Precision("fp32", "ieee", "ieee", False, 0.02, 1e-4),            # TF32 off, as CUDA versions 1 to 3
-    Precision("tf32", "tf32", "tf32", False, 0.2, 1e-3),             # TF32 for the linear layers too
-    Precision("bf16-autocast", "tf32", "ieee", True, 0.5, 2e-2),     # mixed precision
+    Precision("bf16-autocast", "bf16", "tf32", "ieee", True, 0.5, 2e-2),   # mixed precision
+    Precision("tf32", "tf32", "tf32", "tf32", False, 0.2, 1e-3),          # TF32 for convolutions and linear layers
+    Precision("fp32", "fp32", "ieee", "ieee", False, 0.02, 1e-4),         # IEEE FP32, TF32 off (CUDA versions 1 to 3)
 )}
-DEFAULT_PRECISION = "fp32/tf32-conv"
+
+# What torch.compile compiles, and in which mode: none (eager); the model (forward and backward; the
+# gather, loss and SGD step stay eager); or the whole step (gather, forward, loss, backward, SGD). Modes
+# "reduce-overhead" and "max-autotune" are "default" and "max-autotune-no-cudagraphs" plus Inductor's
+# own CUDA graphs, one per compiled piece; the grid's CUDA-graph knob captures the whole step instead.
+COMPILES = (("none", ""), ("model", "default"), ("step", "default"),
+            ("model", "max-autotune-no-cudagraphs"), ("step", "max-autotune-no-cudagraphs"))
 
 
 @dataclass(frozen=True)
 class Config:
-    """One way to run the training step: `key` selects it (--configs), `impl` names it in the BENCH rows."""
-    key: str
-    runner: str          # eager | compile-model | graph | compile-step | graph+compile-model
-    mode: str = ""       # torch.compile's mode, where something is compiled
-    precision: str = DEFAULT_PRECISION
-    channels_last: bool = False    # model weights and input batch in NHWC memory format
-    cudnn_benchmark: bool = False  # torch.backends.cudnn.benchmark, set before compiling and capturing
+    """One point of the grid: `key` selects it (--configs), `impl` names it in the BENCH rows."""
+    precision: str        # a key of PRECISIONS
+    channels_last: bool   # model weights and input batch in NHWC memory format (else contiguous NCHW)
+    cudnn_benchmark: bool # torch.backends.cudnn.benchmark, for the whole process that runs it
+    compile: str          # "none" | "model" | "step"
+    mode: str             # torch.compile's mode, where something is compiled
+    graph: bool           # the whole step captured in one CUDA graph (GraphStep) and replayed
+
+    @property
+    def compile_token(self) -> str:
+        if self.compile == "none":
+            return "eager"
+        return f"{self.compile}-{'autotune' if self.mode.startswith('max-autotune') else self.mode}"
+
+    @property
+    def key(self) -> str:
+        return "-".join([PRECISIONS[self.precision].token, "nhwc" if self.channels_last else "nchw",
+                         "bench" if self.cudnn_benchmark else "nobench", self.compile_token,
+                         "graph" if self.graph else "nograph"])
+
+    @property
+    def way(self) -> str:
+        """How the step runs, without the settings: the row names' first part."""
+        inner = {"none": "eager step" if self.graph else "eager", "model": f"compile(model, {self.mode})",
+                 "step": f"compile(step, {self.mode})"}[self.compile]
+        if not self.graph:
+            return inner
+        return f"CUDA graph(step, {inner})" if self.compile == "model" else f"CUDA graph({inner})"
 
     @property
     def impl(self) -> str:
-        what = {"eager": "eager",
-                "compile-model": f"compile(model, {self.mode})",
-                "graph": "CUDA graph(eager step)",
-                "compile-step": f"compile(step, {self.mode})",
-                "graph+compile-model": f"CUDA graph(step, compile(model, {self.mode}))"}[self.runner]
         knobs = [name for name, on in (("channels_last", self.channels_last),
                                        ("cudnn.benchmark", self.cudnn_benchmark)) if on]
-        return " ".join(["PyTorch", what, *knobs, self.precision])
+        return " ".join(["PyTorch", self.way, *knobs, self.precision])   # the precision last, as globs expect
+
+    @property
+    def group(self) -> tuple:
+        """What compiled code depends on (with the batch size, fixed per run): configurations of one group
+        share one model and one compiled function; cudnn.benchmark and the graph capture do not change
+        what Inductor generates."""
+        return (self.precision, self.channels_last, self.compile, self.mode)
+
+    def fields(self) -> dict:
+        return {"config": self.key, "precision": self.precision,
+                "memory_format": "channels_last" if self.channels_last else "contiguous",
+                "cudnn_benchmark": self.cudnn_benchmark, "compile": self.compile,
+                "compile_mode": self.mode or "none", "cuda_graph": self.graph}
 
 
-# Timed in this order. The five after graph-compiled vary one setting each of the graph-captured compiled
-# step, whose convolutions and linear layers run in cuDNN and cuBLAS, the libraries those settings steer;
-# the last two combine the two layout/algorithm knobs, and autotune the compiled model's kernels.
-CONFIGS = (
-    Config("eager", "eager"),
-    Config("compile-model", "compile-model", "default"),
-    Config("graph", "graph"),
-    Config("compile-step", "compile-step", "default"),
-    Config("compile-step-autotune", "compile-step", "max-autotune-no-cudagraphs"),
-    Config("compile-step-autotune-graphs", "compile-step", "max-autotune"),
-    Config("graph-compiled", "graph+compile-model", "default"),
-    Config("graph-compiled-channels-last", "graph+compile-model", "default", channels_last=True),
-    Config("graph-compiled-cudnn-benchmark", "graph+compile-model", "default", cudnn_benchmark=True),
-    Config("graph-compiled-fp32", "graph+compile-model", "default", precision="fp32"),
-    Config("graph-compiled-tf32", "graph+compile-model", "default", precision="tf32"),
-    Config("graph-compiled-bf16", "graph+compile-model", "default", precision="bf16-autocast"),
-    Config("graph-compiled-channels-last-cudnn-benchmark", "graph+compile-model", "default",
-           channels_last=True, cudnn_benchmark=True),
-    Config("graph-compiled-autotune", "graph+compile-model", "max-autotune-no-cudagraphs"),
-)
+def order_key(c: Config) -> tuple:
+    """Likely fastest first, within a budget that may not reach the end: the compiled model and the
+    captured eager step (cheap to build), then the compiled whole step, then autotuning (whose compiles
+    take longest), and eager without a graph last (launch-bound, and its epochs are slow to time); within
+    each, bf16 before TF32 before FP32, channels_last before contiguous. A group's configurations run
+    one after another (they share its compiled code), the captured one first."""
+    tier = {("model", "default"): 0, ("step", "default"): 1, ("model", "max-autotune-no-cudagraphs"): 2,
+            ("step", "max-autotune-no-cudagraphs"): 3, ("none", ""): 0 if c.graph else 4}[(c.compile, c.mode)]
+    precision = list(PRECISIONS).index(c.precision)
+    return (tier, precision, not c.channels_last, c.compile == "none", not c.graph)
+
+
+# Seconds of budget a group must have left to start compiling (a compile cannot be stopped halfway):
+# about what one takes from Inductor's on-disk caches; a compile from cold caches takes longer.
+COMPILE_RESERVE_S = {"": 0.0, "default": 8.0, "max-autotune-no-cudagraphs": 20.0}
+
+
+GRID = tuple(sorted((Config(p, cl, cb, comp, mode, g)
+                     for p in PRECISIONS for cl in (True, False) for cb in (True, False)
+                     for comp, mode in COMPILES for g in (True, False)),
+                    key=lambda c: (not c.cudnn_benchmark, order_key(c))))
+
+# Combinations left out before running, with the reason (printed as PRUNED lines): none. Every knob
+# changes what runs in every combination (cudnn.benchmark included: even max-autotune leaves the
+# convolutions' backward passes to cuDNN), so no combination is provably identical to another. A
+# combination that fails to compile, capture or run is pruned when it fails, with the error.
+PRUNED_BEFORE_RUNNING: dict = {}
 # --8<-- [end:configs]
 
 
@@ -393,25 +446,13 @@ class AsConfigured(nn.Module):
         if not self.bf16_autocast:
             return self.net(x)
         # No cast cache: every step, and so every replay of a captured step, casts the current weights.
-        with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, cache_enabled=False):
             return self.net(x).float()
-
-
-@dataclass
-class Built:
-    """A configuration ready to run: `step` takes the next batch of a fixed permutation, `run_epoch`
-    reshuffles and runs one epoch, `check_step` runs one step on images 0..B-1."""
-    model: nn.Module
-    initial: list
-    step: object
-    run_epoch: object
-    check_step: object
-    notes: dict = field(default_factory=dict)
 
 
 def first_line(e: BaseException, limit: int = 300) -> str:
     text = str(e).strip()
-    return text.splitlines()[0][:limit] if text else ""
+    return f"{type(e).__name__}: " + (text.splitlines()[0][:limit] if text else "")
 
 
 def compile_whole_step(step_fn, mode: str, first_batch):
@@ -437,22 +478,63 @@ def compile_whole_step(step_fn, mode: str, first_batch):
     return compiled, notes
 
 
-def build(cfg: Config, batch: int, images_u8, labels) -> Built:
-    """Compiles, warms up and captures one configuration; the first step runs here."""
-    device, n = images_u8.device, images_u8.shape[0]
-    precision = PRECISIONS[cfg.precision]
-    model, opt = make_model(0, device, channels_last=cfg.channels_last)
+@dataclass
+class Prepared:
+    """What the configurations of one group share: the model, its optimizer, the initial weights and the
+    step function, compiled where the group compiles (compiled and run once here)."""
+    model: nn.Module
+    opt: torch.optim.Optimizer
+    initial: list
+    step_fn: object      # idx -> loss
+    build_s: float
+    notes: dict = field(default_factory=dict)
+
+
+def prepare(group: tuple, images_u8, labels, batch: int) -> Prepared:
+    precision_name, channels_last, what, mode = group
+    precision = PRECISIONS[precision_name]
+    t0 = time.perf_counter()
+    model, opt = make_model(0, images_u8.device, channels_last=channels_last)
     initial = [p.detach().clone() for p in model.parameters()]
     net = model
-    if cfg.channels_last or precision.bf16_autocast:
-        net = AsConfigured(model, cfg.channels_last, precision.bf16_autocast)
-    if cfg.runner in ("compile-model", "graph+compile-model"):
-        net = torch.compile(net, mode=cfg.mode, dynamic=False)
+    if channels_last or precision.bf16_autocast:
+        net = AsConfigured(model, channels_last, precision.bf16_autocast)
+    if what == "model":
+        net = torch.compile(net, mode=mode, dynamic=False)
+
+    def step_fn(idx):
+        return train_step(net, opt, images_u8, labels, idx)
+
+    first = torch.arange(batch, device=images_u8.device)
+    notes = {}
+    if what == "step":
+        # The training set never moves: a static address, so that nothing copies it per call.
+        torch._dynamo.mark_static_address(images_u8)
+        torch._dynamo.mark_static_address(labels)
+        step_fn, notes = compile_whole_step(step_fn, mode, first)
+    else:
+        step_fn(first)   # compiles what is compiled (lazily, at the first call), so that errors show here
+    if images_u8.is_cuda:
+        torch.cuda.synchronize()
+    return Prepared(model, opt, initial, step_fn, time.perf_counter() - t0, notes)
+
+
+@dataclass
+class Built:
+    """A configuration ready to run: `step` takes the next batch of a fixed permutation, `run_epoch`
+    reshuffles and runs one epoch, `check_step` runs one step on images 0..B-1."""
+    step: object
+    run_epoch: object
+    check_step: object
+
+
+def build(cfg: Config, prep: Prepared, images_u8, batch: int) -> Built:
+    """Wraps a group's step function as the configuration runs it: replayed from a CUDA graph or called."""
+    device, n = images_u8.device, images_u8.shape[0]
     everything = torch.arange(n, device=device)
     perm = torch.randperm(n, device=device, generator=torch.Generator(device=device).manual_seed(1))
-
-    if cfg.runner in ("graph", "graph+compile-model"):
-        g = GraphStep(net, opt, images_u8, labels, perm.clone(), batch)
+    if cfg.graph:
+        g = GraphStep(prep.step_fn, prep.opt, perm.clone(), batch)
 
         def check_step():
             g.perm.copy_(everything)       # batch 0 is then images 0..B-1
@@ -466,33 +548,21 @@ def build(cfg: Config, batch: int, images_u8, labels) -> Built:
             g.step_no.zero_()
             for _ in range(g.steps):
                 g()
-        return Built(model, initial, g, run_epoch, check_step)
+        return Built(g, run_epoch, check_step)
 
-    def step_fn(idx):
-        return train_step(net, opt, images_u8, labels, idx)
-
-    notes = {}
-    first = everything[:batch]
-    if cfg.runner == "compile-step":
-        # The training set never moves: without this, Inductor's CUDA graphs (mode max-autotune) would
-        # copy it into a static buffer of their own before every replay, as they do with inputs.
-        torch._dynamo.mark_static_address(images_u8)
-        torch._dynamo.mark_static_address(labels)
-        step_fn, notes = compile_whole_step(step_fn, cfg.mode, first)
     steps = n // batch
     counter = [0]
 
     def step():
         s = counter[0] % steps
         counter[0] += 1
-        return step_fn(perm[s * batch:(s + 1) * batch])
+        return prep.step_fn(perm[s * batch:(s + 1) * batch])
 
     def run_epoch():
         p = torch.randperm(n, device=device)
         for s in range(steps):
-            step_fn(p[s * batch:(s + 1) * batch])
-    step()  # the first call compiles what is compiled lazily (the model's backward)
-    return Built(model, initial, step, run_epoch, lambda: step_fn(first), notes)
+            prep.step_fn(p[s * batch:(s + 1) * batch])
+    return Built(step, run_epoch, lambda: prep.step_fn(everything[:batch]))
 
 
 @dataclass
@@ -502,25 +572,38 @@ class Reference:
 
 
 def fp32_reference(batch: int, images_u8, labels) -> Reference:
-    """One eager step in FP32 with TF32 off, from make_model(0)'s weights, on images 0..B-1."""
-    with settings(PRECISIONS["fp32"], cudnn_benchmark=False):
-        model, opt = make_model(0, images_u8.device)
-        before = [p.detach().clone() for p in model.parameters()]
-        loss = train_step(model, opt, images_u8, labels, torch.arange(batch, device=images_u8.device)).item()
-        return Reference(loss, [(p.detach() - w).double() for p, w in zip(model.parameters(), before)])
+    """One eager step in IEEE FP32 from make_model(0)'s weights, on images 0..B-1, with cuDNN off:
+    PyTorch's own convolution and batch-norm kernels, so that the reference is independent of cuDNN and
+    leaves nothing in cuDNN's plan cache (which would decide the algorithms of later configurations)."""
+    saved = torch.backends.cudnn.enabled
+    torch.backends.cudnn.enabled = False
+    try:
+        with settings(PRECISIONS["fp32"], cudnn_benchmark=False):
+            model, opt = make_model(0, images_u8.device)
+            before = [p.detach().clone() for p in model.parameters()]
+            loss = train_step(model, opt, images_u8, labels, torch.arange(batch, device=images_u8.device)).item()
+            return Reference(loss, [(p.detach() - w).double() for p, w in zip(model.parameters(), before)])
+    finally:
+        torch.backends.cudnn.enabled = saved
 
 
-def check_one_step(built: Built, ref: Reference, cfg: Config, batch: int) -> tuple[bool, str]:
-    """From the same initial weights, on the same batch, the configuration's step gives eager FP32's loss
-    and weight update within its precision's tolerance. The weights are reset first: the configuration's
-    warm-up steps have moved them."""
+def step_errors(model, initial, loss: float, ref: Reference) -> tuple[float, list]:
+    """The loss's relative error and, per parameter tensor, the update's largest error over the largest
+    element of the reference's update (NaN where the step produced NaN)."""
+    errs = [((p.detach() - w).double() - r).abs().max().item() / max(r.abs().max().item(), 1e-30)
+            for p, w, r in zip(model.parameters(), initial, ref.updates)]
+    return abs(loss - ref.loss) / abs(ref.loss), errs
+
+
+def check_one_step(cfg: Config, prep: Prepared, built: Built, ref: Reference, batch: int) -> tuple[bool, str]:
+    """From the same initial weights, on the same batch, the configuration's step gives the reference's
+    loss and weight update within its precision's tolerance. The weights are reset first: warm-up and
+    earlier configurations of the group have moved them."""
     with torch.no_grad():
-        for p, w in zip(built.model.parameters(), built.initial):
+        for p, w in zip(prep.model.parameters(), prep.initial):
             p.copy_(w)
     loss = built.check_step().item()
-    errs = [((p.detach() - w).double() - r).abs().max().item() / max(r.abs().max().item(), 1e-30)
-            for p, w, r in zip(built.model.parameters(), built.initial, ref.updates)]
-    loss_err = abs(loss - ref.loss) / abs(ref.loss)
+    loss_err, errs = step_errors(prep.model, prep.initial, loss, ref)
     tol = PRECISIONS[cfg.precision]
     ok = all(e <= tol.update_tol for e in errs) and loss_err <= tol.loss_tol   # NaN fails both
     worst = max(errs) if all(math.isfinite(e) for e in errs) else math.nan
@@ -532,115 +615,226 @@ def check_one_step(built: Built, ref: Reference, cfg: Config, batch: int) -> tup
     return ok, errors
 
 
-def run_config(cfg: Config, batch: int, images_u8, labels, ref: Reference, repeats: int):
-    """Builds, checks and times one configuration. Returns ("timed", row), ("failed", the check's
-    errors) when its check fails (it is not timed), or ("skipped", why) when it cannot run here."""
-    counters = torch._dynamo.utils.counters
-    skips_before = counters["inductor"]["cudagraph_skips"]
-    stage, built = "build", None
+def cleanup():
+    """Between groups: Dynamo forgets what it compiled (no recompile limit carries over) and the
+    allocator gives back the memory of the group's graphs."""
+    torch._dynamo.reset()
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+
+
+def run_phase(configs, batch: int, images_u8, labels, ref: Reference, repeats: int, deadline: float, emit):
+    """Checks and times `configs` (all with one cudnn.benchmark value, in order, a group's configurations
+    together) in this process, until `deadline` (time.perf_counter()). emit(outcome) receives, per
+    configuration, one dict: kind "timed", "failed" (its check), "pruned" (it cannot run: the error) or
+    "not reached" (the budget was spent)."""
+    i = 0
+    while i < len(configs):
+        j = i + 1
+        while j < len(configs) and configs[j].group == configs[i].group:
+            j += 1
+        group, i = configs[i:j], j
+        prep, prep_error = None, None
+        for cfg in group:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                emit({"kind": "not reached", "key": cfg.key,
+                      "why": "the budget (--budget-s) was spent"})
+                continue
+            if prep is None and prep_error is None and left < COMPILE_RESERVE_S[cfg.mode]:
+                emit({"kind": "not reached", "key": cfg.key, "why": f"less than the {COMPILE_RESERVE_S[cfg.mode]:g} s "
+                      f"a {cfg.mode} compile needs was left of the budget (--budget-s)"})
+                continue
+            if prep is None and prep_error is None:
+                print(f"  compiling/preparing {cfg.precision} {'channels_last' if cfg.channels_last else 'contiguous'} "
+                      f"{cfg.compile_token} ({left:.0f} s of budget left)", flush=True)
+                try:
+                    with settings(PRECISIONS[cfg.precision], cfg.cudnn_benchmark):
+                        prep = prepare(cfg.group, images_u8, labels, batch)
+                except Exception as e:  # noqa: BLE001  the group cannot run here: each of its configurations says why
+                    prep_error = f"compile/first step: {first_line(e)}"
+            if prep_error is not None:
+                emit({"kind": "pruned", "key": cfg.key, "why": prep_error})
+                continue
+            emit(run_config(cfg, prep, batch, images_u8, ref, repeats))
+        prep = None
+        try:
+            cleanup()
+        except Exception as e:  # noqa: BLE001
+            print(f"cleanup after {group[0].compile_token} failed: {first_line(e)}", flush=True)
+
+
+def run_config(cfg: Config, prep: Prepared, batch: int, images_u8, ref: Reference, repeats: int) -> dict:
+    stage, built = "capture" if cfg.graph else "build", None
     try:
         with settings(PRECISIONS[cfg.precision], cfg.cudnn_benchmark):
             t0 = time.perf_counter()
-            built = build(cfg, batch, images_u8, labels)
+            built = build(cfg, prep, images_u8, batch)
             torch.cuda.synchronize()
-            build_s = time.perf_counter() - t0
+            capture_s = time.perf_counter() - t0
             stage = "check"
-            ok, check_errors = check_one_step(built, ref, cfg, batch)
+            ok, errors = check_one_step(cfg, prep, built, ref, batch)
             if not ok:
-                return "failed", check_errors
+                return {"kind": "failed", "key": cfg.key, "why": errors}
             stage = "timing"
             t_step = median_step_ms(built.step, repeats)
-            built.run_epoch()  # warm-up epoch (the compiled code and the graph exist already)
             t_epoch = epoch_ms(built.run_epoch)
-        notes = dict(built.notes)
-        if cfg.mode == "max-autotune":   # Inductor's own CUDA graphs: did it skip any?
-            notes["cudagraph_skips"] = counters["inductor"]["cudagraph_skips"] - skips_before
-        n_params = sum(p.numel() for p in built.model.parameters())
-        return "timed", (cfg, t_step, t_epoch, n_params, build_s, notes, check_errors)
+        return {"kind": "timed", "key": cfg.key, "step_ms": t_step, "epoch_ms": t_epoch, "check": errors,
+                "compile_s": round(prep.build_s, 1), "capture_s": round(capture_s, 2),
+                "n_params": sum(p.numel() for p in prep.model.parameters()), "notes": prep.notes}
     except Exception as e:  # noqa: BLE001  a configuration that cannot run is reported; the others go on
-        return "skipped", f"{stage}: {type(e).__name__}: {first_line(e)}"
+        return {"kind": "pruned", "key": cfg.key, "why": f"{stage}: {first_line(e)}"}
     finally:
         built = None
-        try:
-            torch._dynamo.reset()   # the next configuration compiles from scratch (no recompile limit)
-            gc.collect()
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
-        except Exception as e:  # noqa: BLE001
-            print(f"cleanup after {cfg.impl} failed: {type(e).__name__}: {first_line(e)}", flush=True)
 
 
-def bench(data, device, batches, repeats, configs, budget_s) -> int:
-    """Checks and times each configuration at each batch size; returns how many failed their check."""
+def describe(o: dict) -> str:
+    if o["kind"] == "timed":
+        said = "".join(f", {k}={v}" for k, v in o["notes"].items() if k != "fullgraph_why")
+        return (f"step {o['step_ms']:.4f} ms, epoch {o['epoch_ms'] / 1e3:.3f} s; check {o['check']}; "
+                f"compiled in {o['compile_s']:g} s{said}")
+    return {"failed": "FAILED its check, not timed: ", "pruned": "pruned: ", "not reached": "not reached: "}[o["kind"]] + o["why"]
+
+
+def progress_line(i: int, batch: int, o: dict) -> str:
+    if o["kind"] == "pruned":
+        return f"PRUNED {o['key']}: {o['why']}"
+    return f"[{i}] batch {batch} {o['key']}: {describe(o)}"
+
+
+def run_worker(configs, batch: int, repeats: int, budget_s: float, cudnn_benchmark: bool, data_dir: Path, counter: list):
+    """The configurations of the other cudnn.benchmark value, in a process of their own: cuDNN keeps the
+    plan it chose for a convolution (keyed by shapes, layout, data type and TF32, not by the benchmark
+    flag) for the rest of the process, so in one process the configurations run later would reuse the
+    plans of those run first. Its outcomes come back as GRID lines; its other lines are passed on."""
+    if not configs:
+        return []
+    cmd = [sys.executable, "-u", str(Path(__file__).resolve()), "--bench", "--worker", "--batch", str(batch),
+           "--cudnn-benchmark", "on" if cudnn_benchmark else "off", "--budget-s", f"{max(budget_s, 1):.1f}",
+           "--repeats", str(repeats), "--configs", ",".join(c.key for c in configs), "--data-dir", str(data_dir)]
+    print(f"batch {batch}: {len(configs)} configurations with cudnn.benchmark "
+          f"{'on' if cudnn_benchmark else 'off'} go to a process of their own ({budget_s:.0f} s of budget left)", flush=True)
+    outcomes = []
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1)
+    for line in proc.stdout:
+        if line.startswith("GRID "):
+            o = json.loads(line[5:])
+            outcomes.append(o)
+            counter[0] += 1
+            print(progress_line(counter[0], batch, o), flush=True)
+        else:
+            print(line, end="", flush=True)
+    code = proc.wait()
+    seen = {o["key"] for o in outcomes}
+    for c in configs:
+        if c.key not in seen:
+            outcomes.append({"kind": "not reached", "key": c.key,
+                             "why": f"the process running it exited with code {code} first"})
+    return outcomes
+
+
+def bench(data, device, data_dir, batches, repeats, configs, budget_s, benchmark_values, worker) -> int:
+    """Checks and times the configurations at each batch size; returns how many failed their check."""
     tr_x = torch.from_numpy(data["train_images"].copy()).to(device)
     tr_y = torch.from_numpy(data["train_labels"].astype(np.int64)).to(device)
     n = tr_x.shape[0]
     if hasattr(torch._dynamo.config, "fail_on_recompile_limit_hit"):
         torch._dynamo.config.fail_on_recompile_limit_hit = True  # an error, not a silent fall back to eager
+    by_key = {c.key: c for c in GRID}
     failed = 0
-    for b in batches:
-        start = time.perf_counter()
+    for bi, b in enumerate(batches):
+        start = T_START if bi == 0 else time.perf_counter()   # the budget includes start-up and loading
         ref = fp32_reference(b, tr_x, tr_y)
-        rows, summary, skipped, failed_here = [], [], [], 0
-        for i, cfg in enumerate(configs):
-            spent = time.perf_counter() - start
-            if spent > budget_s:
-                why = f"not started: batch {b}'s configurations had taken {spent:.0f} s (--budget-s {budget_s:g})"
-                outcome, value = "skipped", why
+        counter, outcomes = [0], []
+
+        def emit(o):
+            outcomes.append(o)
+            counter[0] += 1
+            if worker:
+                print("GRID " + json.dumps(o), flush=True)
             else:
-                outcome, value = run_config(cfg, b, tr_x, tr_y, ref, repeats)
-            if outcome == "timed":
-                rows.append(value)
-                _, t_step, t_epoch, _, build_s, notes, check_errors = value
-                said = "".join(f", {k}={v}" for k, v in notes.items())
-                line = (f"step {t_step:.4f} ms, epoch {t_epoch / 1e3:.3f} s; check {check_errors}; "
-                        f"built in {build_s:.0f} s{said}")
-            elif outcome == "failed":
-                failed_here += 1
-                line = f"FAILED its check, not timed: {value}"
+                print(progress_line(counter[0], b, o), flush=True)
+        phases = [(v, [c for c in configs if c.cudnn_benchmark == v]) for v in benchmark_values]
+        phases = [(v, cs) for v, cs in phases if cs]
+        # The first value's configurations run here, within half the budget when there is a second; the
+        # second's in a process of their own (run_worker), with what is left.
+        deadline = start + (budget_s / 2 if len(phases) > 1 else budget_s)
+        for v, cs in phases[:1]:
+            print(f"batch {b}: {len(configs)} configurations; the {len(cs)} with cudnn.benchmark "
+                  f"{'on' if v else 'off'} run in this process", flush=True)
+            run_phase(cs, b, tr_x, tr_y, ref, repeats, deadline, emit)
+        for v, cs in phases[1:]:
+            left = start + budget_s - time.perf_counter()
+            if left > 0:
+                outcomes += run_worker(cs, b, repeats, left, v, data_dir, counter)
             else:
-                skipped.append((cfg, value))
-                line = f"skipped: {value}"
-            summary.append(f"batch {b} {cfg.key}: {line}")
-            print(f"[{i + 1}/{len(configs)}] {summary[-1]}", flush=True)
-        # The peer of each case is the fastest configuration in this run.
-        for kind, col in (("step", 1), ("epoch", 2)):
-            best = min(rows, key=lambda r: r[col]) if rows else None
-            for r in rows:
-                cfg, n_params, notes = r[0], r[3], r[5]
-                steps_in = 1 if kind == "step" else n // b
-                # Plot fields, each on one kind of row only (as in mnist_cnn.cu).
-                plot = {"step_ms": round(r[col], 6)} if kind == "step" else {"epoch_s": round(r[col] / 1e3, 6)}
-                course_tools.bench(f"{kind}, batch {b}", cfg.impl, r[col], steps_in * step_bytes(b, n_params),
-                                   steps_in * step_flops(b), peer=r is best, batch=b, kind=kind, steps=steps_in,
-                                   config=cfg.key, precision=cfg.precision, **plot,
-                                   **{k: v for k, v in notes.items() if k != "fullgraph_why"})
-        # Last, so that the end of the output (what the GPU record keeps) has them: one line per
-        # configuration, then the configurations that did not run, as rows that say why.
-        print(f"batch {b}: {len(configs)} configurations, {len(rows)} timed, {len(skipped)} skipped, "
-              f"{failed_here} failed their check, in {time.perf_counter() - start:.0f} s:", flush=True)
-        print("\n".join(summary), flush=True)
-        for cfg, why in skipped:
-            for kind in ("step", "epoch"):
-                print("SKIPPED-CONFIG " + json.dumps({"case": f"{kind}, batch {b}", "impl": cfg.impl, "why": why}),
-                      flush=True)
-        failed += failed_here
+                for c in cs:
+                    emit({"kind": "not reached", "key": c.key, "why": "the budget (--budget-s) was spent"})
+        failed += sum(o["kind"] == "failed" for o in outcomes)
+        if worker:
+            continue
+        report(b, n, outcomes, by_key, time.perf_counter() - start, budget_s)
     return failed
 
 
-def select_configs(ap, text: str):
-    """--configs: comma-separated keys of CONFIGS, each known and named once; timed in CONFIGS's order."""
+def report(b: int, n: int, outcomes: list, by_key: dict, took_s: float, budget_s: float):
+    """BENCH rows (every timed configuration is a peer row), then a summary short enough for the end of
+    the output, which is what the GPU record keeps."""
+    timed = [o for o in outcomes if o["kind"] == "timed"]
+    steps_per_epoch = n // b
+    # The plots draw, of each way of running the step, the fastest configuration at this batch size.
+    fastest_of_way = {}
+    for kind, col in (("step", "step_ms"), ("epoch", "epoch_ms")):
+        for o in timed:
+            w = by_key[o["key"]].way
+            if (kind, w) not in fastest_of_way or o[col] < fastest_of_way[(kind, w)][col]:
+                fastest_of_way[(kind, w)] = o
+    for kind, col in (("step", "step_ms"), ("epoch", "epoch_ms")):
+        for o in sorted(timed, key=lambda o: o[col]):
+            cfg = by_key[o["key"]]
+            steps_in = 1 if kind == "step" else steps_per_epoch
+            plot = {}
+            if fastest_of_way[(kind, cfg.way)] is o:
+                plot = {"step_ms": round(o[col], 6)} if kind == "step" else {"epoch_s": round(o[col] / 1e3, 6)}
+            notes = {k: v for k, v in o["notes"].items() if k != "fullgraph_why"}
+            course_tools.bench(f"{kind}, batch {b}", cfg.impl, o[col], steps_in * step_bytes(b, o["n_params"]),
+                               steps_in * step_flops(b), peer=True, batch=b, kind=kind, steps=steps_in,
+                               compile_s=o["compile_s"], **cfg.fields(), **plot, **notes)
+    counts = {k: sum(o["kind"] == k for o in outcomes) for k in ("timed", "failed", "pruned", "not reached")}
+    print(f"\nbatch {b}: grid of {len(GRID)} configurations, {len(outcomes)} asked for, {counts['timed']} timed, "
+          f"{counts['failed']} failed their check, {counts['pruned']} pruned, {counts['not reached']} not reached "
+          f"(--budget-s {budget_s:g}), in {took_s:.0f} s", flush=True)
+    print("timed, fastest step first:  key, step ms, epoch s, compile s", flush=True)
+    for o in sorted(timed, key=lambda o: o["step_ms"]):
+        print(f"  {o['key']:38s} {o['step_ms']:8.4f} {o['epoch_ms'] / 1e3:7.3f} {o['compile_s']:6.1f}", flush=True)
+    why_steps = {o["notes"]["fullgraph_why"] for o in timed if "fullgraph_why" in o["notes"]}
+    for why in sorted(why_steps):
+        print(f"compile(step, fullgraph=True) refused: {why}", flush=True)
+    # Last, as the end of the output is what the record keeps: what did not run, and why (the
+    # configurations that share a reason on one line).
+    for kind, label in (("failed", "FAILED"), ("pruned", "PRUNED"), ("not reached", "NOT REACHED")):
+        reasons = {}
+        for o in outcomes:
+            if o["kind"] == kind:
+                reasons.setdefault(o["why"], []).append(o["key"])
+        for why, keys in reasons.items():
+            print(f"{label} {', '.join(keys)}: {why}", flush=True)
+
+
+def select_configs(ap, text: str) -> tuple:
+    """--configs: comma-separated keys of GRID or globs over them (bf16-nhwc-*), each matching at least
+    one; run in GRID's order."""
     names = text.split(",")
-    known = [c.key for c in CONFIGS]
     if any(not name.strip() for name in names):
-        ap.error(f"--configs {text!r}: an empty name; give comma-separated names (see --configs list)")
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        ap.error(f"--configs: unknown configuration(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        ap.error(f"--configs {text!r}: an empty name; give comma-separated names or globs (see --configs list)")
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         ap.error(f"--configs: {', '.join(repeated)} named more than once")
-    return tuple(c for c in CONFIGS if c.key in names)
+    unknown = [name for name in names if not any(fnmatch.fnmatchcase(c.key, name) for c in GRID)]
+    if unknown:
+        ap.error(f"--configs: {', '.join(unknown)} matches no configuration (see --configs list)")
+    return tuple(c for c in GRID if any(fnmatch.fnmatchcase(c.key, name) for name in names))
 
 
 def main():
@@ -652,11 +846,15 @@ def main():
     ap.add_argument("--batch", type=int,
                     help=f"batch size (training: default {BATCH}; --bench: one size, default 64, 256 and 1024)")
     ap.add_argument("--repeats", type=int, default=200)
-    ap.add_argument("--configs", help="with --bench: the configurations to time, comma-separated "
-                                      "(default: all); 'list' prints them and exits")
-    ap.add_argument("--budget-s", type=float, help="with --bench: once a batch size's configurations have "
-                                                   "taken this many seconds, the rest are reported as "
-                                                   "skipped instead of started (default 200)")
+    ap.add_argument("--configs", help="with --bench: the configurations to time, comma-separated keys or globs "
+                                      "(default: all); 'list' prints them, in the order they run, and exits")
+    ap.add_argument("--cudnn-benchmark", choices=("both", "on", "off"), default="both",
+                    help="with --bench: the configurations with cudnn.benchmark on, off, or both (default; "
+                         "on here, then off in a second process)")
+    ap.add_argument("--budget-s", type=float, help="with --bench: once a batch size's run (start-up included) "
+                                                   "has taken this many seconds, the configurations not yet "
+                                                   "started are reported as not reached (default 200)")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # run_worker's child process
     ap.add_argument("--curves", help="write the training curves and misclassified digits to this JSON file")
     ap.add_argument("--cpu", action="store_true", help="train on the CPU (slow; for machines without a GPU)")
     args = ap.parse_args()
@@ -665,29 +863,39 @@ def main():
         ap.error("--epochs must be in [1, 1000], --batch in [1, 60000] and --repeats in [1, 100000]")
     if args.cpu and args.bench:
         ap.error("--bench times the GPU; it cannot be combined with --cpu")
+    configs = GRID
+    if args.configs is not None and args.configs != "list":
+        configs = select_configs(ap, args.configs)
+    values = {"both": (True, False), "on": (True,), "off": (False,)}[args.cudnn_benchmark]
+    configs = tuple(c for c in configs if c.cudnn_benchmark in values)
     if args.configs == "list":
         if args.bench or args.train:
             ap.error("--configs list prints the configurations and exits; give it alone")
-        for c in CONFIGS:
-            print(f"{c.key:32s} {c.impl}")
+        for c in configs:
+            print(f"{c.key:38s} {c.impl}")
+        for key, why in PRUNED_BEFORE_RUNNING.items():
+            print(f"PRUNED {key}: {why}")
+        print(f"{len(configs)} configurations (cudnn.benchmark {args.cudnn_benchmark}) of a grid of {len(GRID)}")
         return
-    if args.configs is not None and not args.bench:
-        ap.error("--configs selects benchmark configurations; use it with --bench")
-    if args.budget_s is not None and not args.bench:
-        ap.error("--budget-s limits the benchmark; use it with --bench")
+    for name, given in (("--configs", args.configs is not None), ("--budget-s", args.budget_s is not None),
+                        ("--cudnn-benchmark", args.cudnn_benchmark != "both"), ("--worker", args.worker)):
+        if given and not args.bench:
+            ap.error(f"{name} belongs to the benchmark; use it with --bench")
+    if args.worker and (args.batch is None or args.cudnn_benchmark == "both"):
+        ap.error("--worker runs one batch size with one cudnn.benchmark value")
     budget_s = 200.0 if args.budget_s is None else args.budget_s
     if not (1 <= budget_s <= 86400):   # also rejects nan and inf
         ap.error(f"--budget-s must be in [1, 86400] seconds, not {args.budget_s}")
-    configs = CONFIGS if args.configs is None else select_configs(ap, args.configs)
     if not args.cpu:
         course_tools.require_cuda("torch")
+    data_dir = data_dir_from(args.data_dir)
     try:
-        data = load_mnist(data_dir_from(args.data_dir))
+        data = load_mnist(data_dir)
     except IdxError as e:
         sys.exit(f"error: {e}")  # a missing or damaged file: the message, and exit code 1
     set_precision()
     device = torch.device("cpu" if args.cpu else "cuda")
-    print(f"torch {torch.__version__} on {torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}")
+    print(f"torch {torch.__version__} on {torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}", flush=True)
     if args.train or not args.bench:
         batch = args.batch or BATCH
         t0 = time.perf_counter()
@@ -705,7 +913,8 @@ def main():
                            "gpu": torch.cuda.get_device_name() if device.type == "cuda" else "CPU"})
             Path(args.curves).write_text(json.dumps(curves))
     if args.bench:
-        failed = bench(data, device, [args.batch] if args.batch else [64, 256, 1024], args.repeats, configs, budget_s)
+        failed = bench(data, device, data_dir.resolve(), [args.batch] if args.batch else [64, 256, 1024],
+                       args.repeats, configs, budget_s, values, args.worker)
         if failed:
             sys.exit(f"error: {failed} configuration(s) failed their check against eager FP32 (see CHECK FAIL)")
 

@@ -63,11 +63,12 @@ def broken_invariants(invariants: list[tuple[str, ...]], rows: list[dict]) -> li
     too (a declaration that checks nothing is a mistake, not a pass)."""
     problems = []
     for inv in invariants:
-        kind, glob = inv[0], inv[-1]
+        kind = inv[0]
+        glob = inv[3] if kind == "faster" else inv[-1]
         mine = [r for r in rows if fnmatch.fnmatchcase(str(r.get("impl")), glob)]
         pairs = 0
         if kind == "faster":
-            token, partner = inv[1], inv[2]
+            token, partner, ratio = inv[1], inv[2], inv[4] if len(inv) > 4 else 1.0
             by_key = {(r.get("case"), r.get("impl")): r for r in mine}
             for r in mine:
                 words = str(r.get("case")).split()
@@ -78,9 +79,10 @@ def broken_invariants(invariants: list[tuple[str, ...]], rows: list[dict]) -> li
                 if twin is None:
                     continue
                 pairs += 1
-                if not r["time_ms"] < twin["time_ms"]:
+                if not r["time_ms"] < ratio * twin["time_ms"]:
+                    bound = f"{ratio:g} x " if ratio != 1 else ""
                     problems.append(f"invariant 'faster {token} {partner}': {r['impl']} takes {r['time_ms']:.4g} ms "
-                                    f"on {r['case']!r}, not less than {twin['time_ms']:.4g} ms on {twin['case']!r}")
+                                    f"on {r['case']!r}, not less than {bound}{twin['time_ms']:.4g} ms on {twin['case']!r}")
         elif kind == "grows":
             field = inv[1]
             groups: dict[tuple, list[dict]] = {}
@@ -98,7 +100,7 @@ def broken_invariants(invariants: list[tuple[str, ...]], rows: list[dict]) -> li
                                         f"at {field}={large[field]:g} ({large['case']!r}), less than "
                                         f"{small['time_ms']:.4g} ms at {field}={small[field]:g}")
         if pairs == 0:
-            problems.append(f"invariant {' '.join(inv)!r} matched no pair of rows: it checks nothing")
+            problems.append(f"invariant {' '.join(map(str, inv))!r} matched no pair of rows: it checks nothing")
     return problems
 
 

@@ -20,11 +20,12 @@ Each program declares how it is built and run in `course:` comment lines near it
     // course: sanitizer-skip <tool|all> <why>     not run under that tool, for the reason given
     // course: gpus <N>             needs at least N GPUs of one machine (default 1); the GPU run gives
                                     its items every GPU instead of pinning them to one
-    // course: invariant faster <token> <partner> [impl-glob]
+    // course: invariant faster <token> <partner> [impl-glob] [max-ratio=R]
                                     in a benchmark run, each row whose case has the word <token> is
                                     faster than the row of the same impl whose case has <partner> in
-                                    its place ("invariant faster causal non-causal": a causal
-                                    attention is faster than its non-causal twin)
+                                    its place, taking at most R times its time (default 1):
+                                    "invariant faster causal non-causal max-ratio=0.8": a causal
+                                    attention, half the work, is clearly faster than its twin
     // course: invariant grows <field> [impl-glob]
                                     rows of one impl whose cases differ only in numbers take no less
                                     time as <field> grows (a larger size is not faster)
@@ -391,11 +392,19 @@ def parse(path: Path) -> Program:
             prog.min_gpus = int(value)
         elif key == "invariant":
             words = shlex.split(value)
+            ratio = "1"
+            if words and words[-1].startswith("max-ratio="):
+                ratio = words.pop()[len("max-ratio="):]
             shapes = {"faster": (3, 4), "grows": (2, 3)}
-            if not words or words[0] not in shapes or not shapes[words[0]][0] <= len(words) <= shapes[words[0]][1]:
-                raise ValueError(f"{path}: 'course: invariant faster <token> <partner> [impl-glob]' or "
+            try:
+                ok = 0 < float(ratio) <= 1
+            except ValueError:
+                ok = False
+            if not ok or not words or words[0] not in shapes or not shapes[words[0]][0] <= len(words) <= shapes[words[0]][1]:
+                raise ValueError(f"{path}: 'course: invariant faster <token> <partner> [impl-glob] [max-ratio=R]' or "
                                  f"'course: invariant grows <field> [impl-glob]', got {value!r}")
-            prog.invariants.append(tuple(words) + (("*",) if len(words) == shapes[words[0]][0] else ()))
+            words += ["*"] if len(words) == shapes[words[0]][0] else []
+            prog.invariants.append(tuple(words) + ((float(ratio),) if words[0] == "faster" else ()))
         elif key in ("sanitizer-expect", "sanitizer-skip"):
             tool, _, why = value.partition(" ")
             tools = SANITIZER_TOOLS if tool == "all" else (tool,)

@@ -21,6 +21,7 @@
 // course: run --batch 2 --heads 3 --seq 1 --dim 128 --causal
 // course: run --batch 1 --heads 3 --seq 333 --dim 64 --causal
 // course: bench --bench
+// course: invariant grows seq
 #include <cuda_bf16.h>
 
 #include <string>

@@ -28,6 +28,7 @@
 // course: run --batch 4 --heads 16 --seq 4096 --dim 128 --plant zeros-small
 // course: run --batch 4 --heads 16 --seq 4096 --dim 128 --causal --plant tile
 // course: bench --bench
+// course: invariant faster causal non-causal max-ratio=0.8
 #include <algorithm>
 #include <string>
 #include <thread>

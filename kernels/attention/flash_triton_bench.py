@@ -10,6 +10,7 @@
 # course: gpu
 # course: run
 # course: bench --bench
+# course: invariant faster causal non-causal * max-ratio=0.8
 import sys
 from pathlib import Path
 

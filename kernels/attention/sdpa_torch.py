@@ -16,6 +16,11 @@ Run: python kernels/attention/sdpa_torch.py            (checks every backend)
 # course: gpu
 # course: run
 # course: bench --bench
+# course: invariant faster causal non-causal "PyTorch SDPA flash*" max-ratio=0.8
+# course: invariant faster causal non-causal "PyTorch SDPA cuDNN*" max-ratio=0.8
+# course: invariant faster causal non-causal "PyTorch SDPA efficient*" max-ratio=0.8
+# course: invariant grows seq "PyTorch SDPA flash*"
+# course: invariant grows seq "PyTorch SDPA math*"
 """
 
 import sys

@@ -282,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.plan:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        built = subprocess.run([sys.executable, "-m", "course.programs", "build-all", str(os.cpu_count() or 1)],
+        wanted = sorted({it["program"] for u in units for it in u.items if it["program"]})
+        built = subprocess.run([sys.executable, "-m", "course.programs", "build-all", str(os.cpu_count() or 1), *wanted],
                                cwd=ROOT, capture_output=True, text=True)
         log(built.stdout.strip() or built.stderr.strip()[-2000:])
     if args.phase in ("all", "shared") and shared:

@@ -566,20 +566,21 @@ def execute(run: Run, timeout: int | None = None) -> Outcome:
     return verdict(proc.returncode, proc.stdout, proc.stderr)
 
 
-def build_all(jobs: int) -> int:
-    """Builds every program the generic harness compiles, `jobs` at a time, for this machine's GPU
-    (the GPU run does this once before copying the tree into its shards, so that no shard compiles
-    what another already did). Returns how many failed to build; the tests report why."""
+def build_all(jobs: int, only: list[str] | None = None) -> int:
+    """Builds every program the generic harness compiles (or those of `only`, paths under kernels/),
+    `jobs` at a time, for this machine's GPU (the GPU run does this once before copying the tree into
+    its processes' copies, so that none compiles what another already did). Returns how many failed
+    to build; the tests report why."""
     from concurrent.futures import ThreadPoolExecutor
 
-    todo = [p for p in all_programs() if p.generic_build and p.lang != "python"]
+    todo = [p for p in all_programs() if p.generic_build and p.lang != "python" and (only is None or p.rel in only)]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         failed = sum(proc.returncode != 0 for proc in pool.map(build, todo))
     print(f"built {len(todo) - failed} of {len(todo)} programs ({failed} failed: the tests say why)")
     return failed
 
 
-if __name__ == "__main__":  # python -m course.programs build-all [JOBS]
-    if len(sys.argv) not in (2, 3) or sys.argv[1] != "build-all" or (len(sys.argv) == 3 and not sys.argv[2].isdigit()):
-        sys.exit("usage: python -m course.programs build-all [JOBS]")
-    build_all(int(sys.argv[2]) if len(sys.argv) == 3 else os.cpu_count() or 1)
+if __name__ == "__main__":  # python -m course.programs build-all [JOBS [PROGRAM ...]]
+    if len(sys.argv) < 2 or sys.argv[1] != "build-all" or (len(sys.argv) >= 3 and not sys.argv[2].isdigit()):
+        sys.exit("usage: python -m course.programs build-all [JOBS [kernels/PROGRAM ...]]")
+    build_all(int(sys.argv[2]) if len(sys.argv) >= 3 else os.cpu_count() or 1, sys.argv[3:] or None)

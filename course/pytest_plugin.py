@@ -120,9 +120,6 @@ def pytest_collection_modifyitems(session, config, items):
     if config.getoption("--gpu-await") is not None:
         _declare_awaiting(config, gpu_items, config.getoption("--gpu-await").strip())
 
-    if config.getoption("--gpu-list"):
-        _list_gpu_items(config.getoption("--gpu-list"), items)
-
     if config.getoption("--gpu-stale-only"):
         rec = record.load()
         keep = [i for i in items if ITEM_HASH in i.stash and not record.is_verified(rec, i.stash[ITEM_HASH])]
@@ -140,6 +137,12 @@ def pytest_collection_modifyitems(session, config, items):
         for item in items:
             if item.get_closest_marker("gpu") is not None:
                 item.add_marker(skip)
+
+
+def pytest_collection_finish(session):
+    # After every plugin's selection (-k, -m): the items this session would run.
+    if session.config.getoption("--gpu-list"):
+        _list_gpu_items(session.config.getoption("--gpu-list"), session.items)
 
 
 def _list_gpu_items(path: str, items) -> None:

@@ -68,13 +68,17 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
 }
 // Arrive on the barrier at the same shared-memory offset in block `cta` of this cluster (mapa turns
-// the local address into that block's address in the cluster's shared memory window).
+// the local address into that block's address in the cluster's shared memory window). The arrive keeps
+// PTX's default semantics, release at CTA scope, as CUTLASS's ClusterBarrier::arrive does: it tells the
+// other block's producer that this block's wgmmas (the async proxy, already waited for) have finished
+// reading a stage; no ordinary writes need publishing to the cluster. `.release.cluster` would compile to
+// a full MEMBAR.ALL.GPU before every arrive (in the sm_90a SASS), stalling the warp each k-step.
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, unsigned cta) {
   asm volatile(
       "{\n"
       ".reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
       "}\n" ::"r"(smem_u32(bar)),
       "r"(cta)
       : "memory");

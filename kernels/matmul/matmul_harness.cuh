@@ -238,7 +238,7 @@ struct Harness {
         Problem p = p0;
         std::vector<Elem> got;
         if constexpr (Program::kAlphaBeta) {
-          p.alpha = static_cast<float>(alpha), p.beta = static_cast<float>(beta);
+          [&](auto& q) { q.alpha = static_cast<float>(alpha), q.beta = static_cast<float>(beta); }(p);
           if (pass) {  // beta != 0 reads C: start from C0, not from poison
             CUDA_CHECK(cudaMemcpy(d.C, C0.data(), nc * sizeof(Elem), cudaMemcpyHostToDevice));
             launch(id, p);

@@ -409,6 +409,10 @@ int main(int argc, char** argv) {
                  Program::kKMultiple, K);
     return course::kExitFail;
   }
+  if (profile >= static_cast<int>(std::size(Program::kImpl))) {
+    std::fprintf(stderr, "error: --profile takes a version from 0 to %zu, got %d\n", std::size(Program::kImpl) - 1, profile);
+    return course::kExitFail;
+  }
   if (!plant.empty() && plant != "zeros" && plant != "tile") {
     std::fprintf(stderr, "error: --plant takes zeros or tile, got '%s'\n", plant.c_str());
     return course::kExitFail;

@@ -54,10 +54,12 @@ def build(source: str, exe: Path) -> None:
 
 def available(ncu: str, metrics: dict[str, str]) -> dict[str, str]:
     """The entries of metrics whose base name this ncu reports for the current GPU (all of them when
-    the query gives nothing): a name it does not know would fail the whole run."""
+    the query gives nothing): a name it does not know would fail the whole run. Launch statistics
+    (launch__registers_per_thread, launch__grid_size, ...) describe the launch, not a hardware counter,
+    and --query-metrics does not list them: they are always kept."""
     out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True).stdout
     known = {line.split()[0] for line in out.splitlines() if line and "__" in line.split()[0]}
-    return {k: m for k, m in metrics.items() if not known or m.split(".")[0] in known}
+    return {k: m for k, m in metrics.items() if not known or m.startswith("launch__") or m.split(".")[0] in known}
 
 
 # --8<-- [start:profile]

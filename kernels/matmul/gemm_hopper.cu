@@ -22,6 +22,8 @@
 // Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -lcublas -o build/matmul/gemm_hopper kernels/matmul/gemm_hopper.cu
 // Run:   ./build/matmul/gemm_hopper --m 200 --n 135 --k 72          (every version; --version 3 for one)
 //        ./build/matmul/gemm_hopper --bench
+//        ./build/matmul/gemm_hopper --profile 4 --m 4096 --n 4096 --k 4096   (one launch of v4, for ncu)
+//        ./build/matmul/gemm_hopper --plant zeros     (the check at 8192^3 must reject a planted fault)
 // It runs only on compute capability 9.0 (H100, H200) and waives itself elsewhere: wgmma and setmaxnreg
 // are sm_90a instructions, and sm_90a code runs on no other GPU. The PTX wrappers and the tensor maps live
 // in kernels/common/hopper.cuh. The device code is compiled only where __CUDA_ARCH_FEAT_SM90_ALL is
@@ -36,6 +38,8 @@
 // course: run --m 2100 --n 2100 --k 200
 // course: run --m 1000 --n 700 --k 520 --sms 5
 // course: run --m 900 --n 600 --k 136 --sms 3
+// course: run --plant zeros
+// course: run --plant tile
 // course: bench --bench
 #include <cuda_bf16.h>
 
@@ -45,12 +49,12 @@
 #include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
 #include "../common/hopper.cuh"  // mbarrier, TMA, cluster, setmaxnreg, wgmma wrappers and tensor maps
-#include "bench_row.cuh"
 
 using bf16 = __nv_bfloat16;
 namespace hopper = course::hopper;
 
-// CPU reference: course::gemm_reference with BLayout::kNxK (C = A B^T in float64 from the bf16 inputs).
+// The float64 reference (course::gemm_reference with BLayout::kNxK: C = A B^T from the bf16 inputs), the
+// checks, the benchmark loop and main are in matmul_harness.cuh, included at the end.
 
 // --8<-- [start:sizes]
 constexpr int BK = hopper::kSwizzleElems;  // 64 bf16 = 128 bytes: one row of a 128-byte-swizzled tile
@@ -297,7 +301,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         if constexpr (CLUSTER == 1) {
           mbar_arrive(&empty[s]);
         } else {
-          for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(&empty[s], r);
+          mbar_arrive(&empty[s]);  // this block's barrier: a local arrive
+          for (unsigned r = 0; r < CLUSTER; ++r)
+            if (r != rank) mbar_arrive_cluster(&empty[s], r);  // the other block's, through the cluster
         }
       }
     };
@@ -351,16 +357,6 @@ struct Problem {
   int M, N, K;
   const bf16 *A, *B;
   bf16* C;
-};
-
-constexpr int kVersions = 5;
-const char* const kImpl[kVersions + 1] = {
-    "v0 cuBLAS bf16 (A*B^T)",  // the same peer row as gemm_wgmma.cu
-    "hopper v1 TMA pipeline (bf16, fp32 acc)",
-    "hopper v2 warp-specialised (bf16, fp32 acc)",
-    "hopper v3 persistent (bf16, fp32 acc)",
-    "hopper v4 cluster multicast (bf16, fp32 acc)",
-    "hopper v5 TMA-store epilogue (bf16, fp32 acc)",
 };
 
 // --8<-- [start:cublas]
@@ -460,118 +456,44 @@ static Machine setup_kernels(int sms_wanted) {
   return m;
 }
 
-static std::vector<bf16> random_bf16(size_t n, uint64_t seed) {
-  std::vector<float> f(n);
-  course::fill_uniform(f, seed);
-  std::vector<bf16> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = __float2bfloat16(f[i]);
-  return out;
-}
-static std::vector<float> to_float(const std::vector<bf16>& v) {
-  std::vector<float> f(v.size());
-  for (size_t i = 0; i < v.size(); ++i) f[i] = __bfloat162float(v[i]);
-  return f;
-}
-
-struct DeviceMats {
-  bf16 *A = nullptr, *B = nullptr, *C = nullptr;
-  DeviceMats(const std::vector<bf16>& a, const std::vector<bf16>& b, size_t c) {
-    CUDA_CHECK(cudaMalloc(&A, a.size() * sizeof(bf16)));
-    CUDA_CHECK(cudaMalloc(&B, b.size() * sizeof(bf16)));
-    CUDA_CHECK(cudaMalloc(&C, c * sizeof(bf16)));
-    CUDA_CHECK(cudaMemcpy(A, a.data(), a.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(B, b.data(), b.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-  }
-  ~DeviceMats() {
-    cudaFree(A);
-    cudaFree(B);
-    cudaFree(C);
-  }
-};
-
-// Runs version v (0 = cuBLAS) into a poisoned C and copies C back.
-static std::vector<float> run_version(int v, const Problem& p, const Hopper& hopper, size_t nc) {
-  course::poison(p.C, nc * sizeof(bf16));
-  if (v == 0) launch_cublas(p); else hopper(v, p);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<bf16> got(nc);
-  CUDA_CHECK(cudaMemcpy(got.data(), p.C, nc * sizeof(bf16), cudaMemcpyDeviceToHost));
-  return to_float(got);
-}
-
-// cuBLAS and every selected version against the float64 reference.
-static bool check_all(int M, int N, int K, uint64_t seed, int only, Machine machine) {
-  const size_t nc = static_cast<size_t>(M) * N;
-  const auto A = random_bf16(static_cast<size_t>(M) * K, seed), B = random_bf16(static_cast<size_t>(N) * K, seed + 1);
-  std::vector<double> want(nc);
-  course::gemm_reference(M, N, K, A.data(), B.data(), want.data(), course::BLayout::kNxK);
-  DeviceMats d(A, B, nc);
-  const Problem p{M, N, K, d.A, d.B, d.C};
-  const Hopper hopper(p, machine);
-  bool ok = true;
-  for (int v = 0; v <= kVersions; ++v) {
-    if (only != 0 && v != 0 && v != only) continue;
-    const auto got = run_version(v, p, hopper, nc);
-    char name[64];
-    std::snprintf(name, sizeof(name), "hopper_v%d_%dx%dx%d", v, M, N, K);
-    ok &= course::check_close(name, got.data(), want.data(), nc, 1e-2, 1e-3);
-  }
-  return ok;
-}
-
-// The bench sizes: every selected version is checked against cuBLAS's output, then all are timed.
-static bool bench_size(int S, uint64_t seed, int only, Machine machine, double cublas_bytes) {
-  const size_t n = static_cast<size_t>(S) * S;
-  const auto A = random_bf16(n, seed), B = random_bf16(n, seed + 1);
-  DeviceMats d(A, B, n);
-  const Problem p{S, S, S, d.A, d.B, d.C};
-  const Hopper hopper(p, machine);
-  const auto ref = run_version(0, p, hopper, n);
-  char cs[64];
-  std::snprintf(cs, sizeof(cs), "bf16 gemm A*B^T %dx%dx%d", S, S, S);  // gemm_wgmma.cu's case names
-  const double flops = 2.0 * S * S * static_cast<double>(S), bytes = 3.0 * n * sizeof(bf16);
-  bool ok = true;
-  for (int v = 0; v <= kVersions; ++v) {
-    if (only != 0 && v != 0 && v != only) continue;
-    if (v > 0) {
-      const auto got = run_version(v, p, hopper, n);
-      char name[64];
-      std::snprintf(name, sizeof(name), "hopper_v%d_vs_cublas_%d", v, S);
-      if (!course::check_close(name, got.data(), ref.data(), n, 1.6e-2, 1e-2)) {
-        ok = false;
-        continue;  // a wrong kernel gets no BENCH row
-      }
+// --8<-- [start:program]
+// What matmul_harness.cuh runs (the checks, the benchmark and main are there).
+struct Program {
+  using Elem = bf16;
+  static constexpr course::BLayout kLayout = course::BLayout::kNxK;
+  static constexpr const char* kCheck = "hopper_";
+  static constexpr const char* kCase = "bf16 gemm A*B^T %dx%dx%d";  // gemm_wgmma.cu's case names
+  static constexpr int kDefault[3] = {200, 135, 72};
+  static constexpr int kKMultiple = 8;
+  static constexpr bool kAlphaBeta = false;
+  static constexpr int kPlantVersion = 5;
+  static constexpr int kBenchSizes[] = {4096, 8192};
+  static constexpr const char* kImpl[] = {
+      "v0 cuBLAS bf16 (A*B^T)",  // the same peer row as gemm_wgmma.cu
+      "hopper v1 TMA pipeline (bf16, fp32 acc)",
+      "hopper v2 warp-specialised (bf16, fp32 acc)",
+      "hopper v3 persistent (bf16, fp32 acc)",
+      "hopper v4 cluster multicast (bf16, fp32 acc)",
+      "hopper v5 TMA-store epilogue (bf16, fp32 acc)",
+  };
+  struct Options {
+    int only, sms_wanted;  // --version (0: every version), --sms (0: all; fewer = more tiles per block)
+    Machine machine;
+    explicit Options(const course::Args& args)
+        : only(static_cast<int>(args.get_int("--version", 0, 0, 5))), sms_wanted(static_cast<int>(args.get_int("--sms", 0, 0, 1024))) {}
+    bool selected(int id) const { return only == 0 || id == 0 || id == only; }
+    void setup() {
+      course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA multicast are Hopper instructions");
+      hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
+      machine = setup_kernels(sms_wanted);
     }
-    const float ms = course::time_kernel_ms([&] { if (v == 0) launch_cublas(p); else hopper(v, p); });
-    chapter::print_bench_row(cs, kImpl[v], ms, bytes, flops, v == 0, S, v == 0 ? cublas_bytes : 0.0);
-  }
-  return ok;
-}
+  };
+  struct Launcher {
+    Hopper hopper;
+    Launcher(const Problem& p, const Options& o) : hopper(p, o.machine) {}
+    void operator()(int id, const Problem& p) const { id == 0 ? launch_cublas(p) : hopper(id, p); }
+  };
+};
+// --8<-- [end:program]
 
-int main(int argc, char** argv) {
-  const course::Args args{argc, argv};
-  const long long M = args.get_int("--m", 200, 1, 16384), N = args.get_int("--n", 135, 1, 16384);
-  const long long K = args.get_int("--k", 72, 8, 16384);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  const int only = static_cast<int>(args.get_int("--version", 0, 0, kVersions));  // 0: every version
-  const int sms = static_cast<int>(args.get_int("--sms", 0, 0, 1024));  // 0: all; fewer = more tiles per block
-  const bool bench = args.has("--bench");
-  args.finish();
-  if (K % 8 != 0) {
-    std::fprintf(stderr, "error: --k must be a multiple of 8 (TMA needs 16-byte row strides), got %lld\n", K);
-    return course::kExitFail;
-  }
-  course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA multicast are Hopper instructions");
-  hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
-  const Machine machine = setup_kernels(sms);
-  size_t free0 = 0, free1 = 0, total = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free0, &total));
-  CUBLAS_CHECK(cublasCreate(&g_cublas));
-  bool ok = check_all(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), seed, only, machine);
-  CUDA_CHECK(cudaMemGetInfo(&free1, &total));
-  const double cublas_bytes = free0 > free1 ? static_cast<double>(free0 - free1) : 0.0;
-  if (ok && bench)
-    for (int S : {4096, 8192}) ok &= bench_size(S, seed + 10, only, machine, cublas_bytes);
-  CUBLAS_CHECK(cublasDestroy(g_cublas));
-  return ok ? 0 : course::kExitFail;
-}
+#include "matmul_harness.cuh"

@@ -11,6 +11,7 @@
 // Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -lcublas -o build/matmul/gemm_wgmma kernels/matmul/gemm_wgmma.cu
 // Run:   ./build/matmul/gemm_wgmma --m 200 --n 135 --k 72
 //        ./build/matmul/gemm_wgmma --bench
+//        ./build/matmul/gemm_wgmma --plant zeros     (the check at 8192^3 must reject a planted fault)
 // It runs only on compute capability 9.0 (H100, H200) and waives itself elsewhere. The wgmma, TMA and
 // mbarrier wrappers live in kernels/common/hopper.cuh; they and the kernel's body are compiled only where
 // __CUDA_ARCH_FEAT_SM90_ALL is defined (the compute_90a pass), so the file also builds for sm_75 to
@@ -22,6 +23,8 @@
 // course: run --m 200 --n 135 --k 72
 // course: run --m 1 --n 1 --k 8
 // course: run --m 129 --n 257 --k 520
+// course: run --plant zeros
+// course: run --plant tile
 // course: bench --bench
 #include <cuda_bf16.h>
 
@@ -29,12 +32,12 @@
 #include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
 #include "../common/hopper.cuh"  // mbarrier, TMA, wgmma wrappers and tensor maps (shown on the page)
-#include "bench_row.cuh"
 
 using bf16 = __nv_bfloat16;
 namespace hopper = course::hopper;
 
-// CPU reference: course::gemm_reference with BLayout::kNxK (C = A B^T in float64 from the bf16 inputs).
+// The float64 reference (course::gemm_reference with BLayout::kNxK: C = A B^T from the bf16 inputs), the
+// checks, the benchmark loop and main are in matmul_harness.cuh, included at the end.
 
 constexpr int BM = 128, BN = 256, BK = hopper::kSwizzleElems, STAGES = 4;  // BK: one 128-byte swizzled row
 constexpr int CONSUMERS = 2, THREADS = (CONSUMERS + 1) * 128;
@@ -146,104 +149,34 @@ static void launch_cublas(const Problem& p) {
 }
 // --8<-- [end:cublas]
 
-static std::vector<bf16> random_bf16(size_t n, uint64_t seed) {
-  std::vector<float> f(n);
-  course::fill_uniform(f, seed);
-  std::vector<bf16> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = __float2bfloat16(f[i]);
-  return out;
-}
-static std::vector<float> to_float(const std::vector<bf16>& v) {
-  std::vector<float> f(v.size());
-  for (size_t i = 0; i < v.size(); ++i) f[i] = __bfloat162float(v[i]);
-  return f;
-}
-
-struct DeviceMats {
-  bf16 *A = nullptr, *B = nullptr, *C = nullptr;
-  DeviceMats(const std::vector<bf16>& a, const std::vector<bf16>& b, size_t c) {
-    CUDA_CHECK(cudaMalloc(&A, a.size() * sizeof(bf16)));
-    CUDA_CHECK(cudaMalloc(&B, b.size() * sizeof(bf16)));
-    CUDA_CHECK(cudaMalloc(&C, c * sizeof(bf16)));
-    CUDA_CHECK(cudaMemcpy(A, a.data(), a.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(B, b.data(), b.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-  }
-  ~DeviceMats() {
-    cudaFree(A);
-    cudaFree(B);
-    cudaFree(C);
-  }
+// --8<-- [start:program]
+// What matmul_harness.cuh runs (the checks, the benchmark and main are there).
+struct Program {
+  using Elem = bf16;
+  static constexpr course::BLayout kLayout = course::BLayout::kNxK;
+  static constexpr const char* kCheck = "wgmma_";
+  static constexpr const char* kCase = "bf16 gemm A*B^T %dx%dx%d";
+  static constexpr int kDefault[3] = {200, 135, 72};
+  static constexpr int kKMultiple = 8;
+  static constexpr bool kAlphaBeta = false;
+  static constexpr int kPlantVersion = 1;
+  static constexpr int kBenchSizes[] = {256, 512, 1024, 2048, 4096, 8192};
+  static constexpr const char* kImpl[] = {"v0 cuBLAS bf16 (A*B^T)", "v1 wgmma + TMA"};
+  struct Options {
+    explicit Options(const course::Args&) {}
+    bool selected(int) const { return true; }
+    void setup() const {
+      hopper::require_sm90a("wgmma is an sm_90a instruction");
+      CUDA_CHECK(cudaFuncSetAttribute(gemm_wgmma_tma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(kSmemBytes)));
+    }
+  };
+  struct Launcher {
+    Wgmma wgmma;
+    Launcher(const Problem& p, const Options&) : wgmma(p) {}
+    void operator()(int id, const Problem& p) const { id == 0 ? launch_cublas(p) : wgmma(p); }
+  };
 };
+// --8<-- [end:program]
 
-static bool check_all(int M, int N, int K, uint64_t seed) {
-  const size_t nc = static_cast<size_t>(M) * N;
-  const auto A = random_bf16(static_cast<size_t>(M) * K, seed), B = random_bf16(static_cast<size_t>(N) * K, seed + 1);
-  std::vector<double> want(nc);
-  course::gemm_reference(M, N, K, A.data(), B.data(), want.data(), course::BLayout::kNxK);
-  DeviceMats d(A, B, nc);
-  const Problem p{M, N, K, d.A, d.B, d.C};
-  const Wgmma wgmma(p);
-  std::vector<bf16> got(nc);
-  bool ok = true;
-  for (int v = 0; v < 2; ++v) {
-    course::poison(d.C, nc * sizeof(bf16));
-    if (v == 0) launch_cublas(p); else wgmma(p);
-    CUDA_CHECK(cudaMemcpy(got.data(), d.C, nc * sizeof(bf16), cudaMemcpyDeviceToHost));
-    char name[64];
-    std::snprintf(name, sizeof(name), "wgmma_v%d_%dx%dx%d", v, M, N, K);
-    ok &= course::check_close(name, to_float(got).data(), want.data(), nc, 1e-2, 1e-3);
-  }
-  return ok;
-}
-
-static bool bench_size(int S, uint64_t seed, double cublas_bytes) {
-  const size_t n = static_cast<size_t>(S) * S;
-  const auto A = random_bf16(n, seed), B = random_bf16(n, seed + 1);
-  DeviceMats d(A, B, n);
-  const Problem p{S, S, S, d.A, d.B, d.C};
-  const Wgmma wgmma(p);
-  std::vector<bf16> ref(n), got(n);
-  launch_cublas(p);
-  CUDA_CHECK(cudaMemcpy(ref.data(), d.C, n * sizeof(bf16), cudaMemcpyDeviceToHost));
-  course::poison(d.C, n * sizeof(bf16));
-  wgmma(p);
-  CUDA_CHECK(cudaMemcpy(got.data(), d.C, n * sizeof(bf16), cudaMemcpyDeviceToHost));
-  char name[64];
-  std::snprintf(name, sizeof(name), "wgmma_v1_vs_cublas_%d", S);
-  const bool ok = course::check_close(name, to_float(got).data(), to_float(ref).data(), n, 1.6e-2, 1e-2);
-  char cs[64];
-  std::snprintf(cs, sizeof(cs), "bf16 gemm A*B^T %dx%dx%d", S, S, S);
-  const double flops = 2.0 * S * S * static_cast<double>(S), bytes = 3.0 * n * sizeof(bf16);
-  const float t0 = course::time_kernel_ms([&] { launch_cublas(p); });
-  const float t1 = course::time_kernel_ms([&] { wgmma(p); });
-  chapter::print_bench_row(cs, "v0 cuBLAS bf16 (A*B^T)", t0, bytes, flops, true, S, cublas_bytes);
-  chapter::print_bench_row(cs, "v1 wgmma + TMA", t1, bytes, flops, false, S, 0.0);
-  return ok;
-}
-
-int main(int argc, char** argv) {
-  const course::Args args{argc, argv};
-  const long long M = args.get_int("--m", 200, 1, 16384), N = args.get_int("--n", 135, 1, 16384);
-  const long long K = args.get_int("--k", 72, 8, 16384);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  const bool bench = args.has("--bench");
-  args.finish();
-  if (K % 8 != 0) {
-    std::fprintf(stderr, "error: --k must be a multiple of 8 (TMA needs 16-byte row strides), got %lld\n", K);
-    return course::kExitFail;
-  }
-  hopper::require_sm90a("wgmma is an sm_90a instruction");
-  CUDA_CHECK(cudaFuncSetAttribute(gemm_wgmma_tma, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(kSmemBytes)));
-  size_t free0 = 0, free1 = 0, total = 0;
-  CUDA_CHECK(cudaFree(nullptr));
-  CUDA_CHECK(cudaMemGetInfo(&free0, &total));
-  CUBLAS_CHECK(cublasCreate(&g_cublas));
-  bool ok = check_all(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), seed);
-  CUDA_CHECK(cudaMemGetInfo(&free1, &total));
-  const double cublas_bytes = free0 > free1 ? static_cast<double>(free0 - free1) : 0.0;
-  if (ok && bench)
-    for (int S : {256, 512, 1024, 2048, 4096, 8192}) ok &= bench_size(S, seed + 10, cublas_bytes);
-  CUBLAS_CHECK(cublasDestroy(g_cublas));
-  return ok ? 0 : course::kExitFail;
-}
+#include "matmul_harness.cuh"

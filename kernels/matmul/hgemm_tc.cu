@@ -8,6 +8,7 @@
 // Build: nvcc -O3 -arch=native -lcublas -o build/matmul/hgemm_tc kernels/matmul/hgemm_tc.cu
 // Run:   ./build/matmul/hgemm_tc --m 264 --n 136 --k 200     (checks both against a float64 reference)
 //        ./build/matmul/hgemm_tc --bench                     (also times 256 to 8192)
+//        ./build/matmul/hgemm_tc --plant zeros               (the check at 8192^3 must reject a planted fault)
 // Needs compute capability 8.0 (bf16 WMMA and cp.async); older GPUs get an empty kernel and a waiver.
 //
 // course: gpu
@@ -15,6 +16,8 @@
 // course: run --m 127 --n 255 --k 65
 // course: run --m 1 --n 1 --k 1
 // course: run --m 264 --n 136 --k 200
+// course: run --plant zeros
+// course: run --plant tile
 // course: bench --bench
 #include <cuda_bf16.h>
 #include <mma.h>
@@ -25,7 +28,8 @@
 
 using bf16 = __nv_bfloat16;
 
-// CPU reference: course::gemm_reference, float64 sums of the bf16 inputs (exactly what the GPU multiplies).
+// The float64 reference (course::gemm_reference, from the bf16 inputs as stored), the checks, the
+// benchmark loop and main are in matmul_harness.cuh, included at the end.
 
 // ---------------------------------------------------------------------------------------------
 // --8<-- [start:cp_async]
@@ -165,113 +169,33 @@ static void launch_v0(const Problem& p) {
 }
 // --8<-- [end:cublas]
 
-using Launcher = void (*)(const Problem&);
-struct Version {
-  int id;
-  const char* name;
-  Launcher launch;
-};
-static const Version kVersions[] = {{0, "v0 cuBLAS bf16", launch_v0}, {1, "v1 WMMA bf16", launch_v1}};
-
-static std::vector<bf16> random_bf16(size_t n, uint64_t seed) {
-  std::vector<float> f(n);
-  course::fill_uniform(f, seed);
-  std::vector<bf16> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = __float2bfloat16(f[i]);
-  return out;
-}
-
-struct DeviceMats {
-  bf16 *A = nullptr, *B = nullptr, *C = nullptr;
-  DeviceMats(const std::vector<bf16>& a, const std::vector<bf16>& b, size_t c) {
-    CUDA_CHECK(cudaMalloc(&A, a.size() * sizeof(bf16)));
-    CUDA_CHECK(cudaMalloc(&B, b.size() * sizeof(bf16)));
-    CUDA_CHECK(cudaMalloc(&C, c * sizeof(bf16)));
-    CUDA_CHECK(cudaMemcpy(A, a.data(), a.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(B, b.data(), b.size() * sizeof(bf16), cudaMemcpyHostToDevice));
-  }
-  ~DeviceMats() {
-    cudaFree(A);
-    cudaFree(B);
-    cudaFree(C);
-  }
-};
-
-static std::vector<float> to_float(const std::vector<bf16>& v) {
-  std::vector<float> f(v.size());
-  for (size_t i = 0; i < v.size(); ++i) f[i] = __bfloat162float(v[i]);
-  return f;
-}
-
-static bool check_all(int M, int N, int K, uint64_t seed) {
-  const size_t nc = static_cast<size_t>(M) * N;
-  const auto A = random_bf16(static_cast<size_t>(M) * K, seed), B = random_bf16(static_cast<size_t>(K) * N, seed + 1);
-  std::vector<double> want(nc);
-  course::gemm_reference(M, N, K, A.data(), B.data(), want.data());
-  DeviceMats d(A, B, nc);
-  std::vector<bf16> got(nc);
-  bool ok = true;
-  for (const Version& v : kVersions) {
-    course::poison(d.C, nc * sizeof(bf16));  // 0xFFFF is a NaN in bf16 too
-    v.launch({M, N, K, d.A, d.B, d.C});
-    CUDA_CHECK(cudaMemcpy(got.data(), d.C, nc * sizeof(bf16), cudaMemcpyDeviceToHost));
-    char name[64];
-    std::snprintf(name, sizeof(name), "bf16_v%d_%dx%dx%d", v.id, M, N, K);
-    // The output is rounded to bf16 (8 significant bits): relative error up to 2^-9.
-    ok &= course::check_close(name, to_float(got).data(), want.data(), nc, 1e-2, 1e-3);
-  }
-  return ok;
-}
-
-static bool bench_size(int S, uint64_t seed, double cublas_bytes) {
-  const size_t n = static_cast<size_t>(S) * S;
-  const auto A = random_bf16(n, seed), B = random_bf16(n, seed + 1);
-  DeviceMats d(A, B, n);
-  const Problem p{S, S, S, d.A, d.B, d.C};
-  std::vector<bf16> ref(n), got(n);
-  launch_v0(p);
-  CUDA_CHECK(cudaMemcpy(ref.data(), d.C, n * sizeof(bf16), cudaMemcpyDeviceToHost));
-  const auto ref_f = to_float(ref);
-  char cs[64];
-  std::snprintf(cs, sizeof(cs), "bf16 gemm %dx%dx%d", S, S, S);
-  const double flops = 2.0 * S * S * static_cast<double>(S), bytes = 3.0 * n * sizeof(bf16);
-  bool ok = true;
-  for (const Version& v : kVersions) {
-    if (v.id != 0) {  // same inputs, same output precision: agree with cuBLAS to bf16 rounding
-      course::poison(d.C, n * sizeof(bf16));
-      v.launch(p);
-      CUDA_CHECK(cudaMemcpy(got.data(), d.C, n * sizeof(bf16), cudaMemcpyDeviceToHost));
-      char name[64];
-      std::snprintf(name, sizeof(name), "bf16_v%d_vs_cublas_%d", v.id, S);
-      ok &= course::check_close(name, to_float(got).data(), ref_f.data(), n, 1.6e-2, 1e-2);
+// --8<-- [start:program]
+// What matmul_harness.cuh runs (the checks, the benchmark and main are there).
+struct Program {
+  using Elem = bf16;
+  static constexpr course::BLayout kLayout = course::BLayout::kKxN;
+  static constexpr const char* kCheck = "bf16_";
+  static constexpr const char* kCase = "bf16 gemm %dx%dx%d";
+  static constexpr int kDefault[3] = {264, 136, 200};
+  static constexpr int kKMultiple = 1;
+  static constexpr bool kAlphaBeta = false;
+  static constexpr int kPlantVersion = 1;
+  static constexpr int kBenchSizes[] = {256, 512, 1024, 2048, 4096, 8192};
+  static constexpr const char* kImpl[] = {"v0 cuBLAS bf16", "v1 WMMA bf16"};
+  struct Options {
+    explicit Options(const course::Args&) {}
+    bool selected(int) const { return true; }
+    void setup() const {
+      course::require_compute_capability(8, 0, "bf16 WMMA fragments and cp.async");
+      CUDA_CHECK(cudaFuncSetAttribute(hgemm_wmma<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+      CUDA_CHECK(cudaFuncSetAttribute(hgemm_wmma<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
     }
-    const float ms = course::time_kernel_ms([&] { v.launch(p); });
-    const double ws = v.id == 0 ? cublas_bytes : 0.0;  // device memory beyond the operands
-    course::print_bench(cs, v.name, ms, bytes, flops, v.id == 0,
-                        {{"size", S}, {"workspace_bytes", ws}, {"peak_bytes", bytes + ws}});
-  }
-  return ok;
-}
+  };
+  struct Launcher {
+    Launcher(const Problem&, const Options&) {}
+    void operator()(int id, const Problem& p) const { id == 0 ? launch_v0(p) : launch_v1(p); }
+  };
+};
+// --8<-- [end:program]
 
-int main(int argc, char** argv) {
-  const course::Args args{argc, argv};
-  const long long M = args.get_int("--m", 264, 1, 16384), N = args.get_int("--n", 136, 1, 16384);
-  const long long K = args.get_int("--k", 200, 1, 16384);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  const bool bench = args.has("--bench");
-  args.finish();
-  course::require_compute_capability(8, 0, "bf16 WMMA fragments and cp.async");
-  CUDA_CHECK(cudaFuncSetAttribute(hgemm_wmma<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  CUDA_CHECK(cudaFuncSetAttribute(hgemm_wmma<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  size_t free0 = 0, free1 = 0, total = 0;
-  CUDA_CHECK(cudaFree(nullptr));
-  CUDA_CHECK(cudaMemGetInfo(&free0, &total));
-  CUBLAS_CHECK(cublasCreate(&g_cublas));
-  bool ok = check_all(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), seed);
-  CUDA_CHECK(cudaMemGetInfo(&free1, &total));  // after cuBLAS has run once: handle + workspace
-  const double cublas_bytes = free0 > free1 ? static_cast<double>(free0 - free1) : 0.0;
-  if (ok && bench)
-    for (int S : {256, 512, 1024, 2048, 4096, 8192}) ok &= bench_size(S, seed + 10, cublas_bytes);
-  CUBLAS_CHECK(cublasDestroy(g_cublas));
-  return ok ? 0 : course::kExitFail;
-}
+#include "matmul_harness.cuh"

@@ -22,6 +22,7 @@
 //        ./build/matmul/sgemm --profile 5 --m 4096 --n 4096 --k 4096   (one launch, for ncu)
 //        ./build/matmul/sgemm --profile 10 --cand 1 --m 4096 --n 4096 --k 4096   (one v10 shape)
 //        ./build/matmul/sgemm --tune --m 4096 --n 4096 --k 4096   (times and checks every v9 and v10 shape)
+//        ./build/matmul/sgemm --plant zeros     (the check at 8192^3 must reject a planted fault: zeros, tile)
 //
 // course: gpu
 // course: libs cublas
@@ -29,22 +30,15 @@
 // course: run --m 1 --n 1 --k 1
 // course: run --m 257 --n 129 --k 513
 // course: run --m 260 --n 196 --k 132
+// course: run --plant zeros
+// course: run --plant tile
 // course: bench --bench
 #include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
 
-// ---------------------------------------------------------------------------------------------
-// CPU reference in float64.
-// --8<-- [start:reference]
-// The product A B comes from the course's float64 reference (kernels/common/gemm_reference.cuh);
-// alpha and beta are applied on top, and C0 is not read when beta is 0, as BLAS promises.
-static void sgemm_reference(int M, int N, int K, double alpha, const float* A, const float* B, double beta,
-                            const float* C0, double* C) {
-  course::gemm_reference(M, N, K, A, B, C);
-  for (size_t i = 0; i < static_cast<size_t>(M) * N; ++i) C[i] = alpha * C[i] + (beta != 0.0 ? beta * C0[i] : 0.0);
-}
-// --8<-- [end:reference]
+// The checks, the float64 reference with alpha and beta, the benchmark loop and main are in
+// matmul_harness.cuh, included at the end.
 
 // BLAS semantics: when beta is 0, C is not read (it may hold garbage or NaN).
 __device__ __forceinline__ float epilogue(float alpha, float acc, float beta, const float* c) {
@@ -506,9 +500,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 // Launchers. Every launcher takes device pointers and enqueues one multiply on the default stream.
 struct Problem {
   int M, N, K;
-  float alpha, beta;
   const float *A, *B;
   float* C;
+  float alpha = 1.0f, beta = 0.0f;
 };
 
 static void launch_v1(const Problem& p) {
@@ -676,233 +670,78 @@ static void launch_v0(const Problem& p) {
 }
 // --8<-- [end:cublas]
 
-struct Version {
-  int id;
-  const char* name;
-  Launcher launch;
-  int max_bench_size;  // the slow versions are not timed on the largest sizes
-};
-static const Version kVersions[] = {
-    {0, "v0 cuBLAS", launch_v0, 1 << 30},       {1, "v1 naive", launch_v1, 4096},
-    {2, "v2 coalesced", launch_v2, 4096},       {3, "v3 shared-memory tiles", launch_v3, 8192},
-    {4, "v4 1D register blocking", launch_v4, 1 << 30}, {5, "v5 2D register blocking", launch_v5, 1 << 30},
-    {6, "v6 vectorised", launch_v6, 1 << 30},   {7, "v7 warp tiling", launch_v7, 1 << 30},
-    {8, "v8 double-buffered", launch_v8, 1 << 30}, {9, "v9 autotuned", launch_v9, 1 << 30},
-    {10, "v10 fragment prefetch", launch_v10, 1 << 30},
+// --8<-- [start:program]
+// What matmul_harness.cuh runs: the versions (id = index), the shapes an autotuner may pick (checked too),
+// and the AUTOTUNE lines after each benchmark size.
+static const Launcher kLaunch[] = {launch_v0, launch_v1, launch_v2, launch_v3, launch_v4, launch_v5,
+                                   launch_v6, launch_v7, launch_v8, launch_v9, launch_v10};
+struct Shape {
+  int id;  // 100 + c: v9's candidate c; 200 + c: the prefetching kernel's candidate c
+  const char* label;
+  const char* details;
 };
 
-// ---------------------------------------------------------------------------------------------
-struct DeviceMats {
-  float *A = nullptr, *B = nullptr, *C = nullptr;
-  DeviceMats(size_t a, size_t b, size_t c) {
-    CUDA_CHECK(cudaMalloc(&A, a * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&B, b * sizeof(float)));
-    CUDA_CHECK(cudaMalloc(&C, c * sizeof(float)));
-  }
-  // Random A and B, for runs that are not checked (warm-up, profiling): never multiply memory that
-  // nothing wrote (compute-sanitizer's initcheck reports it), and never time zeros.
-  void fill_random(size_t a, size_t b, uint64_t seed) {
-    std::vector<float> h(std::max(a, b));
-    course::fill_uniform(h, seed);
-    CUDA_CHECK(cudaMemcpy(A, h.data(), a * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(B, h.data(), b * sizeof(float), cudaMemcpyHostToDevice));
-  }
-  ~DeviceMats() {
-    cudaFree(A);
-    cudaFree(B);
-    cudaFree(C);
-  }
-};
-
-// Checks every version on M x N x K, twice: beta = 0 on a NaN-poisoned C (every element must be
-// written, C must not be read), and alpha = 1.5, beta = -0.5 on a random C.
-static bool check_all(int M, int N, int K, uint64_t seed) {
-  const size_t na = static_cast<size_t>(M) * K, nb = static_cast<size_t>(K) * N, nc = static_cast<size_t>(M) * N;
-  std::vector<float> A(na), B(nb), C0(nc), got(nc);
-  course::fill_uniform(A, seed);
-  course::fill_uniform(B, seed + 1);
-  course::fill_uniform(C0, seed + 2);
-  std::vector<double> want0(nc), want1(nc);
-  sgemm_reference(M, N, K, 1.0, A.data(), B.data(), 0.0, C0.data(), want0.data());
-  sgemm_reference(M, N, K, 1.5, A.data(), B.data(), -0.5, C0.data(), want1.data());
-  DeviceMats d(na, nb, nc);
-  CUDA_CHECK(cudaMemcpy(d.A, A.data(), na * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d.B, B.data(), nb * sizeof(float), cudaMemcpyHostToDevice));
-  // fp32 sums of K products of values in [-1, 1]: rounding grows about like K * 2^-24.
-  const double rtol = 1e-4, atol = 1e-6 * K + 1e-6;
-  bool ok = true;
-  auto check_one = [&](const char* label, Launcher launch) {
-    char name[96];
-    course::poison(d.C, nc * sizeof(float));
-    launch({M, N, K, 1.0f, 0.0f, d.A, d.B, d.C});
-    CUDA_CHECK(cudaMemcpy(got.data(), d.C, nc * sizeof(float), cudaMemcpyDeviceToHost));
-    std::snprintf(name, sizeof(name), "%s_beta0_%dx%dx%d", label, M, N, K);
-    ok &= course::check_close(name, got.data(), want0.data(), nc, rtol, atol);
-    CUDA_CHECK(cudaMemcpy(d.C, C0.data(), nc * sizeof(float), cudaMemcpyHostToDevice));
-    launch({M, N, K, 1.5f, -0.5f, d.A, d.B, d.C});
-    CUDA_CHECK(cudaMemcpy(got.data(), d.C, nc * sizeof(float), cudaMemcpyDeviceToHost));
-    std::snprintf(name, sizeof(name), "%s_beta_%dx%dx%d", label, M, N, K);
-    ok &= course::check_close(name, got.data(), want1.data(), nc, rtol, atol);
-  };
-  for (const Version& v : kVersions) {
-    char label[16];
-    std::snprintf(label, sizeof(label), "v%d", v.id);
-    check_one(label, v.launch);
-  }
-  for (int c = 0; c < static_cast<int>(kCandidates.size()); ++c) {  // every shape v9 may pick, not only
-    char label[24];                                                      // today's winner
-    std::snprintf(label, sizeof(label), "v9cfg%d", c);
-    check_one(label, kCandidates[c].launch);
-  }
-  for (int c = 0; c < static_cast<int>(kPrefetchCandidates.size()); ++c) {  // and those only v10 may pick
-    char label[24];
-    std::snprintf(label, sizeof(label), "v10cfg%d", c);
-    check_one(label, kPrefetchCandidates[c].launch);
-  }
-  return ok;
-}
-
-// --8<-- [start:bench]
-// Times every version on S x S x S (alpha = 1, beta = 0) in the same run as cuBLAS, after checking
-// each result against cuBLAS's on the same inputs.
-static bool bench_size(int S, uint64_t seed, double cublas_workspace) {
-  const size_t n = static_cast<size_t>(S) * S;
-  std::vector<float> A(n), B(n), ref(n), got(n);
-  course::fill_uniform(A, seed);
-  course::fill_uniform(B, seed + 1);
-  DeviceMats d(n, n, n);
-  CUDA_CHECK(cudaMemcpy(d.A, A.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d.B, B.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  const Problem p{S, S, S, 1.0f, 0.0f, d.A, d.B, d.C};
-  launch_v0(p);
-  CUDA_CHECK(cudaMemcpy(ref.data(), d.C, n * sizeof(float), cudaMemcpyDeviceToHost));
-  char cs[64];
-  std::snprintf(cs, sizeof(cs), "sgemm %dx%dx%d", S, S, S);
-  const double flops = 2.0 * S * S * static_cast<double>(S), bytes = 3.0 * n * sizeof(float);
-  bool ok = true;
-  for (const Version& v : kVersions) {
-    if (S > v.max_bench_size) continue;
-    if (v.id != 0) {
-      course::poison(d.C, n * sizeof(float));
-      v.launch(p);
-      CUDA_CHECK(cudaMemcpy(got.data(), d.C, n * sizeof(float), cudaMemcpyDeviceToHost));
-      char name[64];
-      std::snprintf(name, sizeof(name), "v%d_vs_cublas_%d", v.id, S);
-      ok &= course::check_close(name, got.data(), ref.data(), n, 1e-4, 1e-6 * S);
+struct Program {
+  using Elem = float;
+  static constexpr course::BLayout kLayout = course::BLayout::kKxN;
+  static constexpr const char* kCheck = "";
+  static constexpr const char* kCase = "sgemm %dx%dx%d";
+  static constexpr int kDefault[3] = {127, 255, 65};
+  static constexpr int kKMultiple = 1;
+  static constexpr bool kAlphaBeta = true;
+  static constexpr int kPlantVersion = 8;
+  static constexpr int kBenchSizes[] = {256, 512, 1024, 2048, 4096, 8192};
+  static constexpr const char* kImpl[] = {"v0 cuBLAS", "v1 naive", "v2 coalesced", "v3 shared-memory tiles",
+                                          "v4 1D register blocking", "v5 2D register blocking", "v6 vectorised",
+                                          "v7 warp tiling", "v8 double-buffered", "v9 autotuned",
+                                          "v10 fragment prefetch"};
+  static bool timed_at(int id, int S) { return (id != 1 && id != 2) || S <= 4096; }  // the slowest: not at 8192
+  static std::vector<Shape> extras() {  // every shape v9 or v10 may pick, not only today's winner
+    static std::vector<std::string> labels;
+    std::vector<Shape> out;
+    if (labels.empty()) {
+      for (size_t c = 0; c < kCandidates.size(); ++c) labels.push_back("v9cfg" + std::to_string(c));
+      for (size_t c = 0; c < kPrefetchCandidates.size(); ++c) labels.push_back("v10cfg" + std::to_string(c));
     }
-    // Slow versions at large sizes: fewer repeats (each run takes long enough to time on its own).
-    const float once = course::time_kernel_ms([&] { v.launch(p); }, 1, 1);
-    const int repeats = once > 50.0f ? 3 : 20;
-    const float ms = course::time_kernel_ms([&] { v.launch(p); }, repeats > 3 ? 3 : 1, repeats);
-    // size: the plots' x axis; workspace: device memory beyond the operands (cuBLAS's handle and workspace)
-    const double ws = v.id == 0 ? cublas_workspace : 0.0;
-    course::print_bench(cs, v.name, ms, bytes, flops, v.id == 0,
-                        {{"size", S}, {"workspace_bytes", ws}, {"peak_bytes", bytes + ws}});
+    for (size_t c = 0; c < kCandidates.size(); ++c)
+      out.push_back({100 + static_cast<int>(c), labels[c].c_str(), kCandidates[c].name});
+    for (size_t c = 0; c < kPrefetchCandidates.size(); ++c)
+      out.push_back({200 + static_cast<int>(c), labels[kCandidates.size() + c].c_str(), kPrefetchCandidates[c].name});
+    return out;
   }
-  if (S >= 1024) {
-    std::printf("AUTOTUNE size=%d picked=%s\n", S, kCandidates[autotune_pick(kCandidates, p)].name);
-    std::printf("AUTOTUNE v10 size=%d picked=%s\n", S, kCandidates10[autotune_pick(kCandidates10, p)].name);
+  static void after_bench(const Problem& p) {
+    if (p.M < 1024) return;
+    std::printf("AUTOTUNE size=%d picked=%s\n", p.M, kCandidates[autotune_pick(kCandidates, p)].name);
+    std::printf("AUTOTUNE v10 size=%d picked=%s\n", p.M, kCandidates10[autotune_pick(kCandidates10, p)].name);
   }
-  return ok;
-}
-// --8<-- [end:bench]
-
-int main(int argc, char** argv) {
-  const course::Args args{argc, argv};
-  const long long M = args.get_int("--m", 127, 1, 16384), N = args.get_int("--n", 255, 1, 16384);
-  const long long K = args.get_int("--k", 65, 1, 16384);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  const long long profile = args.get_int("--profile", -1, 0, 10);  // -1: not profiling
-  const long long cand = args.get_int("--cand", -1, 0, 1000);
-  const bool tune = args.has("--tune"), bench = args.has("--bench");
-  args.finish();
   // --cand C with --profile 9 or 10: launch v9's candidate C, or the prefetching kernel's candidate C,
   // directly, so that the profiled launch is not one of the autotuner's trial runs.
-  const std::vector<Candidate>* cands = profile == 9 ? &kCandidates : profile == 10 ? &kPrefetchCandidates : nullptr;
-  if (cand >= 0 && (!cands || cand >= static_cast<long long>(cands->size()))) {
-    std::fprintf(stderr, "error: --cand needs --profile 9 (candidates 0 to %zu) or --profile 10 (0 to %zu)\n",
-                 kCandidates.size() - 1, kPrefetchCandidates.size() - 1);
-    return course::kExitFail;
-  }
-  if (static_cast<int>(profile >= 0) + static_cast<int>(tune) + static_cast<int>(bench) > 1) {
-    std::fprintf(stderr, "error: --profile, --tune and --bench are separate modes; give one\n");
-    return course::kExitFail;
-  }
-  // cuBLAS's own device memory (handle and workspace), measured as the drop in free memory.
-  size_t free0 = 0, free1 = 0, total = 0;
-  CUDA_CHECK(cudaFree(nullptr));  // create the context first so it is not counted
-  CUDA_CHECK(cudaMemGetInfo(&free0, &total));
-  CUBLAS_CHECK(cublasCreate(&g_cublas));
-  {
-    DeviceMats warm(64 * 64, 64 * 64, 64 * 64);
-    warm.fill_random(64 * 64, 64 * 64, seed);
-    CUDA_CHECK(cudaMemGetInfo(&free1, &total));
-    launch_v0({64, 64, 64, 1.0f, 0.0f, warm.A, warm.B, warm.C});
-    CUDA_CHECK(cudaDeviceSynchronize());
-    CUDA_CHECK(cudaMemGetInfo(&free1, &total));
-  }
-  CUDA_CHECK(cudaMemGetInfo(&free1, &total));
-  const double cublas_bytes = free0 > free1 ? static_cast<double>(free0 - free1) : 0.0;
-
-  if (profile >= 0) {  // one launch of one version, for a profiler; no check
-    const long long v = profile;
-    DeviceMats d(M * K, K * N, M * N);
-    d.fill_random(M * K, K * N, seed);
-    const Problem p{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, 0.0f, d.A, d.B, d.C};
-    if (cand >= 0)
-      (*cands)[cand].launch(p);
-    else
-      kVersions[v].launch(p);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    std::printf("profiled %s%s%s at %lldx%lldx%lld\n", kVersions[v].name, cand >= 0 ? ", candidate " : "",
-                cand >= 0 ? (*cands)[cand].name : "", M, N, K);
-    CUBLAS_CHECK(cublasDestroy(g_cublas));
-    return 0;
-  }
-
-  if (tune) {  // every candidate of v9 and v10 timed on this size, and checked, beside cuBLAS
-    const size_t na = static_cast<size_t>(M) * K, nb = static_cast<size_t>(K) * N;
-    std::vector<float> hA(na), hB(nb);
-    course::fill_uniform(hA, seed);
-    course::fill_uniform(hB, seed + 1);
-    DeviceMats d(na, nb, static_cast<size_t>(M) * N);
-    CUDA_CHECK(cudaMemcpy(d.A, hA.data(), na * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d.B, hB.data(), nb * sizeof(float), cudaMemcpyHostToDevice));
-    const Problem p{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, 0.0f, d.A, d.B, d.C};
-    const double flops = 2.0 * M * N * static_cast<double>(K);
-    const size_t nc = static_cast<size_t>(M) * N;
-    std::vector<float> want(nc), got(nc);
-    const float peer = course::time_kernel_ms([&] { launch_v0(p); });
-    CUDA_CHECK(cudaMemcpy(want.data(), d.C, nc * sizeof(float), cudaMemcpyDeviceToHost));
-    std::printf("TUNE v0 cuBLAS ms=%.4f tflops=%.2f\n", peer, flops / peer / 1e9);
-    // A fast shape that computes the wrong thing must not win: each one's C (NaN-poisoned before its
-    // runs) is compared with cuBLAS's. Both are fp32, so the tolerance is twice check_all's.
-    bool ok = true;
-    auto tune = [&](const char* label, const std::vector<Candidate>& cands) {
-      for (size_t c = 0; c < cands.size(); ++c) {
-        CUDA_CHECK(cudaMemset(d.C, 0xFF, nc * sizeof(float)));
-        const float ms = course::time_kernel_ms([&] { cands[c].launch(p); });
-        std::printf("TUNE %s%zu ms=%.4f tflops=%.2f pct_cublas=%.1f  %s\n", label, c, ms, flops / ms / 1e9,
-                    100.0 * peer / ms, cands[c].name);
-        CUDA_CHECK(cudaMemcpy(got.data(), d.C, nc * sizeof(float), cudaMemcpyDeviceToHost));
-        char name[64];
-        std::snprintf(name, sizeof(name), "tune_%s%zu_matches_cublas", label, c);
-        ok &= course::check_close(name, got.data(), want.data(), nc, 2e-4, 2e-6 * K + 2e-6);
+  struct Options {
+    int cand;  // -1: none
+    explicit Options(const course::Args& args) : cand(static_cast<int>(args.get_int("--cand", -1, 0, 1000))) {}
+    bool selected(int) const { return true; }
+    void setup() const {}
+  };
+  struct Launcher {
+    const Options& opts;
+    Launcher(const Problem&, const Options& o) : opts(o) {}
+    void operator()(int id, const Problem& p) const {
+      if (id >= 200) kPrefetchCandidates.at(id - 200).launch(p);
+      else if (id >= 100) kCandidates.at(id - 100).launch(p);
+      else if (opts.cand >= 0) candidate(id).launch(p);
+      else kLaunch[id](p);
+    }
+    const Candidate& candidate(int id) const {
+      const std::vector<Candidate>* list = id == 9 ? &kCandidates : id == 10 ? &kPrefetchCandidates : nullptr;
+      if (!list || opts.cand >= static_cast<int>(list->size())) {
+        std::fprintf(stderr, "error: --cand needs --profile 9 (candidates 0 to %zu) or --profile 10 (0 to %zu)\n",
+                     kCandidates.size() - 1, kPrefetchCandidates.size() - 1);
+        std::exit(course::kExitFail);
       }
-    };
-    tune("v9cfg", kCandidates);
-    tune("v10cfg", kPrefetchCandidates);
-    const float peer2 = course::time_kernel_ms([&] { launch_v0(p); });  // cuBLAS again: the spread
-    std::printf("TUNE v0 cuBLAS again ms=%.4f tflops=%.2f\n", peer2, flops / peer2 / 1e9);
-    CUBLAS_CHECK(cublasDestroy(g_cublas));
-    return ok ? 0 : course::kExitFail;
-  }
+      return (*list)[opts.cand];
+    }
+  };
+};
+// --8<-- [end:program]
 
-  bool ok = check_all(static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), seed);
-  if (ok && bench) {
-    std::printf("cuBLAS device memory (handle + workspace, via cudaMemGetInfo): %.0f bytes\n", cublas_bytes);
-    for (int S : {256, 512, 1024, 2048, 4096, 8192}) ok &= bench_size(S, seed + 10, cublas_bytes);
-  }
-  CUBLAS_CHECK(cublasDestroy(g_cublas));
-  return ok ? 0 : course::kExitFail;
-}
+#include "matmul_harness.cuh"

@@ -32,7 +32,7 @@ namespace tc {
 constexpr int kBK = 32, kThreads = 256, kPad = 8;  // k-tile; 8 warps; row padding (bf16) against bank conflicts
 
 // bf16 mma.sync exists from compute capability 8.0 on. Device code compiled for sm_75 gets a stub that
-// traps; mnist_cnn.cu waives version 4 on such a GPU before it launches anything of this file.
+// traps; the MNIST programs waive version 4 on such a GPU before it launches anything of this file.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define MNIST_HAS_BF16_MMA 0
 #else

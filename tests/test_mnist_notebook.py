@@ -52,7 +52,7 @@ def test_every_plot_was_drawn_from_the_recorded_runs():
 
 
 # Lines copied unchanged from the recorded output of `mnist_cnn.cu --bench` (records/gpu-record.json,
-# H100 run of 2026-11-24): the end of the FP32 accuracy run, whose first three epoch lines are left
+# H100 run of 2026-11-24; the program mnist_bench.cu's --bench --batch 64 run took the accuracy runs over from): the end of the FP32 accuracy run, whose first three epoch lines are left
 # out here as the record's 8000-character tail could cut them, then the whole TF32 run.
 CUT_THEN_WHOLE = """\
 epoch 4: loss 0.0469  test accuracy 99.13%  (0.242 s)
@@ -76,9 +76,29 @@ BENCH {"case": "train 8 epochs, batch 64", "impl": "CUDA TF32 + graph", "time_ms
 
 
 def test_parser_drops_a_run_cut_at_its_start_and_names_runs_by_their_bench_row():
-    curves = training_log.parse_training_output(CUT_THEN_WHOLE, "kernels/mnist/mnist_cnn.cu")
+    curves = training_log.parse_training_output(CUT_THEN_WHOLE, "kernels/mnist/mnist_bench.cu")
     assert [c.label for c in curves] == ["CUDA TF32 + graph"]
     c = curves[0]
     assert c.accuracy == [98.64, 98.84, 98.97, 99.03, 99.03, 99.10, 99.18, 98.93]
     assert c.loss[0] == pytest.approx(0.0920) and c.loss[-1] == pytest.approx(0.0152)
     assert c.detail["epochs"] == "8" and c.detail["batch"] == "64"
+
+
+# The epoch line as mnist_host.cuh prints it now: the mean loss of the last 50 steps (as mnist_torch.py
+# prints it), then the last step's loss, which the parser leaves out.
+MEAN_THEN_LAST = """\
+epoch 1: loss 0.1234  test accuracy 98.64%  (0.243 s)  last step's loss 0.0920
+epoch 2: loss 0.0567  test accuracy 99.01%  (0.240 s)  last step's loss 0.0762
+CHECK PASS tc_test_accuracy_reaches_99 n=10000 reached_at_epoch=2 best=99.01% last=99.01% epochs=2 batch=64 lr=0.05
+BENCH {"case": "train 2 epochs, batch 64", "impl": "CUDA v4", "time_ms": 1.0, "kind": "train 2 epochs"}
+"""
+
+
+def test_parser_reads_the_epoch_mean_not_the_last_step():
+    curves = training_log.parse_training_output(MEAN_THEN_LAST, "kernels/mnist/mnist_bench.cu")
+    assert [c.label for c in curves] == ["CUDA v4"]
+    assert curves[0].loss == [pytest.approx(0.1234), pytest.approx(0.0567)]
+    torch_run = "epoch 1: loss 0.2000  test accuracy 98.00%\nepoch 2: loss 0.1000  test accuracy 99.10%\n" \
+        "CHECK PASS reference_test_accuracy_reaches_99 n=10000 reached_at_epoch=2 best=99.10% last=99.10% epochs=2\n"
+    (torch_curve,) = training_log.parse_training_output(torch_run, "kernels/mnist/mnist_torch.py")
+    assert curves[0].loss_is == torch_curve.loss_is  # the two programs' losses are the same quantity

@@ -3,13 +3,16 @@
 # fused, tf32) and for the fused step replayed as a CUDA graph.
 #
 # Taught in docs/mnist/naive.md. It writes random weights, a small random uint8 "data set" and the
-# batch's indices to build/mnist/check_b<batch>/, runs `mnist_cnn --check-layers` on them (one
+# batch's indices to build/mnist/check_b<batch>/, runs `mnist_check --check-layers` on them (one
 # training step per version, dumping activations, gradients and updated weights), and compares.
-# Run:   python kernels/mnist/check_layers.py                   (builds build/mnist/mnist_cnn_check)
-#        python kernels/mnist/check_layers.py --binary build/mnist/mnist_cnn
+# Run:   python kernels/mnist/check_layers.py                   (builds build/mnist/mnist_check_layers)
+#        python kernels/mnist/check_layers.py --binary build/mnist/mnist_check
+#        python kernels/mnist/check_layers.py --plant zeros-small   (the comparison must reject zeros
+#                                                planted where PyTorch's gradients are small)
 #
 # course: gpu
 # course: run --batches 37,1
+# course: run --plant zeros-small
 import subprocess
 import sys
 from pathlib import Path
@@ -29,20 +32,43 @@ PARAM_NAMES = ["conv1.weight", "bn1.weight", "bn1.bias", "conv2.weight", "bn2.we
 failed = 0
 
 
-def check(name, got, want, rtol, atol):
-    """course_tools.check_close, after checking that the CUDA program dumped as many values as expected."""
-    global failed
+# --8<-- [start:compare]
+def compare(got, want, rtol, atol, noise=None):
+    """(verdict, detail). Element by element |got - want| <= atol + rtol |want|, as
+    course_tools.check_close, with atol set from the tensor's largest value. Alone, that passes zeros
+    written wherever |want| <= atol, and gradients have many such small elements. So on S, the elements
+    whose reference the atol alone would let be zero, the result must also be nearer the reference than
+    zero is, in L2: ||got - want||_S <= ||want||_S / 2 + noise sqrt(|S|), where noise is the rounding
+    error expected of one element (default: atol / 100, well above FP32's; pass more for TF32)."""
     got, want = np.asarray(got, np.float64).ravel(), np.asarray(want, np.float64).ravel()
-    if got.size != want.size:
-        ok = course_tools.check_true(name, False, want.size, f"size_mismatch got={got.size}")
-    else:
-        ok = course_tools.check_close(name, got, want, rtol, atol)
-    failed += not ok
+    if got.size != want.size or got.size == 0:
+        return False, f"size_mismatch got={got.size} want={want.size}"
+    noise = atol / 100 if noise is None else noise
+    with np.errstate(invalid="ignore"):
+        err = np.where(got == want, 0.0, np.abs(got - want))  # NaN never equals: it fails below
+    bad = ~(err <= atol + rtol * np.abs(want))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        return False, f"first_bad={i} got={got[i]:.9g} want={want[i]:.9g}"
+    small = np.abs(want) <= atol
+    err_l2, want_l2 = float(np.linalg.norm(err[small])), float(np.linalg.norm(want[small]))
+    ok = err_l2 <= 0.5 * want_l2 + noise * np.sqrt(small.sum())
+    detail = (f"max_abs_err={err.max():.3g} rtol={rtol:.1g} atol={atol:.1g} small={int(small.sum())} "
+              f"small_err_l2={err_l2:.3g} small_l2={want_l2:.3g}")
+    return bool(ok), detail if ok else "small_values_off " + detail
 
 
-def build(binary: Path):
+def check(name, got, want, rtol, atol, noise=None):
+    """compare(), printed as the harness's CHECK line."""
+    global failed
+    ok, detail = compare(got, want, rtol, atol, noise)
+    failed += not course_tools.check_true(name, ok, np.asarray(want).size, detail)
+# --8<-- [end:compare]
+
+
+def build(binary: Path, source: str = "kernels/mnist/mnist_check.cu"):
     binary.parent.mkdir(parents=True, exist_ok=True)
-    cmd = ["nvcc", "-std=c++17", "-O3", "-arch=native", "-o", str(binary), "kernels/mnist/mnist_cnn.cu", "-lcublas"]
+    cmd = ["nvcc", "-std=c++17", "-O3", "-arch=native", "-o", str(binary), source, "-lcublas"]
     print(" ".join(cmd), flush=True)
     subprocess.run(cmd, cwd=ROOT, check=True)
 
@@ -73,7 +99,10 @@ def check_tf32(batch, act, loss, grads, params, load, offsets):
     max-pool winners and ReLU masks, which changes single gradient values by more than any elementwise
     tolerance. So each TF32 convolution is checked on its own inputs (as the GPU computed them), with a
     tolerance of TF32 rounding; the forward pass end to end, whose errors stay small, ten times looser
-    than FP32; the gradients end to end only as a relative L2 distance (a note, not a check)."""
+    than FP32; the gradients end to end only as a relative L2 distance (a note, not a check). The
+    small-values rule (compare) expects an error of a fifth of the atol per element of a TF32 kernel
+    (the recorded errors stay below an eighth of it), and end to end as much as the atol itself:
+    there TF32's rounding, carried through the layers, is as large as the smallest values."""
     tag, dt = f"b{batch}_tf32", torch.float64
     t = {k: torch.from_numpy(load(f"tf32.{k}").astype(np.float64)) for k in ("x", "p1", "c1", "c2", "dc2", "dp1", "dc1")}
     w1, w2 = params[0].to(dt), params[3].to(dt)
@@ -89,9 +118,11 @@ def check_tf32(batch, act, loss, grads, params, load, offsets):
     }
     for name, (got, want) in own.items():
         want = want.numpy()
-        check(f"{tag}_{name}", got, want, 1e-2, 5e-3 * np.abs(want).max() + 1e-7)
+        atol = 5e-3 * np.abs(want).max() + 1e-7
+        check(f"{tag}_{name}", got, want, 1e-2, atol, noise=atol / 5)
     for name, want in act.items():
-        check(f"{tag}_{name}", load(f"tf32.{name}"), want, 1e-2, 1e-3 * np.abs(want).max() + 1e-6)
+        atol = 1e-3 * np.abs(want).max() + 1e-6
+        check(f"{tag}_{name}", load(f"tf32.{name}"), want, 1e-2, atol, noise=atol)
     check(f"{tag}_loss", load("tf32.loss"), [loss], 1e-3, 1e-6)
     before = torch.cat([p.flatten() for p in params]).double().numpy()
     check(f"{tag}_sgd_update", load("tf32.params"), before - LR * got_grads, 1e-6, 1e-7)
@@ -152,11 +183,52 @@ def check_batch(binary: Path, batch: int, seed: int, tf32: bool):
           LR * 2e-3 * max(np.abs(g).max() for g in grads) + 1e-7)
 
 
+# --8<-- [start:plant]
+def planted_zeros_caught(batch: int, seed: int) -> bool:
+    """--plant zeros-small: the comparison must reject PyTorch's float64 gradients rounded to float32
+    (what a right kernel returns) with zeros written where |grad| <= atol, the elementwise test's blind
+    spot, and must accept them unplanted. On the CPU: the reference alone, no CUDA program."""
+    torch.manual_seed(seed)
+    params = [t.detach().clone() for t in Net().parameters()]
+    gen = torch.Generator().manual_seed(seed)
+    images = torch.randint(0, 256, (101, 784), dtype=torch.uint8, generator=gen)
+    labels = torch.randint(0, 10, (101,), dtype=torch.uint8, generator=gen)
+    idx = torch.randint(0, 101, (batch,), generator=gen)
+    _, _, grads = reference(params, images, labels, idx)
+    plants = caught = accepted = 0
+    for name, g in zip(PARAM_NAMES, grads):
+        want = g.ravel()
+        atol = 2e-3 * np.abs(want).max() + 1e-7   # the gradient checks' tolerance (check_batch)
+        right = want.astype(np.float32)
+        accepted += compare(right, want, 2e-3, atol)[0]
+        small = (np.abs(want) <= atol) & (want != 0)   # a zero where the gradient is zero is no fault
+        if not small.any():
+            continue  # no small values in this tensor: nothing to plant
+        plants += 1
+        planted = np.where(small, 0.0, right)
+        rejected = not compare(planted, want, 2e-3, atol)[0]
+        alone = compare(planted, want, 2e-3, atol, noise=np.inf)[0]   # the elementwise test alone
+        print(f"NOTE plant {name}: {int(small.sum())} of {want.size} gradients zeroed; elementwise alone "
+              f"{'accepts' if alone else 'rejects'}; with the small values {'rejects' if rejected else 'accepts'}")
+        caught += rejected
+    ok = course_tools.check_true("planted_zeros_small_caught", plants > 0 and caught == plants, plants,
+                                 f"caught={caught} of {plants}")
+    ok &= course_tools.check_true("unplanted_grads_accepted", accepted == len(grads), len(grads),
+                                  f"accepted={accepted} of {len(grads)}")
+    return ok
+# --8<-- [end:plant]
+
+
 def main():
-    ap = course_tools.parser("Check every layer of mnist_cnn.cu, forward and backward, against PyTorch in float64.")
-    ap.add_argument("--binary", help="a built mnist_cnn (default: build it as build/mnist/mnist_cnn_check)")
+    ap = course_tools.parser("Check every layer of the MNIST CNN (mnist_model.cuh), forward and backward, against "
+                             "PyTorch in float64.")
+    ap.add_argument("--binary", help="a built mnist_check (default: build it as build/mnist/mnist_check_layers)")
     ap.add_argument("--batches", default="37,1", help="comma-separated batch sizes, each in [1, 1024]")
+    ap.add_argument("--plant", choices=["zeros-small"],
+                    help="instead of the checks: show that the comparison rejects this planted fault")
     args = ap.parse_args()
+    if args.plant:
+        sys.exit(0 if planted_zeros_caught(batch=37, seed=10) else 1)
     try:
         batches = [int(s) for s in args.batches.split(",")]
     except ValueError:
@@ -164,11 +236,11 @@ def main():
     if not all(1 <= b <= 1024 for b in batches):
         ap.error("--batches: each batch must be in [1, 1024]")
     course_tools.require_cuda("torch")  # the CUDA program needs a GPU
-    # The TF32 variant (tensor cores) needs compute capability 8.0; mnist_cnn skips it on older GPUs.
+    # The TF32 variant (tensor cores) needs compute capability 8.0; mnist_check skips it on older GPUs.
     tf32 = torch.cuda.get_device_capability() >= (8, 0)
     if not tf32:
         print("NOTE the TF32 checks are skipped: TF32 tensor cores need compute capability 8.0")
-    binary = Path(args.binary) if args.binary else ROOT / "build" / "mnist" / "mnist_cnn_check"
+    binary = Path(args.binary) if args.binary else ROOT / "build" / "mnist" / "mnist_check_layers"
     if not args.binary:
         build(binary)
     for i, b in enumerate(batches):

@@ -26,8 +26,8 @@ constexpr int kBN = 64, kBK = 16, kThreads = 256;
 
 // TF32 tensor-core instructions exist from compute capability 8.0 (Ampere) on. Device code compiled
 // for an older GPU (sm_75) gets a stub in their place: the TF32 kernels still compile there, and
-// mnist_cnn.cu never launches them on such a GPU (it skips version 4 with a message); the stub traps
-// if one runs anyway.
+// the MNIST programs never launch them on such a GPU (they skip TF32 and version 4 with a message); the
+// stub traps if one runs anyway.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define MNIST_HAS_TF32_MMA 0
 #else

@@ -2,7 +2,7 @@
 // thread per output value (or one block per reduced value). Correct first, fast later.
 //
 // Taught in docs/mnist/naive.md. Layouts are PyTorch's: activations NCHW, conv weights
-// [out][in][3][3], linear weights [out][in]. Included by mnist_cnn.cu.
+// [out][in][3][3], linear weights [out][in]. Included by mnist_model.cuh.
 //
 // course: header
 #pragma once

@@ -3,7 +3,7 @@
 # PyTorch in float64, their losses compared step by step.
 #
 # Taught in docs/mnist/tensor-cores.md. Run: python kernels/mnist/loss_curve.py
-# (builds mnist_cnn with check_layers.py's build command, or takes --binary PATH; the data directory as
+# (builds mnist_train with check_layers.py's build command, or takes --binary PATH; the data directory as
 # mnist_torch.py takes it: --data-dir, else $MNIST_DIR, else data/mnist).
 #
 # course: gpu
@@ -36,10 +36,10 @@ TREND_STEPS, TREND_RTOL = 10, 0.15
 
 
 def read_weights(path: Path) -> list[np.ndarray]:
-    """The weights file that mnist_cnn writes (see its --save): magic, version, shapes, float32 data."""
+    """The weights file that mnist_train writes (see its --save): magic, version, shapes, float32 data."""
     data = path.read_bytes()
     if data[:8] != b"MNISTCNN":
-        raise ValueError(f"{path}: not a weights file of mnist_cnn")
+        raise ValueError(f"{path}: not a weights file of mnist_train")
     version, count = struct.unpack_from("<II", data, 8)
     if version != 1 or count != 10:
         raise ValueError(f"{path}: format version {version} with {count} tensors, expected 1 and 10")
@@ -59,17 +59,17 @@ def read_weights(path: Path) -> list[np.ndarray]:
 
 
 def compare_curve(data, data_dir: Path, binary_arg: str | None) -> bool:
-    """Runs mnist_cnn --loss-curve (its initial weights, and 50 steps' losses of versions 3 and 4 on
+    """Runs mnist_train --loss-curve (its initial weights, and 50 steps' losses of versions 3 and 4 on
     the training images in file order), trains PyTorch in float64 from the same weights on the same
     batches, and compares the curves step by step, as llm.c's test_gpt2 compares its losses with
     PyTorch's. The CUDA program is built here (with check_layers.py's build command) and run as a
     subprocess: the harness runs each program on its own, so this one cannot count on another run
     having left files behind."""
     from check_layers import ROOT, build  # noqa: E402  (it imports this module: import it only here)
-    # its own binary: check_layers.py's run builds mnist_cnn_check, and the two runs must not race
-    binary = Path(binary_arg) if binary_arg else ROOT / "build" / "mnist" / "mnist_cnn_curve"
+    # its own binary: the harness builds build/mnist/mnist_train too, and the two must not race
+    binary = Path(binary_arg) if binary_arg else ROOT / "build" / "mnist" / "mnist_train_curve"
     if not binary_arg:
-        build(binary)
+        build(binary, "kernels/mnist/mnist_train.cu")
     out_dir = ROOT / "build" / "mnist" / "loss_curve"
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in out_dir.glob("*"):
@@ -87,7 +87,7 @@ def compare_curve(data, data_dir: Path, binary_arg: str | None) -> bool:
     images = torch.from_numpy(data["train_images"].copy()).to(device)
     labels = torch.from_numpy(data["train_labels"].astype(np.int64)).to(device)
     ref = []
-    for s in range(CURVE_STEPS):   # batch s: images s*64 .. s*64+63, in file order, as mnist_cnn takes them
+    for s in range(CURVE_STEPS):   # batch s: images s*64 .. s*64+63, in file order, as mnist_train takes them
         x, y = gather(images, labels, torch.arange(s * CURVE_BATCH, (s + 1) * CURVE_BATCH, device=device))
         loss = F.cross_entropy(model(x.double()), y)   # the same fp32-normalised pixels, then float64
         opt.zero_grad(set_to_none=True)
@@ -98,7 +98,7 @@ def compare_curve(data, data_dir: Path, binary_arg: str | None) -> bool:
     for name, label in (("fused", "version 3 (fp32)"), ("tc", "version 4 (bf16, fp32 accumulate)")):
         path = out_dir / f"losses-{name}.txt"
         if not path.exists():
-            print(f"NOTE {label}: no curve (mnist_cnn skips it on this GPU)")
+            print(f"NOTE {label}: no curve (mnist_train skips it on this GPU)")
             continue
         got = [float(v) for v in path.read_text().split()]
         print(f"step  PyTorch float64  CUDA {label}  difference")
@@ -120,9 +120,9 @@ def compare_curve(data, data_dir: Path, binary_arg: str | None) -> bool:
 
 
 def main():
-    ap = course_tools.parser("Compare mnist_cnn's loss curves (versions 3 and 4, 50 steps) with PyTorch's in float64.")
+    ap = course_tools.parser("Compare mnist_train's loss curves (versions 3 and 4, 50 steps) with PyTorch's in float64.")
     ap.add_argument("--data-dir")
-    ap.add_argument("--binary", help="a built mnist_cnn (default: build one)")
+    ap.add_argument("--binary", help="a built mnist_train (default: build one)")
     args = ap.parse_args()
     # PyTorch and the model after the GPU check, so that a machine without one gets a clean exit 1.
     global torch, F, Net, LR, gather

@@ -263,7 +263,7 @@ class GraphStep:
 # --8<-- [start:timing]
 def median_step_ms(step, repeats=200, warmup=20):
     """Median time of one step over `repeats` steps, each timed alone with CUDA events from an idle GPU
-    (as mnist_cnn.cu does), after warm-up: each step is charged with its own launch costs, which is what
+    (as mnist_bench.cu does), after warm-up: each step is charged with its own launch costs, which is what
     separates eager PyTorch from a CUDA graph. The L2 cache is not flushed: weights staying in L2 from one
     step to the next is part of what a real training loop gets."""
     for _ in range(warmup):

@@ -1,6 +1,6 @@
 # training_log.py: the training curves that the course's GPU record holds: the test accuracy and the
-# loss after each epoch of the recorded 8-epoch training runs (the accuracy runs of mnist_cnn.cu's
-# benchmark, and mnist_torch.py's reference run), parsed from their recorded output.
+# loss after each epoch of the recorded 8-epoch training runs (the accuracy runs of mnist_bench.cu's
+# batch-64 benchmark, and mnist_torch.py's reference run), parsed from their recorded output.
 #
 # Taught in docs/mnist/results.md; docs/mnist/training.ipynb imports it to draw its curves, and
 # tests/test_mnist_notebook.py checks the notebook's saved outputs against it. It is a CPU program: it
@@ -20,25 +20,27 @@ from course import programs, record  # noqa: E402
 
 # The recorded runs that train for 8 epochs with the reference's hyper-parameters: (program, arguments).
 TRAINING_RUNS = [
-    ("kernels/mnist/mnist_cnn.cu", ("--bench",)),
+    ("kernels/mnist/mnist_bench.cu", ("--bench", "--batch", "64")),
     ("kernels/mnist/mnist_torch.py", ("--train", "--epochs", "8")),
 ]
 
 # --8<-- [start:parse]
 # What the two programs print per epoch and at the end of a training run:
-#   epoch 3: loss 0.0050  test accuracy 98.98%  (0.242 s)            (mnist_cnn.cu: the step's loss)
-#   epoch 3: loss 0.0208  test accuracy 99.12%                       (mnist_torch.py: mean of 50 steps)
+#   epoch 3: loss 0.0208  test accuracy 98.98%  (0.242 s)  last step's loss 0.0050   (mnist_bench.cu)
+#   epoch 3: loss 0.0208  test accuracy 99.12%                                         (mnist_torch.py)
+# Both print as "loss" the mean loss of the epoch's last 50 steps; the CUDA program adds the last step's.
 #   CHECK PASS fused_test_accuracy_reaches_99 n=10000 reached_at_epoch=4 best=99.22% last=99.02% epochs=8 ...
-#   BENCH {"case": "train 8 epochs, batch 64", "impl": "CUDA fused + graph", ...}   (mnist_cnn.cu only)
+#   BENCH {"case": "train 8 epochs, batch 64", "impl": "CUDA fused + graph", ...}   (mnist_bench.cu only)
 EPOCH = re.compile(r"^epoch (?P<epoch>\d+): loss (?P<loss>[-+.\deE]+|nan|inf)\s+test accuracy (?P<acc>[.\d]+)%")
 RUN_END = re.compile(r"^CHECK (?P<status>PASS|FAIL) (?P<name>\w+)_test_accuracy_reaches_99 n=\d+ (?P<detail>.*)$")
 BENCH_IMPL = re.compile(r'^BENCH .*"kind": "train \d+ epochs".*$')
+LOSS_IS = "mean loss of the epoch's last 50 steps"
 
 
 @dataclass
 class Curve:
     label: str           # the BENCH row's impl, or the program's reference run
-    loss_is: str         # what the loss column is (the two programs print different things)
+    loss_is: str         # what the loss column is (the same for both programs)
     loss: list[float] = field(default_factory=list)
     accuracy: list[float] = field(default_factory=list)
     detail: dict = field(default_factory=dict)  # the CHECK line's key=value fields
@@ -62,8 +64,7 @@ def parse_training_output(stdout: str, program: str) -> list[Curve]:
             detail = dict(kv.split("=", 1) for kv in m["detail"].split() if "=" in kv)
             complete = [e for e, _, _ in epochs] == list(range(1, len(epochs) + 1)) and epochs
             torch = program.endswith(".py")
-            curve = Curve(label="PyTorch reference" if torch else m["name"],
-                          loss_is="mean loss of the epoch's last 50 steps" if torch else "loss of the epoch's last step",
+            curve = Curve(label="PyTorch reference" if torch else m["name"], loss_is=LOSS_IS,
                           loss=[l for _, l, _ in epochs], accuracy=[a for _, _, a in epochs], detail=detail)
             pending = curve if complete and not torch else None
             if complete and torch:

@@ -1,10 +1,10 @@
-# v4_ncu.py: where version 4's training step spends its time. Profiles a few steps of mnist_cnn.cu's
+# v4_ncu.py: where version 4's training step spends its time. Profiles a few steps of mnist_train.cu's
 # version 4 at batch 1024 with Nsight Compute (ncu) and prints, for every kernel of the step, its
 # duration, the DRAM traffic and FLOPs ncu counted, and the share of the GPU's peak it reached (DRAM
 # throughput, tensor pipe, FMA pipe, SM throughput), its registers and achieved occupancy.
 #
 # Taught in docs/mnist/results.md ("Where the step's time goes"), which shows its recorded rows.
-# It builds mnist_cnn.cu into build/mnist/ncu/ with the harness's build command (the flags of the
+# It builds mnist_train.cu into build/mnist/ncu/ with the harness's build command (the flags of the
 # benchmark), and runs its short training mode, `--loss-curve DIR --version 4 --batch 1024` (50 steps
 # launched kernel by kernel, the kernels the step's CUDA graph replays), under ncu twice: first timing
 # a window of launches to find the step (the sequence of kernel names that repeats), then collecting
@@ -149,8 +149,8 @@ def main():
     if ncu is None:
         print("WAIVED ncu (Nsight Compute) is not installed")
         raise SystemExit(2)
-    prog = parse(ROOT / "kernels/mnist/mnist_cnn.cu")
-    exe = ROOT / "build/mnist/ncu/mnist_cnn"
+    prog = parse(ROOT / "kernels/mnist/mnist_train.cu")
+    exe = ROOT / "build/mnist/ncu/mnist_train"
     exe.parent.mkdir(parents=True, exist_ok=True)
     cmd = prog.build_command("native")
     cmd[cmd.index("-o") + 1] = str(exe)

@@ -8,6 +8,7 @@ Taught in docs/conventions.md. The Python counterpart of kernels/common/course.c
                                message: no traceback on a machine without a GPU or without them
     time_ms(fn, ...)           CUDA-event timing: warm-up, L2 flush, host overhead kept out, median
     check_close(...)           element-wise comparison in float64 that prints the harness's CHECK line
+    check_close_on_device(...) the same comparison done where the tensors are (for hundreds of MiB)
     check_true(...)            a CHECK line for a check that is not an element-wise comparison
     bench(...)                 a BENCH line (JSON) for the GPU record
     torch_peers(...)           the PyTorch configurations of one operation (eager, CUDA graph,
@@ -142,6 +143,31 @@ def check_close(name: str, got, want, rtol: float, atol: float) -> bool:
     print(f"CHECK PASS {name} n={g.size} max_abs_err={float(err.max()):.3g} rtol={rtol:.1g} atol={atol:.1g}")
     return True
 # --8<-- [end:check]
+
+
+def check_close_on_device(name: str, got, want, rtol: float, atol: float) -> bool:
+    """check_close for PyTorch tensors, computed in float64 on their own device: the same test and
+    CHECK line, without copying hundreds of MiB to the host for numpy (seconds per check on a GPU)."""
+    import torch
+
+    g = got.detach().reshape(-1).double()
+    w = want.detach().double().to(g.device).reshape(-1).expand_as(g) if want.numel() == 1 else \
+        want.detach().double().to(g.device).reshape(-1)
+    if g.numel() == 0:
+        print(f"CHECK FAIL {name} n=0 (nothing was compared)")
+        return False
+    if w.shape != g.shape:
+        print(f"CHECK FAIL {name} n={g.numel()} got {g.numel()} values, want {w.numel()}")
+        return False
+    same = g == w  # equal infinities match; NaN never equals
+    err = torch.where(same, torch.zeros_like(g), (g - w).abs())
+    bad = ~(same | (err <= atol + rtol * w.abs()))  # NaN compares false: fails
+    if bool(bad.any()):
+        i = int(bad.nonzero()[0, 0])
+        print(f"CHECK FAIL {name} n={g.numel()} first_bad={i} got={float(g[i]):.9g} want={float(w[i]):.9g}")
+        return False
+    print(f"CHECK PASS {name} n={g.numel()} max_abs_err={float(err.max()):.3g} rtol={rtol:.1g} atol={atol:.1g}")
+    return True
 
 
 def check_true(name: str, ok: bool, n: int, detail: str = "") -> bool:

@@ -12,12 +12,17 @@
 #               the row in registers where it fits; softmax_block, two passes, for longer rows)
 #   matmul      cuBLAS through torch.matmul, in the same precision as the Triton kernel (fp16 or bf16
 #               inputs and output, fp32 accumulation, reduced-precision reductions switched off)
-# Run:   python kernels/triton/bench.py            (checks every kernel at odd sizes on the GPU)
-#        python kernels/triton/bench.py --bench    (also times them)
+# Run:   python kernels/triton/bench.py                        (checks every kernel at odd sizes on the GPU)
+#        python kernels/triton/bench.py --bench                (also times them)
+#        python kernels/triton/bench.py --bench --part softmax (checks and times one kernel: add, softmax, matmul)
 #
+# The benchmark is recorded as one run per kernel, each its own process, so that none takes much over a
+# minute (every PyTorch configuration is compiled per shape; matmul autotunes per shape).
 # course: gpu
 # course: run
-# course: bench --bench
+# course: bench --bench --part add
+# course: bench --bench --part softmax
+# course: bench --bench --part matmul
 import sys
 from pathlib import Path
 
@@ -34,6 +39,7 @@ SOFTMAX_KERNELS = {
     "softmax_block_regs_v4_512x4": (512, True, 8192),
     "softmax_block": (256, False, None),  # any row length: two passes over the row (as softmax.cu)
 }
+PARTS = ("add", "softmax", "matmul")
 torch = cp = None  # imported in main(), after the arguments are checked
 
 
@@ -73,11 +79,9 @@ def nan_like(t):
     return torch.full_like(t, float("nan"))
 
 
-def check_all(add_module, softmax_module) -> bool:
-    """Triton (compiled) and the CUDA peers against float64 references, at sizes that fit no block
+def check_add(add_module) -> bool:
+    """Triton (compiled) and the CUDA peer against float64 references, at sizes that fit no block
     evenly, with every output poisoned first."""
-    from matmul import matmul, matmul_kernel
-    from softmax import check_adversarial, softmax, softmax_reference
     from vector_add import add
 
     torch.manual_seed(1)
@@ -89,7 +93,15 @@ def check_all(add_module, softmax_module) -> bool:
         c = nan_like(a)
         cuda_add(add_module, a, b, c)()
         ok &= course_tools.check_close(f"cuda_add_vec4_{n}", c, want, 1e-6, 1e-6)
+    return bool(ok)
 
+
+def check_softmax(softmax_module) -> bool:
+    """As check_add, for softmax, plus the adversarial rows."""
+    from softmax import check_adversarial, softmax, softmax_reference
+
+    torch.manual_seed(1)
+    ok = True
     for rows, cols in ((1, 1), (1023, 1000), (37, 8192), (5, 16387)):
         x = (torch.rand(rows, cols, device="cuda") * 2 - 1) * 100
         want = softmax_reference(x)
@@ -106,7 +118,15 @@ def check_all(add_module, softmax_module) -> bool:
             if softmax_applies(kernel, cols):
                 ok &= check_adversarial(f"cuda_{kernel}", lambda t, o, k=kernel: cuda_softmax(softmax_module, k, t, o)(),
                                         cols, "cuda")
+    return bool(ok)
 
+
+def check_matmul() -> bool:
+    """As check_add, for the autotuned matmul and cuBLAS, in fp16 and bf16."""
+    from matmul import matmul, matmul_kernel
+
+    torch.manual_seed(1)
+    ok = True
     M, N, K = 1000, 777, 513
     for dtype, rtol in ((torch.float16, 2e-3), (torch.bfloat16, 1.6e-2)):
         a = (torch.rand(M, K, device="cuda") * 2 - 1).to(dtype)
@@ -123,9 +143,7 @@ def check_all(add_module, softmax_module) -> bool:
 
 
 # --8<-- [start:bench]
-def run_benchmarks(add_module, softmax_module):
-    from matmul import matmul, matmul_kernel
-    from softmax import softmax, softmax_reference
+def bench_add(add_module):
     from vector_add import add
 
     time_ms, bench = course_tools.time_ms, course_tools.bench
@@ -135,11 +153,16 @@ def run_benchmarks(add_module, softmax_module):
         case, nbytes = f"vector add fp32, n = 2^{n.bit_length() - 1}", 12 * n
         want = a.double() + b.double()
         for impl, run in course_tools.torch_peers(lambda u, v: u + v, (a, b), "PyTorch a + b, fp32", nbytes):
-            if course_tools.check_close(course_tools.slug(f"{impl} {n}"), run(), want, 1e-6, 1e-6):
+            if course_tools.check_close_on_device(course_tools.slug(f"{impl} {n}"), run(), want, 1e-6, 1e-6):
                 bench(case, impl, time_ms(run), nbytes, peer=True, n=n)
         bench(case, "Triton", time_ms(lambda: add(a, b, out=c)), nbytes, n=n)
         bench(case, "CUDA float4 grid-stride (course)", time_ms(cuda_add(add_module, a, b, c)), nbytes, n=n)
 
+
+def bench_softmax(softmax_module):
+    from softmax import softmax, softmax_reference
+
+    time_ms, bench = course_tools.time_ms, course_tools.bench
     rows = 4096
     for cols in [256, 1024, 4096, 16384]:
         x = torch.randn(rows, cols, device="cuda")
@@ -148,7 +171,7 @@ def run_benchmarks(add_module, softmax_module):
         want = softmax_reference(x)
         for impl, run in course_tools.torch_peers(lambda t: torch.softmax(t, dim=1), (x,), "PyTorch softmax, fp32",
                                                   nbytes):
-            if course_tools.check_close(course_tools.slug(f"{impl} {cols}"), run(), want, 1e-5, 1e-6):
+            if course_tools.check_close_on_device(course_tools.slug(f"{impl} {cols}"), run(), want, 1e-5, 1e-6):
                 bench(case, impl, time_ms(run), nbytes, peer=True, cols=cols)
         bench(case, "Triton (fused, one program per row)", time_ms(lambda: softmax(x, out=y)), nbytes, cols=cols)
         for kernel in SOFTMAX_KERNELS:
@@ -156,6 +179,11 @@ def run_benchmarks(add_module, softmax_module):
                 bench(case, f"CUDA course {kernel}", time_ms(cuda_softmax(softmax_module, kernel, x, y)), nbytes,
                       cols=cols)
 
+
+def bench_matmul():
+    from matmul import matmul, matmul_kernel
+
+    time_ms, bench = course_tools.time_ms, course_tools.bench
     course_tools.pruned("torch.compile of torch.matmul", "in its default mode Inductor calls the same cuBLAS GEMM as "
                         "eager; max-autotune adds Triton GEMM templates autotuned per shape, minutes of compilation "
                         "for these six shapes, beyond this program's one-minute budget")
@@ -169,7 +197,7 @@ def run_benchmarks(add_module, softmax_module):
             # eager, and eager in a CUDA graph where the GEMM is short enough for launches to matter
             for impl, run in course_tools.torch_peers(torch.matmul, (a, b), f"cuBLAS {name} in/out, fp32 accumulate "
                                                       "(torch.matmul)", nbytes, modes=()):
-                if course_tools.check_close(course_tools.slug(f"{impl} {s}"), run(), want, **tol):
+                if course_tools.check_close_on_device(course_tools.slug(f"{impl} {s}"), run(), want, **tol):
                     bench(case, impl, time_ms(run), nbytes, flops, peer=True, size=s)
             bench(case, f"Triton {name} in/out, fp32 accumulate (autotuned)",
                   time_ms(lambda: matmul(a, b, out=c)), nbytes, flops, size=s)
@@ -181,7 +209,9 @@ def main() -> int:
     global torch, cp
     p = course_tools.parser("check and time the Triton chapter's kernels against PyTorch, cuBLAS and the course's CUDA kernels")
     p.add_argument("--bench", action="store_true", help="also time every kernel")
+    p.add_argument("--part", choices=PARTS, help="check (and with --bench time) only this kernel")
     args = p.parse_args()
+    parts = [args.part] if args.part else list(PARTS)
     cp, torch = course_tools.require_cuda("cupy", "torch")
     import triton
 
@@ -190,12 +220,19 @@ def main() -> int:
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     print(f"triton {triton.__version__}, torch {torch.__version__}, cupy {cp.__version__}, "
           f"{torch.cuda.get_device_name()}")
-    add_module = cp.RawModule(code=ADD_SOURCE.read_text(), options=("-std=c++17",))
-    softmax_module = cp.RawModule(code=SOFTMAX_SOURCE.read_text(), options=("-std=c++17",))
-    if not check_all(add_module, softmax_module):
+    modules = {
+        "add": lambda: cp.RawModule(code=ADD_SOURCE.read_text(), options=("-std=c++17",)),
+        "softmax": lambda: cp.RawModule(code=SOFTMAX_SOURCE.read_text(), options=("-std=c++17",)),
+        "matmul": lambda: None,
+    }
+    checks = {"add": check_add, "softmax": check_softmax, "matmul": lambda _: check_matmul()}
+    benches = {"add": bench_add, "softmax": bench_softmax, "matmul": lambda _: bench_matmul()}
+    loaded = {part: modules[part]() for part in parts}
+    if not all([checks[part](loaded[part]) for part in parts]):  # every part checked, then any timed
         return 1
     if args.bench:
-        run_benchmarks(add_module, softmax_module)
+        for part in parts:
+            benches[part](loaded[part])
     return 0
 
 

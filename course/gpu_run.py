@@ -142,10 +142,12 @@ def make_units(items: list[dict], links: list[set[str]], rec: dict) -> list[Unit
     return list(units.values())
 
 
-def is_complete(unit: Unit, rec: dict) -> bool:
-    """Every item passed for its current content; a unit of benchmarks, all in one sitting on one GPU."""
+def is_complete(unit: Unit, rec: dict, since: str = "") -> bool:
+    """Every item passed for its current content (in a run started at `since` or later, an ISO time);
+    a unit of benchmarks, all in one sitting on one GPU."""
     entries = [record.entry(rec, it["hash"]) for it in unit.items]
-    if not all(e and e["outcome"] == "passed" for e in entries):
+    if not all(e and e["outcome"] == "passed" and record.run_info(rec, e).get("started", "") >= since
+               for e in entries):
         return False
     benches = [e for it, e in zip(unit.items, entries) if it["bench"]]
     return len({record.where(record.run_info(rec, e)) for e in benches}) <= 1
@@ -232,6 +234,9 @@ def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m course.gpu_run", description=__doc__.splitlines()[0])
     p.add_argument("--stale-only", action="store_true", help="run only units that are not complete in the record")
+    p.add_argument("--since", default="", metavar="ISO-TIME",
+                   help="with --stale-only: entries of runs started before this count as stale (a whole "
+                        "re-verification spread over several commands passes the first one's start)")
     p.add_argument("--phase", choices=("all", "shared", "alone"), default="all")
     p.add_argument("--per-gpu", type=int, default=2, help="shared-phase processes per GPU (default 2)")
     p.add_argument("--limit-s", type=float, default=float(os.environ.get("GPU_RUN_LIMIT_S", 540)),
@@ -259,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     gpus = gpus or 4
     os.environ.setdefault("COURSE_SITTING", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)))
-    log(f"sitting {os.environ['COURSE_SITTING']}: {gpus} GPU(s), limit {args.limit_s:.0f} s")
+    log(f"sitting {os.environ['COURSE_SITTING']} (started {time.strftime('%Y-%m-%dT%H:%M:%S+00:00', time.gmtime(started))}): "
+        f"{gpus} GPU(s), limit {args.limit_s:.0f} s")
 
     listing = out / "gpu-items.json"
     subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "--gpu-list", str(listing),
@@ -271,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     rec = record.load(record_path)
     units = make_units(items, compared_programs(), rec)
     if args.stale_only:
-        units = [u for u in units if not is_complete(u, rec)]
+        units = [u for u in units if not is_complete(u, rec, args.since)]
     shared = [u for u in units if not any(it["alone"] for it in u.items)]
     alone = [u for u in units if any(it["alone"] for it in u.items)]
     log(f"{len(items)} GPU items in {len(units)} units to run: {len(shared)} shared "
@@ -313,8 +319,8 @@ def main(argv: list[str] | None = None) -> int:
             ok &= run_slots([Slot(f"alone-{k + 1}", str(k), d) for k, d in enumerate(dealt)], deadline, record_path,
                             work, log, pytest_args)
     if not args.plan:
-        incomplete = [u for u in make_units(items, compared_programs(), record.load(record_path))
-                      if not is_complete(u, record.load(record_path))]
+        final = record.load(record_path)
+        incomplete = [u for u in make_units(items, compared_programs(), final) if not is_complete(u, final, args.since)]
         log(f"done in {time.time() - started:.0f} s; {len(incomplete)} units not complete in the record"
             + (": " + ", ".join(u.key for u in incomplete[:20]) if incomplete else ""))
         ok &= not incomplete

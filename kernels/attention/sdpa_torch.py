@@ -35,9 +35,9 @@ import attention_reference  # noqa: E402
 # twice that of the same computation rounded as the fused bf16 kernels round it (FlashAttention-2's
 # scheme, attention_common.cuh's version 2): P to bf16 before P V and before dV = P^T dO, dS to bf16
 # before dQ and dK, the output and every gradient to bf16, delta = rowsum(dO o O) from the bf16 output.
-# One model for every backend: flash, cuDNN and memory-efficient round there; the math backend, which
-# by default computes bf16 inputs in fp32 (torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp is
-# off), rounds only its results, less than the model does.
+# One model for every backend; one that rounds less is held to the same bound. The math backend is
+# one: with torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp off (PyTorch 2.13's default) it
+# computes bf16 inputs in fp32 and rounds only its results.
 BACKENDS = ["FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "MATH"]
 LABEL = {"FLASH_ATTENTION": "flash", "CUDNN_ATTENTION": "cuDNN", "EFFICIENT_ATTENTION": "efficient", "MATH": "math"}
 

@@ -91,6 +91,58 @@ __device__ __forceinline__ void fence_registers(unsigned* r, int n) {  // see fe
 }
 
 // --8<-- [start:consumer]
+// O *= alpha, row by row (the rescale before the next P V).
+template <int N>
+__device__ __forceinline__ void scale_rows(float (&o)[N], const float (&alpha)[2]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) o[i] *= alpha[(i / 2) % 2];
+}
+// P to bf16 in the A-operand layout: the accumulator registers of two neighbouring 8-key blocks are,
+// element for element, the A fragment of one 16-key k-step (rows l/4 and +8, keys 2(l%4), +1, +8, +9).
+__device__ __forceinline__ void to_bf16_pairs(const float (&s)[64], unsigned (&pf)[32]) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) pf[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+}
+// Wait for the Q tile; in ping-pong, warpgroup 0 takes the first turn.
+template <Schedule kSchedule>
+__device__ __forceinline__ void wait_for_q(uint64_t* q_full, int cw) {
+  mbar_wait(q_full, 0);
+  if constexpr (kSchedule == Schedule::kPingPong)
+    if (cw == 1) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+}
+// Ping-pong: warpgroup cw may issue its wgmma once the other has issued theirs. Named barrier 1 + cw
+// counts 256 threads: this warpgroup's 128 waiting and the other's 128 arriving.
+template <Schedule kSchedule>
+__device__ __forceinline__ void pingpong_turn_begin(int cw) {
+  if constexpr (kSchedule == Schedule::kPingPong)
+    asm volatile("bar.sync %0, 256;\n" ::"r"(1 + cw) : "memory");
+}
+template <Schedule kSchedule>
+__device__ __forceinline__ void pingpong_turn_end(int cw, bool last) {  // warpgroup 1's last turn has no one to hand over to
+  if constexpr (kSchedule == Schedule::kPingPong)
+    if (!(cw == 1 && last)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - cw) : "memory");
+}
+
+// The end of a consumer: the output is divided by the row sum once, here, and written with the
+// logsumexp (natural log). Rows past the sequence are not stored.
+template <int D>
+__device__ __forceinline__ void store_rows(const Params& p, const float (&o)[D / 2], float (&l)[2],
+                                           const float (&m)[2], int bh, int r_lo, int r_hi, int t) {
+  float inv[2];
+  flash::quad_row_sums(l, inv);  // fully masked row: l == 0, output zeros
+  bf16* out = p.o + 1LL * bh * p.seq * D;
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    const int c = 8 * j + 2 * t;
+    if (r_lo < p.seq) *reinterpret_cast<unsigned*>(out + 1LL * r_lo * D + c) = pack_bf16(o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
+    if (r_hi < p.seq) *reinterpret_cast<unsigned*>(out + 1LL * r_hi * D + c) = pack_bf16(o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
+  }
+  if (t == 0) {
+    if (r_lo < p.seq) p.lse[1LL * bh * p.seq + r_lo] = l[0] == 0.0f ? INFINITY : (m[0] + log2f(l[0])) * kLn2;
+    if (r_hi < p.seq) p.lse[1LL * bh * p.seq + r_hi] = l[1] == 0.0f ? INFINITY : (m[1] + log2f(l[1])) * kLn2;
+  }
+}
+
 // One consumer warpgroup: 64 query rows (rows row0 + 64 cw ...) against the block's n_tiles K/V tiles.
 // Thread layout of every 64 x N wgmma accumulator (mma.sync's, repeated): warp w holds rows 16w..16w+15;
 // for each 8-column block j, lane l holds row l/4 columns 8j + 2(l%4) and +1 in d[4j], d[4j+1], and the
@@ -141,64 +193,43 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
   // over the raw scores (the scale is positive, so it commutes with max) and the scale is folded into
   // one fused multiply-add per score: exp2(fma(s, scale_log2, -m)).
   auto softmax = [&](int n) {
-    const int j0 = n * kBlockN;
-    // Only tiles that cross the padding or the diagonal need the per-element test.
-    const bool needs_mask = j0 + kBlockN > key_len || (p.causal && j0 + kBlockN - 1 > wg_row0);
-    float mx[2] = {SOFTMAX_NEG_INF, SOFTMAX_NEG_INF};
+  const int j0 = n * kBlockN;
+  // Only tiles that cross the padding or the diagonal need the per-element test.
+  const bool needs_mask = j0 + kBlockN > key_len || (p.causal && j0 + kBlockN - 1 > wg_row0);
+  float mx[2] = {SOFTMAX_NEG_INF, SOFTMAX_NEG_INF};
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < 16; ++j) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = e < 2 ? r_lo : r_hi, key = j0 + 8 * j + 2 * t + (e & 1);
-        if (needs_mask && (key >= key_len || (p.causal && key > row))) s[4 * j + e] = SOFTMAX_NEG_INF;
-        mx[e / 2] = fmaxf(mx[e / 2], s[4 * j + e]);
-      }
+    for (int e = 0; e < 4; ++e) {
+      const int row = e < 2 ? r_lo : r_hi, key = j0 + 8 * j + 2 * t + (e & 1);
+      if (needs_mask && (key >= key_len || (p.causal && key > row))) s[4 * j + e] = SOFTMAX_NEG_INF;
+      mx[e / 2] = fmaxf(mx[e / 2], s[4 * j + e]);
     }
-    float neg_base[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {  // the four lanes of a quad hold the same two rows
-      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-      const float m_new = fmaxf(m[h], mx[h] * p.scale_log2);  // -inf stays -inf
-      neg_base[h] = -softmax_base(m_new);           // the -inf rule: nothing unmasked yet -> base 0
-      alpha[h] = fast_exp2(m[h] + neg_base[h]);     // rescales what was accumulated at the old maximum
-      m[h] = m_new;
-    }
-    float sum[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int i = 0; i < 64; ++i) {
-      s[i] = fast_exp2(fmaf(s[i], p.scale_log2, neg_base[(i / 2) % 2]));  // masked: exp2(-inf) = 0
-      sum[(i / 2) % 2] += s[i];
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) l[h] = l[h] * alpha[h] + sum[h];
-  };
-  auto rescale_o = [&] {
-#pragma unroll
-    for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i / 2) % 2];
-  };
-  // P to bf16 in the A-operand layout: the accumulator registers of two neighbouring 8-key blocks are,
-  // element for element, the A fragment of one 16-key k-step (rows l/4 and +8, keys 2(l%4), +1, +8, +9).
-  auto convert_p = [&] {
-#pragma unroll
-    for (int i = 0; i < 32; ++i) pf[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
-  };
-  // Ping-pong: warpgroup cw may issue its wgmma once the other has issued theirs. Named barrier 1 + cw
-  // counts 256 threads: this warpgroup's 128 waiting and the other's 128 arriving.
-  auto turn_begin = [&] {
-    if constexpr (kSchedule == Schedule::kPingPong)
-      asm volatile("bar.sync %0, 256;\n" ::"r"(1 + cw) : "memory");
-  };
-  auto turn_end = [&](bool last) {  // warpgroup 1's last turn has no one to hand over to
-    if constexpr (kSchedule == Schedule::kPingPong)
-      if (!(cw == 1 && last)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - cw) : "memory");
-  };
-
-  if (n_tiles > 0) {
-    mbar_wait(q_full, 0);
-    if constexpr (kSchedule == Schedule::kPingPong)  // warpgroup 0 takes the first turn
-      if (cw == 1) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
   }
+  float neg_base[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // the four lanes of a quad hold the same two rows
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+    const float m_new = fmaxf(m[h], mx[h] * p.scale_log2);  // -inf stays -inf
+    neg_base[h] = -softmax_base(m_new);           // the -inf rule: nothing unmasked yet -> base 0
+    alpha[h] = fast_exp2(m[h] + neg_base[h]);     // rescales what was accumulated at the old maximum
+    m[h] = m_new;
+  }
+  float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int i = 0; i < 64; ++i) {
+    s[i] = fast_exp2(fmaf(s[i], p.scale_log2, neg_base[(i / 2) % 2]));  // masked: exp2(-inf) = 0
+    sum[(i / 2) % 2] += s[i];
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) l[h] = l[h] * alpha[h] + sum[h];
+  };
+  auto rescale_o = [&] { scale_rows<D / 2>(o, alpha); };
+  auto convert_p = [&] { to_bf16_pairs(s, pf); };
+  auto turn_begin = [&] { pingpong_turn_begin<kSchedule>(cw); };
+  auto turn_end = [&](bool last) { pingpong_turn_end<kSchedule>(cw, last); };
+  if (n_tiles > 0) wait_for_q<kSchedule>(q_full, cw);
   if constexpr (kSchedule == Schedule::kPlain) {
     for (int n = 0; n < n_tiles; ++n) {
       const int st = n % kStages;
@@ -262,20 +293,7 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
     // --8<-- [end:overlap]
   }
 
-  // The output is divided by the row sum once, here. Rows past the sequence are not stored.
-  float inv[2];
-  flash::quad_row_sums(l, inv);  // fully masked row: l == 0, output zeros
-  bf16* out = p.o + 1LL * bh * p.seq * D;
-#pragma unroll
-  for (int j = 0; j < D / 8; ++j) {
-    const int c = 8 * j + 2 * t;
-    if (r_lo < p.seq) *reinterpret_cast<unsigned*>(out + 1LL * r_lo * D + c) = pack_bf16(o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
-    if (r_hi < p.seq) *reinterpret_cast<unsigned*>(out + 1LL * r_hi * D + c) = pack_bf16(o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
-  }
-  if (t == 0) {
-    if (r_lo < p.seq) p.lse[1LL * bh * p.seq + r_lo] = l[0] == 0.0f ? INFINITY : (m[0] + log2f(l[0])) * kLn2;
-    if (r_hi < p.seq) p.lse[1LL * bh * p.seq + r_hi] = l[1] == 0.0f ? INFINITY : (m[1] + log2f(l[1])) * kLn2;
-  }
+  store_rows<D>(p, o, l, m, bh, r_lo, r_hi, t);
 }
 // --8<-- [end:consumer]
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

@@ -9,10 +9,14 @@
 # Without a CUDA GPU the kernel runs in Triton's interpreter on the CPU (TRITON_INTERPRET=1), so the
 # checks below run in CI; kernels/attention/flash_triton_bench.py checks and times it on a GPU.
 # Run:   python kernels/attention/flash_triton.py --batch 2 --heads 3 --seq 37 --dim 64
+#        python kernels/attention/flash_triton.py --seq 333 --plant zeros-small   (or --causal --plant tile:
+#        the output corrupted after the run; passes only if the check rejects it)
 #
 # course: run --batch 1 --heads 1 --seq 1 --dim 64
 # course: run --batch 2 --heads 3 --seq 37 --dim 64
 # course: run --batch 2 --heads 2 --seq 70 --dim 128
+# course: run --batch 1 --heads 2 --seq 333 --dim 64 --plant zeros-small
+# course: run --batch 2 --heads 2 --seq 70 --dim 128 --causal --plant tile
 import math
 import os
 import sys
@@ -29,31 +33,17 @@ import triton.language as tl  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 import course_tools  # noqa: E402
 
+import attention_reference as attention_reference_module  # noqa: E402
+
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 DEVICE = "cpu" if INTERPRET else "cuda"
 HEAD_DIMS = (64, 128)
 
 
-# --8<-- [start:reference]
-def attention_reference(q, k, v, causal: bool, kv_len=None) -> torch.Tensor:
-    """softmax(Q K^T / sqrt(d)) V in float64 on the CPU, with the course's convention: masked scores
-    are -inf, a row with every key masked gives zeros, NaN in a score propagates to its row."""
-    q, k, v = (t.detach().double().cpu() for t in (q, k, v))
-    seq = q.shape[2]
-    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-    keep = torch.ones(seq, seq, dtype=torch.bool)
-    if causal:
-        keep = keep.tril()                                  # query i sees keys 0..i
-    keep = keep.expand(q.shape[0], 1, seq, seq)
-    if kv_len is not None:                                  # key padding: keys >= kv_len[b] are masked
-        keep = keep & (torch.arange(seq) < kv_len.cpu()[:, None, None, None])
-    scores = scores.masked_fill(~keep, -math.inf)
-    row_max = scores.amax(dim=-1, keepdim=True)
-    row_max = torch.where(row_max == -math.inf, 0.0, row_max)  # all masked: exp(-inf - 0) = 0, no NaN
-    p = (scores - row_max).exp()
-    total = p.sum(dim=-1, keepdim=True)
-    return (p / torch.where(total == 0, 1.0, total)) @ v    # only a fully masked row sums to 0
-# --8<-- [end:reference]
+def attention_reference(q, k, v, causal: bool, kv_len=None):
+    """The exact float64 output and the same computation rounded as this kernel rounds (P to bf16
+    before P V, O to bf16): attention_reference.forward, on the inputs' device."""
+    return attention_reference_module.forward(q, k, v, causal, kv_len, rounding=kernel_rounding)
 
 
 def tile_configs():
@@ -191,25 +181,31 @@ def random_qkv(batch, heads, seq, dim, device, seed):
 
 
 # --8<-- [start:check]
-# Tolerance from the precision: P is rounded to bf16 before P V (relative error u per term, so at
-# most u max|V| in the sum) and O is rounded to bf16 on the way out (u |O|); twice both covers the
-# fp32 arithmetic and exp2's few-ulp error. u = 2^-9 for round-to-nearest on the GPU; the interpreter
-# converts fp32 to bf16 by truncation (error below one ulp, 2^-8), so there u = 2^-8.
-BF16_U = 2.0 ** -8 if INTERPRET else 2.0 ** -9
+# The tolerance follows the data (course_tools.check_scaled): the error against float64 may be twice
+# that of the same computation rounded where this kernel rounds, P to bf16 before P V and O to bf16.
+# On the GPU both conversions round to nearest; Triton's interpreter truncates fp32 to bf16, so on
+# the CPU the rounded reference truncates too.
+def kernel_rounding(x):
+    return attention_reference_module.round_bf16(x, truncate=INTERPRET)
 
 
-def check_case(label, q, k, v, causal, kv_len=None) -> bool:
-    want = attention_reference(q, k, v, causal, kv_len)
+OLD_TOL = 2.0**-7  # the fixed rtol = atol this check had: only to report what a planted fault did to it
+
+
+def check_case(label, q, k, v, causal, kv_len=None, plant=None) -> bool:
+    want, rounded = attention_reference(q, k, v, causal, kv_len)
     out = torch.full_like(q, float("nan"))                  # poisoned: an unwritten element fails
     flash_attention(q, k, v, causal, kv_len, out=out)
-    got = out.double().cpu()
+    got = out.double()
     nan_want = want.isnan()
     ok = course_tools.check_true(f"{label}_nan_where_expected", bool(torch.equal(got.isnan(), nan_want)),
                                  got.numel(), f"nan={int(nan_want.sum())}")
-    keep = ~nan_want
-    if keep.any():
-        atol = 2 * BF16_U * float(v.double().abs().max())
-        ok &= course_tools.check_close(label, got[keep], want[keep], rtol=2 * BF16_U, atol=atol)
+    rows = ~nan_want.any(-1)                                # a NaN reaches whole rows: compare the others
+    if rows.any():
+        dim = q.shape[-1]
+        if plant:
+            return course_tools.check_planted(plant, got[rows], want[rows], rounded[rows], dim, OLD_TOL, OLD_TOL) and ok
+        ok &= course_tools.check_scaled(label, got[rows], want[rows], rounded[rows], dim)
     return bool(ok)
 
 
@@ -238,13 +234,23 @@ def main() -> int:
     p.add_argument("--seq", type=int, default=37)
     p.add_argument("--dim", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plant", choices=course_tools.PLANTS,
+                   help="corrupt the output after the run: passes only if the check rejects it")
+    p.add_argument("--causal", action="store_true", help="with --plant: the causal output, not the non-causal")
     args = p.parse_args()
     if args.dim not in HEAD_DIMS:
         p.error(f"--dim must be one of {HEAD_DIMS}")
     if not (1 <= args.batch <= 64 and 1 <= args.heads <= 64 and 1 <= args.seq <= 1 << 16):
         p.error("need 1 <= --batch, --heads <= 64 and 1 <= --seq <= 65536")
+    if args.causal and not args.plant:
+        p.error("--causal picks the output --plant corrupts; without --plant both are checked")
     print(f"triton {triton.__version__}, {'interpreter on the CPU' if INTERPRET else torch.cuda.get_device_name()}")
-    ok = check_all(args.batch, args.heads, args.seq, args.dim, DEVICE, args.seed)
+    if args.plant:
+        q, k, v = random_qkv(args.batch, args.heads, args.seq, args.dim, DEVICE, args.seed)
+        mode = "causal" if args.causal else "noncausal"
+        ok = check_case(f"flash_triton_{mode}", q, k, v, args.causal, plant=args.plant)
+    else:
+        ok = check_all(args.batch, args.heads, args.seq, args.dim, DEVICE, args.seed)
     return 0 if ok else 1
 
 

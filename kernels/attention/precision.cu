@@ -104,14 +104,9 @@ double dot(const std::vector<double>& x, const std::vector<double>& y, RoundFn a
 double gamma_bound(long long k, double u) { return k * u < 1 ? k * u / (1 - k * u) : INFINITY; }
 // --8<-- [end:dot]
 
-int main(int argc, char** argv) {
-  const course::Args args{argc, argv};
-  const int trials = static_cast<int>(args.get_int("--trials", 8, 1, 1000));
-  const long long max_k = args.get_int("--max-k", 65536, 16, 1 << 22);
-  const long long seed = args.get_int("--seed", 1, 0);
-  args.finish();
-
-  bool ok = true;
+// Probe every format, print the table, and check the probes against what the headers and bit
+// patterns say. Returns the properties, in kFormats' order; *ok false if a probe disagrees.
+std::vector<Properties> probe_all(bool* ok) {
   std::printf("format    | fraction bits | unit roundoff u | max finite   | min normal   | min subnormal\n");
   std::vector<Properties> props;
   for (const Format& f : kFormats) {
@@ -142,15 +137,19 @@ int main(int argc, char** argv) {
         same = false;
       }
   }
-  ok &= course::check_true("format_probes_match_headers", same, facts);
+  *ok = course::check_true("format_probes_match_headers", same, facts) && *ok;
+  return props;
 
+}
+
+// The dot-product experiment (the page's table) and its two checks.
+bool dot_experiment(const std::vector<Properties>& props, int trials, long long max_k, std::mt19937_64& rng) {
   // --8<-- [start:experiment]
   // Dot products of non-negative inputs (like softmax probabilities times values): the running sum
   // grows, so each addition is rounded at a larger magnitude, the worst case for recursive summation.
   std::printf("\nrelative error of x.y, K terms, x and y uniform in [0, 1), median / max of %d trials\n", trials);
   std::printf("%-9s %8s | %-23s | %-23s | %-23s | %s\n", "format", "K", "inputs rounded only",
               "+ fp32 accumulation", "+ accumulation in format", "gamma_K bound (format)");
-  std::mt19937_64 rng(static_cast<uint64_t>(seed));
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   int bounded = 0, compared = 0;
   bool within = true, fp32_wins = true;
@@ -208,10 +207,16 @@ int main(int argc, char** argv) {
                   median_max(acc32_err).c_str(), median_max(accf_err).c_str(), bound);
     }
   }
-  ok &= course::check_true("dot_error_within_gamma_K", within, bounded);
-  ok &= course::check_true("fp32_accumulation_beats_16_bit", fp32_wins, compared);
+  bool ok = course::check_true("dot_error_within_gamma_K", within, bounded);
+  ok = course::check_true("fp32_accumulation_beats_16_bit", fp32_wins, compared) && ok;
   // --8<-- [end:experiment]
+  return ok;
 
+}
+
+// Loss scaling: which gradients fp16 and bf16 keep, with and without a scale, and its checks.
+bool loss_scaling(const std::vector<Properties>& props, std::mt19937_64& rng) {
+  bool ok = true;
   // --8<-- [start:loss_scaling]
   // Gradients spread over many orders of magnitude (log-uniform from 2^-40 to 2^-4), as a deep
   // network's are. Stored in fp16 they underflow; multiplied by a loss scale S before the cast (the
@@ -253,5 +258,20 @@ int main(int argc, char** argv) {
   std::printf("  %-24s overflowed to inf %lld\n", "fp16, loss scale 2^24", infinite);
   ok &= course::check_true("fp16_scale_too_large_overflows", infinite > 0, 1);
   // --8<-- [end:loss_scaling]
+  return ok;
+}
+
+int main(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  const int trials = static_cast<int>(args.get_int("--trials", 8, 1, 1000));
+  const long long max_k = args.get_int("--max-k", 65536, 16, 1 << 22);
+  const long long seed = args.get_int("--seed", 1, 0);
+  args.finish();
+
+  bool ok = true;
+  const std::vector<Properties> props = probe_all(&ok);
+  std::mt19937_64 rng(static_cast<uint64_t>(seed));  // one stream: the experiment's draws, then the gradients'
+  ok = dot_experiment(props, trials, max_k, rng) && ok;
+  ok = loss_scaling(props, rng) && ok;
   return ok ? 0 : 1;
 }

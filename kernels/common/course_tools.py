@@ -10,6 +10,9 @@ Taught in docs/conventions.md. The Python counterpart of kernels/common/course.c
     check_close(...)           element-wise comparison in float64 that prints the harness's CHECK line
     check_close_on_device(...) the same comparison done where the tensors are (for hundreds of MiB)
     check_true(...)            a CHECK line for a check that is not an element-wise comparison
+    check_scaled(...)          a low-precision result against float64, held to twice the error of
+                               the same computation rounded in the kernel's precision
+    check_planted(...)         a fault planted in a result: passes only if check_scaled rejects it
     bench(...)                 a BENCH line (JSON) for the GPU record
     torch_peers(...)           the PyTorch configurations of one operation (eager, CUDA graph,
                                torch.compile modes), each compiled before it is yielded
@@ -252,3 +255,123 @@ def _graphed(torch, fn, args):
         return out
     return run
 # --8<-- [end:torch_peers]
+
+
+# --8<-- [start:scaled]
+# The attention chapter's criterion (attention_common.cuh's compare_scaled, FlashAttention's tests'
+# convention): a result's error against float64 may be at most twice the error of the same computation
+# done in the kernel's precision ("rounded": rounded exactly where the kernel rounds), both against
+# float64. So the tolerance follows the data, small where the values are small. Two tests:
+#  - every element: |got - exact| <= tol = 2 max|rounded - exact| + floor (a kernel writing zeros
+#    where |exact| < tol fails; below_tol is the share of such reference values);
+#  - every group of rows: rms(got - exact) <= 2 rms(rounded - exact) + rms_all(rounded - exact) / 2
+#    + floor, so that a tile shifted by far less than tol fails too.
+# floor = 2^-12 rms(exact): room for the fp32 arithmetic where the rounded path is exact.
+def compare_scaled(got, exact, rounded, group: int) -> dict:
+    """The verdict of the criterion above on flat float64 arrays, groups of `group` elements."""
+    import numpy as np
+
+    g, x, r = (np.asarray(a, dtype=np.float64).ravel() for a in (got, exact, rounded))
+    n = g.size
+    v = {"ok": False, "n": n, "tol": 0.0, "below_tol": 0.0, "max_err": 0.0, "ref_max_err": 0.0, "rms_ratio": 0.0,
+         "bad": -1, "bad_group": -1}
+    if n == 0:
+        return v
+    ref_err = np.abs(r - x)
+    floor = 2.0**-12 * float(np.sqrt(np.mean(x * x)))
+    v["ref_max_err"] = float(ref_err.max())
+    tol = v["tol"] = 2 * v["ref_max_err"] + floor
+    with np.errstate(invalid="ignore"):
+        err = np.where(g == x, 0.0, np.abs(g - x))  # NaN stays NaN and fails below
+    v["below_tol"] = float(np.mean(np.abs(x) < tol))
+    bad = ~(err <= tol)
+    if bad.any():
+        v["bad"] = int(np.flatnonzero(bad)[0])
+    v["max_err"] = float(err[~bad].max()) if (~bad).any() else 0.0
+    pad = -n % group                                        # the last group may be short
+    sq_err = np.concatenate([err * err, np.zeros(pad)]).reshape(-1, group).sum(1)
+    sq_ref = np.concatenate([ref_err * ref_err, np.zeros(pad)]).reshape(-1, group).sum(1)
+    count = np.full(sq_err.size, float(group))
+    count[-1] = group - pad
+    allowed = 2 * np.sqrt(sq_ref / count) + float(np.sqrt(np.mean(ref_err * ref_err))) / 2 + floor
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.sqrt(sq_err / count) / allowed
+    # A group fails on a ratio above 1 or NaN, or on any error where nothing is allowed (all zeros).
+    group_bad = np.where(allowed > 0, ~(ratio <= 1.0), sq_err > 0)
+    if group_bad.any():
+        v["bad_group"] = int(np.flatnonzero(group_bad)[0])
+    good = (allowed > 0) & ~group_bad
+    v["rms_ratio"] = float(ratio[good].max()) if good.any() else 0.0
+    v["ok"] = v["bad"] < 0 and v["bad_group"] < 0
+    return v
+
+
+def _flat64(a):
+    """A tensor (any device, any dtype) or array as a flat float64 NumPy array."""
+    if hasattr(a, "detach"):
+        return a.detach().double().flatten().cpu().numpy()
+    import numpy as np
+
+    return np.asarray(a, dtype=np.float64).ravel()
+
+
+def check_scaled(name: str, got, exact, rounded, row_len: int, group_rows: int = 16) -> bool:
+    """got (the kernel's result) against exact (float64), the tolerance from rounded (the same
+    computation in the kernel's precision), rows of row_len values, in groups of group_rows rows.
+    Prints the CHECK line with the effective tolerance and below_tol."""
+    g, x, r = _flat64(got), _flat64(exact), _flat64(rounded)
+    v = compare_scaled(g, x, r, group_rows * row_len)
+    head = f"{name} n={v['n']} below_tol={100 * v['below_tol']:.3g}% tol={v['tol']:.3g}"
+    if v["n"] == 0:
+        print(f"CHECK FAIL {name} n=0 (nothing was compared)")
+    elif v["ok"]:
+        print(f"CHECK PASS {head} max_err={v['max_err']:.3g} rounded_ref_max_err={v['ref_max_err']:.3g} "
+              f"rms_ratio={v['rms_ratio']:.3g}")
+    elif v["bad"] >= 0:
+        i = v["bad"]
+        print(f"CHECK FAIL {head} first_bad={i} got={g[i]:.9g} want={x[i]:.9g}")
+    else:
+        print(f"CHECK FAIL {head} bad_group={v['bad_group']} (rms error over twice the rounded reference's)")
+    return bool(v["ok"])
+# --8<-- [end:scaled]
+
+
+PLANTS = ("zeros-small", "tile")
+
+
+def planted(fault: str, got, exact, row_len: int, old_atol: float):
+    """A copy of got (flat float64) with a fault planted, as attention_common.cuh's planted():
+    zeros-small: zeros wherever |exact| < old_atol (the old fixed tolerance); tile: one tile of 64
+    rows, three fifths of the way through, shifted by 1% of the typical (RMS) magnitude."""
+    import numpy as np
+
+    g, x = _flat64(got).copy(), _flat64(exact)
+    if fault == "zeros-small":
+        g[np.abs(x) < old_atol] = 0.0
+        return g
+    if fault != "tile":
+        raise ValueError(f"unknown fault {fault!r} (known: {', '.join(PLANTS)})")
+    shift = 0.01 * float(np.sqrt(np.mean(x * x))) if x.size else 0.0
+    first = x.size // row_len * 3 // 5 // 64 * 64
+    g[first * row_len:(first + 64) * row_len] += shift
+    return g
+
+
+def check_planted(fault: str, got, exact, rounded, row_len: int, old_rtol: float, old_atol: float,
+                  suffix: str = "", group_rows: int = 16) -> bool:
+    """CHECK PASS planted_<fault>_caught<suffix> only if the clean result passes check_scaled's
+    criterion and the result with the fault planted fails it; also says whether the old fixed
+    tolerance (|err| <= old_atol + old_rtol |exact|) would have let the fault through."""
+    import numpy as np
+
+    g, x, r = _flat64(got), _flat64(exact), _flat64(rounded)
+    clean = compare_scaled(g, x, r, group_rows * row_len)
+    bad = planted(fault, g, x, row_len, old_atol)
+    fault_v = compare_scaled(bad, x, r, group_rows * row_len)
+    old_ok = bool(np.all(np.abs(bad - x) <= old_atol + old_rtol * np.abs(x)))
+    caught = clean["ok"] and not fault_v["ok"]
+    print(f"CHECK {'PASS' if caught else 'FAIL'} planted_{fault}_caught{suffix} n={g.size} "
+          f"clean={'pass' if clean['ok'] else 'FAIL'} planted={'pass' if fault_v['ok'] else 'rejected'} "
+          f"old_tol={'accepted' if old_ok else 'rejected'} below_tol={100 * clean['below_tol']:.3g}% "
+          f"tol={clean['tol']:.3g}")
+    return caught

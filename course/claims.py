@@ -153,10 +153,10 @@ def value_of(opts: dict, rows: list[dict], vs_rows: list[dict] | None = None) ->
 
 
 def fmt(value: float, show: str) -> str:
-    if show == "pct":
-        return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
-    if show == "speedup":
-        return f"{value:.2f}" if value < 10 else f"{value:.1f}"
+    if show == "pct":  # one decimal near 100%: 99.6% must not read as 100%
+        return f"{value:.1f}" if value < 10 or 95 <= value <= 105 else f"{value:.0f}"
+    if show == "speedup":  # the same quantity as a ratio: 0.996 must not read as 1.00
+        return f"{value:.3f}" if 0.95 <= value <= 1.05 else f"{value:.2f}" if value < 10 else f"{value:.1f}"
     if abs(value) >= 1000:
         return f"{value:,.0f}"
     if show.startswith("field:"):  # a recorded quantity as printed: 98.97 must not round to 99

@@ -145,12 +145,15 @@ def headline(rows: list[dict], own: set[int], gpu: str, opts: dict) -> tuple[str
         subject = best or peer  # a framework's own benchmark: its fastest configuration
         if subject is None:
             continue
-        ratio = f"**{peer['time_ms'] / best['time_ms']:.2f}×**" if best and peer else ""
+        speed = peer["time_ms"] / best["time_ms"] if best and peer else None
+        # One more decimal near parity, as near 100% below: 0.996× must not read as 1.00×.
+        ratio = f"**{speed:.{3 if 0.95 <= speed <= 1.05 else 2}f}×**" if speed is not None else ""
         share = ceiling_share(subject, r["ceiling"], sheet)
         cell = ""
         if share and share[0] <= 1.2:
             metrics.append("tflops" if "peak" in share[1] else "gbps")
-            cell = f"{100 * share[0]:.0f}% {share[1]}"
+            pct = 100 * share[0]
+            cell = f"{pct:.{1 if 95 <= pct <= 105 else 0}f}% {share[1]}"  # 99.6% must not read as 100%
         elif share:  # faster than the ceiling: the row counts nominal FLOPs or different bytes
             cell = "above the ceiling: the row's FLOP or byte count is nominal"
         lines.append("| " + " | ".join([

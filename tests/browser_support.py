@@ -214,6 +214,11 @@ COLLECT_JS = r"""
   const diagrams = Array.from(document.querySelectorAll(".mermaid"), d => ({
     tag: d.tagName, height: d.getBoundingClientRect().height}));
   const maths = Array.from(document.querySelectorAll(".arithmatex"), m => !!m.querySelector(".katex"));
+  // Whether Mermaid's script reached this page, and how many diagrams Material drew with it (it replaces
+  // each <pre class="mermaid"> by a <div class="mermaid"> holding the SVG).
+  const mermaidLoaded = performance.getEntriesByType("resource").some(e => /\/mermaid(\.min)?\.js(\?|$)/.test(e.name))
+    || (typeof window.mermaid !== "undefined" && !(window.mermaid instanceof Element));
+  const diagramsDrawn = document.querySelectorAll("div.mermaid").length;
   return {
     title: document.title,
     ids, links, images, headings,
@@ -221,7 +226,7 @@ COLLECT_JS = r"""
     abbrs: Array.from(document.querySelectorAll("article abbr"), a => a.getAttribute("title") || ""),
     badge: !!document.querySelector(".course-badge"),
     results: !!article && article.textContent.includes("Measured on"),
-    diagrams, maths,
+    diagrams, maths, mermaidLoaded, diagramsDrawn,
     tabSets: Array.from(document.querySelectorAll("article .tabbed-set"), t =>
       Array.from(t.querySelectorAll(":scope > .tabbed-labels > label"), l => (l.textContent || "").trim())),
     codeBlocks: document.querySelectorAll("article pre > code").length,

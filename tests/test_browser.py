@@ -30,6 +30,13 @@ DESKTOP = {"width": 1280, "height": 900}
 # Where a phone reader would have to scroll sideways on a prose page: pages listed here may (wide tables
 # are scrolled inside their own box by the theme, so nothing should need to be listed).
 PHONE_EXEMPT: set[str] = set()
+# The whole-course print page is megabytes of HTML: on a busy machine it takes far longer than any other
+# page, so it is waited for, up to this long (COURSE_PRINT_TIMEOUT_S), until it is loaded and drawn.
+PRINT_TIMEOUT_S = float(os.environ.get("COURSE_PRINT_TIMEOUT_S") or 300)
+# Loaded, every page of the course in it, and its diagrams and maths drawn.
+PRINT_READY_JS = f"""() => document.readyState === "complete"
+  && document.querySelectorAll("#print-site-page section.print-page").length > 0
+  && ({bs.RENDERED_JS.strip()})()"""
 
 
 def _need(reason: str):
@@ -125,6 +132,30 @@ def _wait_rendered(page) -> str | None:
     return None
 
 
+def _open_print_page(page, base_url: str) -> float:
+    """Open the print view and wait, up to PRINT_TIMEOUT_S, until it is loaded and drawn (PRINT_READY_JS);
+    returns the seconds it took. Raises with what was missing, rather than Playwright's bare timeout."""
+    started = time.monotonic()
+    limit_ms = PRINT_TIMEOUT_S * 1000
+    try:
+        page.goto(base_url + bs.PRINT_PAGE, wait_until="commit", timeout=limit_ms)
+        page.wait_for_function(PRINT_READY_JS, timeout=max(1.0, limit_ms - 1000 * (time.monotonic() - started)),
+                               polling=250)
+    except Exception as e:  # noqa: BLE001 (Playwright's TimeoutError, reported with the page's state)
+        try:
+            state = page.evaluate("""() => ({ready: document.readyState,
+                sections: document.querySelectorAll("#print-site-page section.print-page").length,
+                undrawnDiagrams: document.querySelectorAll("pre.mermaid").length,
+                untypesetMaths: Array.from(document.querySelectorAll(".arithmatex"))
+                    .filter(m => !m.querySelector(".katex, .katex-error")).length})""")
+        except Exception:  # noqa: BLE001
+            state = "unknown (the page did not answer)"
+        raise RuntimeError(
+            f"the print view (/{bs.PRINT_PAGE}) was not loaded and drawn within {PRINT_TIMEOUT_S:.0f} s "
+            f"(COURSE_PRINT_TIMEOUT_S); its state then: {state}; Playwright said: {str(e).splitlines()[0]}") from None
+    return time.monotonic() - started
+
+
 def _copy_all(page) -> list[str]:
     """Click every copy button in the page's content, return the texts it put on the clipboard.
     Folded answers are opened and the tab holding each block is selected first, as a reader would."""
@@ -136,10 +167,13 @@ CONTRAST_SCOPE = ".md-header, .md-content, .md-footer"
 
 def _visit(page, base_url: str, path: str, info: dict) -> None:
     page.set_viewport_size(DESKTOP)
-    page.goto(base_url + path, wait_until="load")
-    problem = _wait_rendered(page)
-    if problem:
-        info["problems"].append(problem)
+    if path == bs.PRINT_PAGE:
+        _open_print_page(page, base_url)
+    else:
+        page.goto(base_url + path, wait_until="load")
+        problem = _wait_rendered(page)
+        if problem:
+            info["problems"].append(problem)
     info.update(page.evaluate(bs.COLLECT_JS))
     if path == bs.PRINT_PAGE:  # every page again: its colours, blocks and layout are checked on their own
         info.update(contrast={}, copied=[], phone={"scrollWidth": 0, "clientWidth": 0, "wide": []})
@@ -172,6 +206,7 @@ def _crawl_part(base_url: str, paths: list[str]) -> tuple[dict, Recorder]:
                 _visit(page, base_url, path, info)
             except Exception as e:  # noqa: BLE001 (one page's trouble must not hide the others')
                 info["problems"].append(f"the crawl failed on this page: {str(e).splitlines()[0]}")
+                info["failed"] = True
                 for key, empty in (("ids", []), ("links", []), ("images", []), ("headings", []), ("abbrs", []),
                                    ("diagrams", []), ("maths", []), ("tabSets", []), ("copied", []),
                                    ("contrast", {}), ("prev", None), ("next", None), ("badge", False),
@@ -240,6 +275,29 @@ def test_diagrams_and_maths_are_drawn(crawl):
         if not all(info["maths"]):
             bad.setdefault(path, []).append("maths left untypeset")
     assert not bad, _fmt(bad)
+
+
+def test_mermaid_loads_only_where_a_diagram_is_drawn(crawl, site):
+    """Mermaid (3.5 MB) is fetched only by pages that draw a diagram (overrides/main.html), and there
+    every diagram of the built page is drawn."""
+    bad: dict[str, list[str]] = {}
+    expected = {}
+    for path, info in crawl["pages"].items():
+        html = (site / path / "index.html").read_text(errors="replace")
+        expected[path] = want = len(re.findall(r"""<pre class=["']mermaid["']""", html))
+        if not want and info["mermaidLoaded"]:
+            bad[path] = ["loads Mermaid but draws no diagram"]
+        if want and not info["mermaidLoaded"]:
+            bad[path] = [f"has {want} diagram(s) but Mermaid was not loaded"]
+        if want and info["diagramsDrawn"] != want:
+            bad.setdefault(path, []).append(f"drew {info['diagramsDrawn']} of its {want} diagram(s)")
+    with_diagrams = [p for p, n in expected.items() if n and p != bs.PRINT_PAGE]
+    assert with_diagrams, "no page of the built site has a Mermaid diagram: nothing was checked"
+    assert len(with_diagrams) < len(expected) - 1, "every page has a diagram: loading Mermaid lazily is not checked"
+    if bs.PRINT_PAGE in expected:
+        assert expected[bs.PRINT_PAGE] == sum(n for p, n in expected.items() if p != bs.PRINT_PAGE), \
+            "the print view does not hold every page's diagrams"
+    assert not bad, "Mermaid loaded where no diagram is drawn, or diagrams not drawn:\n" + _fmt(bad)
 
 
 # ----------------------------------------------------------------------------- links
@@ -452,6 +510,7 @@ def tabs_site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tabs")
     docs = tmp / "docs"
     shutil.copytree(bs.DOCS / "assets", docs / "assets")
+    shutil.copytree(ROOT / "overrides", tmp / "overrides")  # theme.custom_dir, relative to the config file
     (docs / "index.md").write_text(TABS_FIXTURE)
     config = tmp / "mkdocs.yml"
     config.write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: {docs}\nhooks: []\nnav:\n  - index.md\n"
@@ -583,14 +642,15 @@ def test_print_view_holds_the_whole_course_and_prints(browser, base_url, crawl):
     pages = crawl["pages"]
     if bs.PRINT_PAGE not in pages:
         pytest.skip("no print view: mkdocs-print-site-plugin is not enabled in mkdocs.yml")
+    assert not pages[bs.PRINT_PAGE].get("failed"), \
+        f"the crawl could not read the print view: {pages[bs.PRINT_PAGE]['problems']}"
     titles = [i["headings"][0]["text"] for p, i in pages.items() if p != bs.PRINT_PAGE and i["headings"]]
     printed = {h["text"] for h in pages[bs.PRINT_PAGE]["headings"] if h["level"] == 1}
     missing = [t for t in titles if t not in printed]
     assert not missing, f"pages missing from the print view: {missing}"
     context, rec = _new_context(browser, base_url)
     page = context.new_page()
-    page.goto(base_url + bs.PRINT_PAGE, wait_until="load")
-    _wait_rendered(page)
+    _open_print_page(page, base_url)
     bs.SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(bs.SCREENSHOTS / "print_page-light.png"))
     page.emulate_media(media="print")

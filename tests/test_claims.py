@@ -140,3 +140,14 @@ def test_a_field_keeps_the_digits_that_matter():
     assert claims.fmt(98.97, "field:test_accuracy") == "98.97"
     assert claims.fmt(64.0, "field:registers") == "64"
     assert claims.fmt(0.1234, "time") == "0.123"
+
+
+def test_a_share_near_100_percent_keeps_one_decimal():
+    # 99.6% must not render as 100% (nor 100.4% as 100%), nor a speed of 0.996× as parity
+    assert claims.fmt(99.6, "pct") == "99.6"
+    assert claims.fmt(100.4, "pct") == "100.4"
+    assert claims.fmt(95.0, "pct") == "95.0" and claims.fmt(105.0, "pct") == "105.0"
+    assert claims.fmt(94.6, "pct") == "95" and claims.fmt(105.6, "pct") == "106" and claims.fmt(91.2, "pct") == "91"
+    assert claims.fmt(7.3, "pct") == "7.3"
+    assert claims.fmt(0.996, "speedup") == "0.996" and claims.fmt(1.004, "speedup") == "1.004"
+    assert claims.fmt(1.14, "speedup") == "1.14" and claims.fmt(0.9, "speedup") == "0.90"

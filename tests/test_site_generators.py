@@ -115,3 +115,16 @@ def test_results_open_with_headline_then_plot_then_folded_table():
     assert "<svg" not in hooks.results_table(PROGRAM + " plot=off", _record_with())
     with pytest.raises(ValueError, match="unknown option"):
         hooks.results_table(PROGRAM + " colour=red", _record_with())
+
+
+def test_headline_keeps_one_decimal_near_100_percent_and_parity():
+    # 99.6% of the copy's bandwidth must not read as 100%, nor a speed of 0.996× as 1.00×
+    rows = [{"case": "c", "impl": "cudaMemcpy (copy, same bytes)", "time_ms": 1.0, "bytes": 2e9, "peer": True},
+            {"case": "c", "impl": "v1", "time_ms": 1.004, "bytes": 2e9},
+            {"case": "c", "impl": "torch.sum", "time_ms": 1.0, "bytes": 2e9}]
+    own = {id(b) for b in rows if b["impl"] != "torch.sum"}
+    text, _ = headline.headline(rows, own, "NVIDIA H100 80GB HBM3", {})
+    assert "| v1 | 1 ms | torch.sum | 1 ms | **0.996×** | 99.6% of the copy's bandwidth |" in text
+    rows[1]["time_ms"] = 1.1  # 90.9%, 0.91×: far from 100%, whole percent and two decimals
+    text, _ = headline.headline(rows, own, "NVIDIA H100 80GB HBM3", {})
+    assert "| **0.91×** | 91% of the copy's bandwidth |" in text

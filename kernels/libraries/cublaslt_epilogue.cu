@@ -169,8 +169,9 @@ static std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
 // |GELU'(z)| + e_z, since |GELU''| < 1), plus GELU's own evaluation in fp32: a fused epilogue may use the
 // hardware's approximate tanh (PTX tanh.approx.f32, relative error about 2^-11), which moves
 // 0.5 z (1 + tanh) by up to 2^-12 |z|: allowed twice over, 2^-11 |z|. The bf16 rounding of y itself is
-// the caller's rtol. A fixed atol of 1e-2 exceeded GELU's whole negative tail (|GELU(z)| < 1e-2 for
-// z < -2.9) and every output near z = 0: zeros passed there.
+// the caller's rtol. The allowance also covers the gap between this tanh form and the exact z Phi(z)
+// (at most 0.36 of it), so an epilogue that computes either passes. A fixed atol of 1e-2 exceeded GELU's
+// whole negative tail (|GELU(z)| < 1e-2 for z < -2.9) and every output near z = 0: zeros passed there.
 static double gelu_tanh_slope(double z) {
   const double c = 0.7978845608028654, t = std::tanh(c * (z + 0.044715 * z * z * z));
   return 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * c * (1 + 3 * 0.044715 * z * z);

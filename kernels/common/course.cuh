@@ -16,6 +16,9 @@
 //   library_fail           the shared error path of the library check macros (common/check_*.cuh)
 //   check_close_each       check_close with an absolute tolerance per element (one that scales with the data)
 //   verdict_quietly, plant_zeros_small, report_planted   planted faults: evidence that a check can fail
+//   sum_atol, abs_values   the atol of each computed sum (a GEMM or convolution output) from its terms' sizes
+//   quiet_rows             inputs whose rows differ in scale by 2^20, so that some outputs are small
+//   check_close_each_planted  check_close_each, then (with --plant zeros-small) the planted verdict
 #pragma once
 
 #include <cuda_runtime.h>
@@ -460,5 +463,72 @@ inline bool report_planted_zeros_small(size_t planted, bool check_passed) {
   return caught;
 }
 // --8<-- [end:plant]
+
+// The planted-fault verdict of one of several checks in a program: the same line, naming the check.
+inline bool report_planted_zeros_small(const char* check, size_t planted, bool check_passed) {
+  const bool caught = planted > 0 && !check_passed;
+  std::printf("CHECK %s planted_zeros_small_caught n=%zu check=%s %s\n", caught ? "PASS" : "FAIL", planted, check,
+              planted == 0 ? "(no element was small enough to plant: the run proves nothing)"
+              : caught     ? "(the check rejected zeros written where outputs are small)"
+                           : "(the check ACCEPTED zeros written where outputs are small)");
+  std::fflush(stdout);
+  return caught;
+}
+
+// --8<-- [start:sum_atol]
+// The absolute tolerance of each output that is a sum of `terms` products (a GEMM's dot products, a
+// convolution's window), from sum_abs[i] = sum |a_k b_k| of output i, computed beside the reference:
+//   atol[i] = (2 u_in + min(terms, 8 sqrt(terms)) u_acc) * sum_abs[i].
+// u_in is the unit roundoff of inputs the GPU rounds but the reference does not (TF32: 2^-10, which also
+// covers truncation; 0 where the reference reads the rounded inputs): each product then moves by at most
+// 2 u_in of its size. u_acc is the accumulator's (fp32: 2^-23, which covers tensor cores' truncating
+// adds): `terms` additions move a sum by at most terms u_acc sum_abs, and by 8 sqrt(terms) u_acc sum_abs
+// with overwhelming probability when the roundings are independent (Higham and Mary, "A new approach to
+// probabilistic rounding error analysis", SIAM J. Sci. Comput. 41(5), 2019). The tolerance follows each
+// output's own terms: an output made of small terms (a quiet row) gets a small one, where a fixed atol let
+// zeros pass.
+inline std::vector<double> sum_atol(const std::vector<double>& sum_abs, long long terms, double u_acc,
+                                    double u_in = 0) {
+  const double t = static_cast<double>(terms > 0 ? terms : 1);
+  const double factor = 2 * u_in + std::min(t, 8 * std::sqrt(t)) * u_acc;
+  std::vector<double> atol(sum_abs.size());
+  for (size_t i = 0; i < atol.size(); ++i) atol[i] = factor * sum_abs[i];
+  return atol;
+}
+// --8<-- [end:sum_atol]
+
+// |v| as floats (exact for float, half and bf16 inputs): run a reference on |A| and |B| to get each
+// output's sum |a_k b_k| for sum_atol.
+template <typename T>
+std::vector<float> abs_values(const std::vector<T>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = std::fabs(static_cast<float>(v[i]));
+  return out;
+}
+
+// Every third row of a rows-by-row_len matrix, from the second, made 2^20 times smaller (an exact
+// scaling; `scale` another power of two, for fp16 data whose range ends sooner): the outputs those rows
+// feed are small, as a quiet token's or a dark pixel's are, and a check must hold them to their own size.
+// A matrix of one row keeps its scale.
+inline void quiet_rows(std::vector<float>& v, size_t rows, size_t row_len, float scale = 0x1p-20f) {
+  for (size_t r = 1; r < rows; r += 3)
+    for (size_t j = 0; j < row_len; ++j) v[r * row_len + j] *= scale;
+}
+
+// check_close_each; with plant_below > 0 (a --plant zeros-small run) also the same check, quietly, on a
+// copy of got with zeros wherever 0 < |want| < plant_below (the old fixed atol), and its verdict
+// (report_planted_zeros_small, naming the check). Returns false if either fails.
+template <typename T, typename R>
+bool check_close_each_planted(const char* name, const T* got, const R* want, const double* atol, size_t n,
+                              double rtol, double plant_below) {
+  bool ok = check_close_each(name, got, want, atol, n, rtol);
+  if (plant_below > 0) {
+    std::vector<T> bad(got, got + n);
+    const size_t planted = plant_zeros_small(bad.data(), want, n, plant_below);
+    const bool passed = verdict_quietly([&] { return check_close_each(name, bad.data(), want, atol, n, rtol); });
+    ok = report_planted_zeros_small(name, planted, passed) && ok;
+  }
+  return ok;
+}
 
 }  // namespace course

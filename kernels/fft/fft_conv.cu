@@ -20,6 +20,8 @@
 // course: run --h 37 --w 53 --r 5 --s 3
 // course: run --h 1 --w 1 --r 1 --s 1
 // course: run --h 64 --w 45 --r 7 --s 8
+// course: run --h 37 --w 53 --r 5 --s 3 --plant zeros-small
+// course: run --h 64 --w 45 --r 7 --s 8 --plant zeros-small
 // course: bench --bench
 #include "../common/check_cudnn.cuh"
 #include "../common/check_cufft.cuh"
@@ -265,48 +267,82 @@ struct Buffers {
   }
 };
 
-// FFT convolution's error is absolute, relative to the size of the signals, not to each output. cuDNN's
-// fp32 algorithms include FFTs, so its check uses the same bound.
-static double fft_atol(int R, int S) { return 1e-4 * std::sqrt(static_cast<double>(R) * S); }
-// TF32 keeps 10 of fp32's 23 mantissa bits: each product may be off by about 1e-3 of its size, and R*S
-// such errors of random sign add up like sqrt(R*S).
-static double tf32_atol(int R, int S) { return 3e-3 * std::sqrt(static_cast<double>(R) * S) + 1e-3; }
+// --8<-- [start:tolerance]
+// Two kinds of rounding, two bounds, added per output (a fixed 1e-4 sqrt(RS), or for TF32 3e-3 sqrt(RS),
+// let the small outputs of a dark part of the image come back as zeros):
+//   through the FFT, rounding is spread over every output: about u log2(PQ) |img|_2 |f|_2 / sqrt(PQ)
+//   each (u = 2^-24), allowed 40 times over, from this image's and filter's norms (PQ >= OH OW);
+//   a direct sum's rounding stays in each output's own sum: course::sum_atol from sum |img f| of that
+//   output, with 2^-10 for the inputs where TF32 may round them (cuDNN's default math).
+// cuDNN's algorithms include FFTs and direct or implicit-GEMM sums, so its checks get both.
+static double fft_atol(const std::vector<float>& img, const std::vector<float>& f, size_t n_out) {
+  double ni = 0, nf = 0;
+  for (float v : img) ni += static_cast<double>(v) * v;
+  for (float v : f) nf += static_cast<double>(v) * v;
+  const double n = static_cast<double>(n_out);
+  return 40 * 0x1p-24 * (std::log2(4 * n) + 1) * std::sqrt(ni * nf / n);
+}
 
-// Runs `launch` on a NaN-poisoned output and compares it with `want`.
+static std::vector<double> conv_atol(const std::vector<double>& sum_abs, int R, int S, double fft_part, double u_in) {
+  std::vector<double> atol = course::sum_atol(sum_abs, static_cast<long long>(R) * S, 0x1p-23, u_in);
+  for (double& a : atol) a += fft_part;
+  return atol;
+}
+// --8<-- [end:tolerance]
+
+// The image's lower half 2^10 times darker (an exact scaling): outputs whose window lies in it are small,
+// and each check must hold them to what its method can resolve.
+static void darken_lower_half(std::vector<float>& img, int H, int W) {
+  for (int y = std::max(1, H / 2); y < H; ++y)
+    for (int x = 0; x < W; ++x) img[static_cast<size_t>(y) * W + x] *= 0x1p-10f;
+}
+
+constexpr double kOldFftAtol = 1e-4;  // times sqrt(RS): what --plant zeros-small zeroes below
+
+// Runs `launch` on a NaN-poisoned output and compares it with `want`, one atol per output; with
+// plant_below > 0 (--plant zeros-small) also on the output with zeros below it.
 template <typename F, typename T>
 static bool check_one(const char* what, int H, int W, int R, int S, const T* want, float* d_out, size_t n_out,
-                      double rtol, double atol, F&& launch) {
+                      double rtol, const std::vector<double>& atol, double plant_below, F&& launch) {
   std::vector<float> got(n_out);
   course::poison(d_out, n_out * sizeof(float));
   launch();
   CUDA_CHECK(cudaMemcpy(got.data(), d_out, n_out * sizeof(float), cudaMemcpyDeviceToHost));
   char name[96];
   std::snprintf(name, sizeof(name), "%s_%dx%d_f%dx%d", what, H, W, R, S);
-  return course::check_close(name, got.data(), want, n_out, rtol, atol);
+  return course::check_close_each_planted(name, got.data(), want, atol.data(), n_out, rtol, plant_below);
 }
 
-static bool check(cudnnHandle_t h, int H, int W, int R, int S, uint64_t seed) {
+static bool check(cudnnHandle_t h, int H, int W, int R, int S, uint64_t seed, bool plant) {
   std::vector<float> img(static_cast<size_t>(H) * W), f(static_cast<size_t>(R) * S);
   course::fill_uniform(img, seed);
   course::fill_uniform(f, seed + 1);
+  darken_lower_half(img, H, W);
   const size_t n_out = static_cast<size_t>(H + R - 1) * (W + S - 1);
-  std::vector<double> want(n_out);
+  std::vector<double> want(n_out), sum_abs(n_out);
   conv_reference(H, W, R, S, img.data(), f.data(), want.data());
+  conv_reference(H, W, R, S, course::abs_values(img).data(), course::abs_values(f).data(), sum_abs.data());
+  const double fft_part = fft_atol(img, f, n_out);
+  const std::vector<double> direct_atol = conv_atol(sum_abs, R, S, 0, 0), fft_and_sum = conv_atol(sum_abs, R, S, fft_part, 0),
+                            tf32_atol = conv_atol(sum_abs, R, S, fft_part, 0x1p-10);
+  // --plant zeros-small: zeros below each check's old fixed atol
+  const double old_fft = plant ? kOldFftAtol * std::sqrt(static_cast<double>(R) * S) : 0;
+  const double old_direct = plant ? 1e-6 * R * S : 0, old_tf32 = plant ? 3e-3 * std::sqrt(static_cast<double>(R) * S) + 1e-3 : 0;
   Buffers b(img, f, n_out);
   const double* w = want.data();
-  bool ok = check_one("conv_direct", H, W, R, S, w, b.out, n_out, 1e-5, 1e-6 * R * S,
+  bool ok = check_one("conv_direct", H, W, R, S, w, b.out, n_out, 0, direct_atol, old_direct,
                       [&] { launch_direct(b.img, b.out, H, W, R, S); });
   const FftConv fft(H, W, R, S);
-  ok &= check_one("conv_fft", H, W, R, S, w, b.out, n_out, 1e-4, fft_atol(R, S), [&] { fft(b.img, b.filter, b.out); });
+  ok &= check_one("conv_fft", H, W, R, S, w, b.out, n_out, 0, fft_and_sum, old_fft, [&] { fft(b.img, b.filter, b.out); });
   const FftConv fft_pre(H, W, R, S);  // a fresh plan: the spectrum comes from set_filter alone
   fft_pre.set_filter(b.filter);
-  ok &= check_one("conv_fft_precomputed_filter", H, W, R, S, w, b.out, n_out, 1e-4, fft_atol(R, S),
+  ok &= check_one("conv_fft_precomputed_filter", H, W, R, S, w, b.out, n_out, 0, fft_and_sum, old_fft,
                   [&] { fft_pre.apply(b.img, b.out); });
   const CudnnConv fp32(h, H, W, R, S, CUDNN_FMA_MATH);
-  ok &= check_one("conv_cudnn_fp32", H, W, R, S, w, b.out, n_out, 1e-4, fft_atol(R, S),
+  ok &= check_one("conv_cudnn_fp32", H, W, R, S, w, b.out, n_out, 0, fft_and_sum, old_fft,
                   [&] { fp32(b.img, b.filter, b.out); });
   const CudnnConv tf32(h, H, W, R, S, CUDNN_DEFAULT_MATH);
-  ok &= check_one("conv_cudnn_default_math", H, W, R, S, w, b.out, n_out, 5e-3, tf32_atol(R, S),
+  ok &= check_one("conv_cudnn_default_math", H, W, R, S, w, b.out, n_out, 0, tf32_atol, old_tf32,
                   [&] { tf32(b.img, b.filter, b.out); });
   return ok;
 }
@@ -319,12 +355,25 @@ static bool bench_filter(cudnnHandle_t h, int H, int W, int R, uint64_t seed) {
   std::vector<float> img(static_cast<size_t>(H) * W), f(static_cast<size_t>(R) * R);
   course::fill_uniform(img, seed);
   course::fill_uniform(f, seed + 1);
+  darken_lower_half(img, H, W);
   const int OH = H + R - 1, OW = W + R - 1;
   const size_t n_out = static_cast<size_t>(OH) * OW;
-  Buffers b(img, f, n_out);
-  std::vector<float> direct(n_out);
+  std::vector<float> direct(n_out), sum_abs_f(n_out);
+  {  // sum |img f| of every output, from the direct kernel on |img| and |f| (its own rounding is far
+     // below the tolerance it sets)
+    Buffers a(course::abs_values(img), course::abs_values(f), n_out);
+    launch_direct(a.img, a.out, H, W, R, R);
+    CUDA_CHECK(cudaMemcpy(sum_abs_f.data(), a.out, n_out * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+  Buffers b(img, f, n_out);  // after `a`: it puts f itself back in constant memory
   launch_direct(b.img, b.out, H, W, R, R);
   CUDA_CHECK(cudaMemcpy(direct.data(), b.out, n_out * sizeof(float), cudaMemcpyDeviceToHost));
+  // The reference is the direct kernel's fp32 output: its own rounding (the direct bound) is added.
+  const std::vector<double> sum_abs(sum_abs_f.begin(), sum_abs_f.end());
+  const double fft_part = fft_atol(img, f, n_out);
+  std::vector<double> fft_and_sum = conv_atol(sum_abs, R, R, fft_part, 0), tf32_atol = conv_atol(sum_abs, R, R, fft_part, 0x1p-10);
+  const std::vector<double> direct_atol = conv_atol(sum_abs, R, R, 0, 0);
+  for (size_t i = 0; i < n_out; ++i) fft_and_sum[i] += direct_atol[i], tf32_atol[i] += direct_atol[i];
   const FftConv fft(H, W, R, R);
   const CudnnConv fp32(h, H, W, R, R, CUDNN_FMA_MATH), dflt(h, H, W, R, R, CUDNN_DEFAULT_MATH);
   std::printf("CUDNN filter=%d fp32: %s (%s math), default math: %s (%s math)\n", R,
@@ -332,14 +381,14 @@ static bool bench_filter(cudnnHandle_t h, int H, int W, int R, uint64_t seed) {
               course::conv_fwd_algo_name(dflt.choice.algo), dflt.math_name());
   const float* want = direct.data();
   bool ok = true;
-  ok &= check_one("conv_fft_vs_direct", H, W, R, R, want, b.out, n_out, 1e-4, fft_atol(R, R),
+  ok &= check_one("conv_fft_vs_direct", H, W, R, R, want, b.out, n_out, 0, fft_and_sum, 0,
                   [&] { fft(b.img, b.filter, b.out); });
   fft.set_filter(b.filter);
-  ok &= check_one("conv_fft_precomputed_vs_direct", H, W, R, R, want, b.out, n_out, 1e-4, fft_atol(R, R),
+  ok &= check_one("conv_fft_precomputed_vs_direct", H, W, R, R, want, b.out, n_out, 0, fft_and_sum, 0,
                   [&] { fft.apply(b.img, b.out); });
-  ok &= check_one("conv_cudnn_fp32_vs_direct", H, W, R, R, want, b.out, n_out, 1e-4, fft_atol(R, R),
+  ok &= check_one("conv_cudnn_fp32_vs_direct", H, W, R, R, want, b.out, n_out, 0, fft_and_sum, 0,
                   [&] { fp32(b.img, b.filter, b.out); });
-  ok &= check_one("conv_cudnn_default_vs_direct", H, W, R, R, want, b.out, n_out, 5e-3, tf32_atol(R, R),
+  ok &= check_one("conv_cudnn_default_vs_direct", H, W, R, R, want, b.out, n_out, 0, tf32_atol, 0,
                   [&] { dflt(b.img, b.filter, b.out); });
   char cs[64];
   std::snprintf(cs, sizeof(cs), "conv %dx%d image, %dx%d filter", H, W, R, R);
@@ -372,11 +421,16 @@ int main(int argc, char** argv) {
   const long long R = args.get_int("--r", 5, 1, kMaxFilter), S = args.get_int("--s", 3, 1, kMaxFilter);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
   const bool bench = args.has("--bench");
+  const bool plant = course::plant_zeros_small_requested(args);
   args.finish();
+  if (plant && H < 4) {
+    std::fprintf(stderr, "error: --plant zeros-small needs --h 4 or more (the image's dark lower half)\n");
+    return course::kExitFail;
+  }
   CUDA_CHECK(cudaFree(nullptr));  // a missing GPU is reported by CUDA, before cuDNN is asked for a handle
   cudnnHandle_t h = nullptr;
   CUDNN_CHECK(cudnnCreate(&h));
-  bool ok = check(h, static_cast<int>(H), static_cast<int>(W), static_cast<int>(R), static_cast<int>(S), seed);
+  bool ok = check(h, static_cast<int>(H), static_cast<int>(W), static_cast<int>(R), static_cast<int>(S), seed, plant);
   if (ok && bench)
     for (int r : {3, 5, 9, 17, 33, 63}) ok &= bench_filter(h, 2048, 2048, r, seed + 10);
   CUDNN_CHECK(cudnnDestroy(h));

@@ -11,6 +11,7 @@
 // course: libs cublas
 // course: run --m 257 --n 131 --k 199 --batch 7
 // course: run --m 1 --n 1 --k 1 --batch 1
+// course: run --m 257 --n 131 --k 199 --batch 7 --plant zeros-small
 // course: bench --bench
 #include <cuda_bf16.h>
 
@@ -83,12 +84,29 @@ static std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
   return out;
 }
 
-static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t seed) {
+// --8<-- [start:tolerance]
+// Each output is a sum of k products, so its tolerance comes from the size of those products,
+// sum_k |a_ik b_kj| (a reference run on |A| and |B|), times the unit roundoff of what rounds: the fp32
+// accumulator (2^-23), and for TF32 also the inputs (2^-10). A fixed atol (it was 1e-4 to 2e-2) let an
+// output smaller than itself come back as zero; the quiet rows of A below make such outputs.
+static std::vector<double> gemm_atol(int m, int n, int k, const std::vector<float>& A, const std::vector<float>& B,
+                                     double u_in) {
+  std::vector<double> sum_abs((size_t)m * n);
+  course::gemm_reference(m, n, k, course::abs_values(A).data(), course::abs_values(B).data(), sum_abs.data());
+  return course::sum_atol(sum_abs, k, 0x1p-23, u_in);
+}
+// --8<-- [end:tolerance]
+
+// plant_below: with --plant zeros-small, each check is also run on its output with zeros where the
+// reference is below the old fixed atol (course::check_close_each_planted); 0 otherwise.
+static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t seed, bool plant) {
   bool ok = true;
   std::vector<float> A((size_t)m * k), B((size_t)k * n), C((size_t)m * n);
   std::vector<double> want((size_t)m * n);
   course::fill_uniform(A, seed);
   course::fill_uniform(B, seed + 1);
+  course::quiet_rows(A, m, k);  // every third row of A 2^20 times smaller: small outputs beside large ones
+  const std::vector<double> atol = gemm_atol(m, n, k, A, B, 0), atol_tf32 = gemm_atol(m, n, k, A, B, 0x1p-10);
   float *dA, *dB, *dC;
   CUDA_CHECK(cudaMalloc(&dA, A.size() * sizeof(float)));
   CUDA_CHECK(cudaMalloc(&dB, B.size() * sizeof(float)));
@@ -101,19 +119,23 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
   course::poison(dC, C.size() * sizeof(float));
   sgemm_row_major(h, dA, dB, dC, m, n, k);
   CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  ok &= course::check_close("sgemm_row_major", C.data(), want.data(), C.size(), 1e-4, 1e-4);
+  ok &= course::check_close_each_planted("sgemm_row_major", C.data(), want.data(), atol.data(), C.size(), 0,
+                                         plant ? 1e-4 : 0);
 
-  // TF32: inputs lose 13 mantissa bits, so the error grows like 2^-11 * sqrt(k).
+  // TF32: inputs lose 13 mantissa bits, so each product moves by up to 2^-9 of its size.
   course::poison(dC, C.size() * sizeof(float));
   gemm_ex_row_major(h, dA, dB, dC, m, n, k, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32);
   CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  ok &= course::check_close("gemm_tf32", C.data(), want.data(), C.size(), 1e-2, 2e-2);
+  ok &= course::check_close_each_planted("gemm_tf32", C.data(), want.data(), atol_tf32.data(), C.size(), 0,
+                                         plant ? 2e-2 : 0);
 
   // bf16: the reference reads the same rounded inputs the GPU multiplies, so that the tolerance
   // measures the GEMM and not the rounding of its inputs.
   const std::vector<__nv_bfloat16> A16 = to_bf16(A), B16 = to_bf16(B);
-  std::vector<double> want16((size_t)m * n);
+  std::vector<double> want16((size_t)m * n), sum_abs16((size_t)m * n);
   course::gemm_reference(m, n, k, A16.data(), B16.data(), want16.data());
+  course::gemm_reference(m, n, k, course::abs_values(A16).data(), course::abs_values(B16).data(), sum_abs16.data());
+  const std::vector<double> atol16 = course::sum_atol(sum_abs16, k, 0x1p-23);
   __nv_bfloat16 *dA16, *dB16;
   CUDA_CHECK(cudaMalloc(&dA16, A16.size() * sizeof(__nv_bfloat16)));
   CUDA_CHECK(cudaMalloc(&dB16, B16.size() * sizeof(__nv_bfloat16)));
@@ -122,17 +144,24 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
   course::poison(dC, C.size() * sizeof(float));
   gemm_ex_row_major(h, dA16, dB16, dC, m, n, k, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F);
   CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  ok &= course::check_close("gemm_bf16_fp32_out", C.data(), want16.data(), C.size(), 1e-4, 1e-4);
+  ok &= course::check_close_each_planted("gemm_bf16_fp32_out", C.data(), want16.data(), atol16.data(), C.size(), 0,
+                                         plant ? 1e-4 : 0);
 
   // Strided batched: batch different (A_i, B_i) pairs, each checked against its own reference.
   std::vector<float> Ab((size_t)batch * m * k), Bb((size_t)batch * k * n), Cb((size_t)batch * m * n);
   course::fill_uniform(Ab, seed + 2);
   course::fill_uniform(Bb, seed + 3);
+  course::quiet_rows(Ab, (size_t)batch * m, k);
   const std::vector<__nv_bfloat16> Ab16 = to_bf16(Ab), Bb16 = to_bf16(Bb);
-  std::vector<double> wantb(Cb.size());
-  for (int b = 0; b < batch; ++b)
+  const std::vector<float> Ab_abs = course::abs_values(Ab16), Bb_abs = course::abs_values(Bb16);
+  std::vector<double> wantb(Cb.size()), sum_absb(Cb.size());
+  for (int b = 0; b < batch; ++b) {
     course::gemm_reference(m, n, k, Ab16.data() + (size_t)b * m * k, Bb16.data() + (size_t)b * k * n,
                            wantb.data() + (size_t)b * m * n);
+    course::gemm_reference(m, n, k, Ab_abs.data() + (size_t)b * m * k, Bb_abs.data() + (size_t)b * k * n,
+                           sum_absb.data() + (size_t)b * m * n);
+  }
+  const std::vector<double> atolb = course::sum_atol(sum_absb, k, 0x1p-23);
   __nv_bfloat16 *dAb, *dBb;
   float* dCb;
   CUDA_CHECK(cudaMalloc(&dAb, Ab16.size() * sizeof(__nv_bfloat16)));
@@ -143,7 +172,8 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
   course::poison(dCb, Cb.size() * sizeof(float));
   gemm_strided_batched(h, dAb, dBb, dCb, m, n, k, batch);
   CUDA_CHECK(cudaMemcpy(Cb.data(), dCb, Cb.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  ok &= course::check_close("gemm_strided_batched_bf16", Cb.data(), wantb.data(), Cb.size(), 1e-4, 1e-4);
+  ok &= course::check_close_each_planted("gemm_strided_batched_bf16", Cb.data(), wantb.data(), atolb.data(), Cb.size(),
+                                         0, plant ? 1e-4 : 0);
 
   for (void* p : {(void*)dA, (void*)dB, (void*)dC, (void*)dA16, (void*)dB16, (void*)dAb, (void*)dBb, (void*)dCb})
     CUDA_CHECK(cudaFree(p));
@@ -206,7 +236,12 @@ int main(int argc, char** argv) {
   const int k = (int)args.get_int("--k", 199, 1, 2048), batch = (int)args.get_int("--batch", 7, 1, 64);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
   const bool run_bench = args.has("--bench");
+  const bool plant = course::plant_zeros_small_requested(args);
   args.finish();
+  if (plant && m < 2) {
+    std::fprintf(stderr, "error: --plant zeros-small needs --m 2 or more (the quiet rows of A start at the second)\n");
+    return course::kExitFail;
+  }
   // --8<-- [start:handle]
   // A handle holds cuBLAS's state for the device that was current when it was created (the stream,
   // the math mode, a workspace). Create it once: creation costs far more than a small GEMM. cuBLAS
@@ -215,7 +250,7 @@ int main(int argc, char** argv) {
   cublasHandle_t handle;
   CUBLAS_CHECK(cublasCreate(&handle));
   // --8<-- [end:handle]
-  const bool ok = check_all(handle, m, n, k, batch, seed);
+  const bool ok = check_all(handle, m, n, k, batch, seed, plant);
   if (ok && run_bench) bench(handle);
   CUBLAS_CHECK(cublasDestroy(handle));
   return ok ? 0 : course::kExitFail;

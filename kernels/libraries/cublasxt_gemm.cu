@@ -11,6 +11,7 @@
 // course: libs cublas
 // course: run --m 517 --n 301 --k 263
 // course: run --m 1 --n 1 --k 1
+// course: run --m 517 --n 301 --k 263 --plant zeros-small
 // course: bench --bench
 #include <cublasXt.h>
 
@@ -41,10 +42,12 @@ static void xt_sgemm_row_major(cublasXtHandle_t xt, const float* A, const float*
 }
 // --8<-- [end:xt]
 
-static bool check(int ngpus, int m, int n, int k, uint64_t seed) {
+// plant: --plant zeros-small (the check is also run on C with zeros below the old fixed atol, 1e-4).
+static bool check(int ngpus, int m, int n, int k, uint64_t seed, bool plant) {
   std::vector<float> A((size_t)m * k), B((size_t)k * n), C((size_t)m * n);
   course::fill_uniform(A, seed);
   course::fill_uniform(B, seed + 1);
+  course::quiet_rows(A, m, k);  // every third row of A 2^20 times smaller: small outputs beside large ones
   std::fill(C.begin(), C.end(), std::numeric_limits<float>::quiet_NaN());  // poisoned, on the host
   std::vector<double> want(C.size());
   course::gemm_reference(m, n, k, A.data(), B.data(), want.data());
@@ -54,7 +57,12 @@ static bool check(int ngpus, int m, int n, int k, uint64_t seed) {
   CUBLAS_CHECK(cublasXtDestroy(xt));
   char name[48];
   std::snprintf(name, sizeof(name), "cublasxt_sgemm_%d_gpus", ngpus);
-  return course::check_close(name, C.data(), want.data(), C.size(), 1e-4, 1e-4);
+  // Each output's tolerance follows its k products' sizes, sum_k |a_ik b_kj|, times the fp32
+  // accumulator's unit roundoff (course::sum_atol): a fixed 1e-4 let the quiet rows' outputs be zeros.
+  std::vector<double> sum_abs(C.size());
+  course::gemm_reference(m, n, k, course::abs_values(A).data(), course::abs_values(B).data(), sum_abs.data());
+  const std::vector<double> atol = course::sum_atol(sum_abs, k, 0x1p-23);
+  return course::check_close_each_planted(name, C.data(), want.data(), atol.data(), C.size(), 0, plant ? 1e-4 : 0);
 }
 
 // --8<-- [start:bench]
@@ -114,11 +122,16 @@ int main(int argc, char** argv) {
   const int k = (int)args.get_int("--k", 263, 1, 2048);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
   const bool run_bench = args.has("--bench");
+  const bool plant = course::plant_zeros_small_requested(args);
   args.finish();
+  if (plant && m < 2) {
+    std::fprintf(stderr, "error: --plant zeros-small needs --m 2 or more (the quiet rows of A start at the second)\n");
+    return course::kExitFail;
+  }
   int ngpus = 0;
   CUDA_CHECK(cudaGetDeviceCount(&ngpus));
   std::printf("%d GPU(s) selected for cuBLASXt\n", ngpus);
-  const bool ok = check(ngpus, m, n, k, seed);
+  const bool ok = check(ngpus, m, n, k, seed, plant);
   if (ok && run_bench) bench(ngpus, seed);
   return ok ? 0 : course::kExitFail;
 }

@@ -15,6 +15,7 @@
 // course: run --n 2 --c 3 --h 31 --w 29 --k 5 --r 3 --pad 1 --stride 1
 // course: run --n 1 --c 1 --h 1 --w 1 --k 1 --r 1 --pad 0 --stride 1
 // course: run --n 3 --c 7 --h 17 --w 23 --k 4 --r 5 --pad 2 --stride 2
+// course: run --n 2 --c 3 --h 31 --w 29 --k 5 --r 3 --pad 1 --stride 1 --plant zeros-small
 // course: bench --bench
 #include "../common/check_cudnn.cuh"
 
@@ -177,13 +178,45 @@ static void write_raw(const std::string& path, const std::vector<float>& v) {
   std::fclose(fp);
 }
 
-static bool check(cudnnHandle_t h, const ConvShape& s, uint64_t seed, const std::string& dump) {
+// --8<-- [start:tolerance]
+// Each output sums c r^2 products, so its tolerance follows their sizes, sum |x w| (the reference run on
+// |x| and |w|), times the unit roundoff of what rounds (course::sum_atol): the fp32 accumulator (2^-23),
+// and the inputs where the math type lets cuDNN round them: TF32 (2^-10) under default and tensor-op
+// math, fp16 or bf16 (2^-7) where conversion is allowed. FFT and Winograd algorithms round transformed
+// values that mix a whole output plane, so there each output is held to 16 times the largest bound in its
+// (image, filter) plane. A fixed atol (5e-3, 3e-2) let a quiet image's outputs come back as zeros.
+static std::vector<double> conv_atol(const std::vector<double>& sum_abs, const ConvShape& s,
+                                     const cudnnConvolutionFwdAlgoPerf_t& choice) {
+  const double u_in = choice.mathType == CUDNN_FMA_MATH                         ? 0
+                      : choice.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? 0x1p-7
+                                                                                 : 0x1p-10;
+  std::vector<double> atol = course::sum_atol(sum_abs, (long long)s.c * s.r * s.r, 0x1p-23, u_in);
+  const bool transform = choice.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT ||
+                         choice.algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+                         choice.algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+                         choice.algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+  if (transform) {
+    const size_t plane = (size_t)s.p() * s.q();
+    for (size_t start = 0; start < atol.size(); start += plane) {
+      const double most = *std::max_element(atol.begin() + start, atol.begin() + start + plane);
+      std::fill(atol.begin() + start, atol.begin() + start + plane, 16 * most);
+    }
+  }
+  return atol;
+}
+// --8<-- [end:tolerance]
+
+// plant: --plant zeros-small (each convolution check also runs on its output with zeros below the old
+// fixed atol).
+static bool check(cudnnHandle_t h, const ConvShape& s, uint64_t seed, const std::string& dump, bool plant) {
   bool ok = true;
   const size_t nx = (size_t)s.n * s.c * s.h * s.w, nf = (size_t)s.k * s.c * s.r * s.r;
   const size_t ny = (size_t)s.n * s.k * s.p() * s.q();
   std::vector<float> x(nx), f(nf), y(std::max(nx, ny));
   course::fill_uniform(x, seed, -2.0f, 2.0f);
   course::fill_uniform(f, seed + 1);
+  // Every third image, from the second, 2^20 times quieter (an exact scaling): small outputs beside large.
+  course::quiet_rows(x, s.n, (size_t)s.c * s.h * s.w);
   float *dx, *df, *dy;
   CUDA_CHECK(cudaMalloc(&dx, nx * sizeof(float)));
   CUDA_CHECK(cudaMalloc(&df, nf * sizeof(float)));
@@ -199,8 +232,9 @@ static bool check(cudnnHandle_t h, const ConvShape& s, uint64_t seed, const std:
   ok &= course::check_close("cudnn_tanh", y.data(), want_tanh.data(), nx, 1e-5, 1e-6);
 
   Conv d = make_conv(s);
-  std::vector<double> want(ny);
+  std::vector<double> want(ny), sum_abs(ny);
   conv_reference(x, f, want, s);
+  conv_reference(course::abs_values(x), course::abs_values(f), sum_abs, s);
   // Run both the heuristic's first choice and find's fastest, each with its own workspace.
   for (bool find : {false, true}) {
     const auto perf = choose(h, d, find, true, dx, df, dy);
@@ -218,11 +252,9 @@ static bool check(cudnnHandle_t h, const ConvShape& s, uint64_t seed, const std:
     conv_forward(h, d, it->algo, dx, df, dy, ws, ws_bytes);
     CUDA_CHECK(cudaMemcpy(y.data(), dy, ny * sizeof(float), cudaMemcpyDeviceToHost));
     if (ws) CUDA_CHECK(cudaFree(ws));
-    // Tolerance for TF32 (10-bit mantissa) inputs, which default and tensor-op math allow, and for
-    // FFT and Winograd algorithms, whose transforms add rounding of their own even in fp32; "conversion
-    // allowed" may round the inputs to fp16 or bf16, which needs more.
-    const double tol = it->mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? 3e-2 : 5e-3;
-    ok &= course::check_close(find ? "cudnn_conv_find" : "cudnn_conv_heuristic", y.data(), want.data(), ny, tol, tol);
+    const double old_atol = it->mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? 3e-2 : 5e-3;
+    ok &= course::check_close_each_planted(find ? "cudnn_conv_find" : "cudnn_conv_heuristic", y.data(), want.data(),
+                                           conv_atol(sum_abs, s, *it).data(), ny, 0, plant ? old_atol : 0);
   }
   if (!dump.empty()) {
     y.resize(ny);
@@ -290,7 +322,12 @@ int main(int argc, char** argv) {
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
   const std::string dump = args.get_str("--dump", "");  // a folder for x, w and y as raw float32
   const bool run_bench = args.has("--bench");
+  const bool plant = course::plant_zeros_small_requested(args);
   args.finish();
+  if (plant && s.n < 2) {
+    std::fprintf(stderr, "error: --plant zeros-small needs --n 2 or more (the quiet image is the second)\n");
+    return course::kExitFail;
+  }
   if (s.h + 2 * s.pad < s.r || s.w + 2 * s.pad < s.r) {
     std::fprintf(stderr, "error: the padded input (%dx%d) is smaller than the %dx%d filter\n", s.h + 2 * s.pad,
                  s.w + 2 * s.pad, s.r, s.r);
@@ -301,7 +338,7 @@ int main(int argc, char** argv) {
   CUDNN_CHECK(cudnnCreate(&handle));
   std::printf("cuDNN %zu (headers %d)\n", cudnnGetVersion(), CUDNN_VERSION);
   // --8<-- [end:handle]
-  const bool ok = check(handle, s, seed, dump);
+  const bool ok = check(handle, s, seed, dump, plant);
   if (ok && run_bench) bench(handle, seed);
   CUDNN_CHECK(cudnnDestroy(handle));
   return ok ? 0 : course::kExitFail;

@@ -14,6 +14,7 @@
 // course: headers cutlass
 // course: run --m 251 --n 136 --k 72
 // course: run --m 1 --n 8 --k 8
+// course: run --m 251 --n 136 --k 72 --plant zeros-small
 // course: bench --bench
 #include "../common/course.cuh"
 
@@ -23,6 +24,7 @@ struct Options {
   int m, n, k;
   uint64_t seed;
   bool bench;
+  bool plant;  // --plant zeros-small
 };
 
 static Options parse_options(int argc, char** argv) {
@@ -33,7 +35,12 @@ static Options parse_options(int argc, char** argv) {
   o.k = (int)args.get_int("--k", 72, 8, 2048);
   o.seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
   o.bench = args.has("--bench");
+  o.plant = course::plant_zeros_small_requested(args);
   args.finish();
+  if (o.plant && o.m < 2) {
+    std::fprintf(stderr, "error: --plant zeros-small needs --m 2 or more (the quiet rows of A start at the second)\n");
+    std::exit(course::kExitFail);
+  }
   if (o.n % 8 || o.k % 8) {  // the bf16 kernel reads 8 elements (16 bytes) at a time along n and k
     std::fprintf(stderr, "error: --n and --k must be multiples of 8 (bf16 alignment)\n");
     std::exit(course::kExitFail);
@@ -102,10 +109,22 @@ static T* upload(const std::vector<T>& v) {
   return p;
 }
 
-static bool check(int m, int n, int k, uint64_t seed) {
+// Each output's tolerance follows its k products' sizes, sum_k |a_ik b_kj| (a reference on |A| and |B|),
+// times the fp32 accumulator's unit roundoff (course::sum_atol); a fixed atol of 1e-4 let the small
+// outputs of A's quiet rows come back as zeros. The reference reads the inputs the GPU multiplies.
+template <typename T>
+static std::vector<double> gemm_atol(int m, int n, int k, const std::vector<T>& A, const std::vector<T>& B) {
+  std::vector<double> sum_abs((size_t)m * n);
+  course::gemm_reference(m, n, k, course::abs_values(A).data(), course::abs_values(B).data(), sum_abs.data());
+  return course::sum_atol(sum_abs, k, 0x1p-23);
+}
+
+static bool check(int m, int n, int k, uint64_t seed, bool plant) {
   std::vector<float> A((size_t)m * k), B((size_t)k * n), C((size_t)m * n);
   course::fill_uniform(A, seed);
   course::fill_uniform(B, seed + 1);
+  course::quiet_rows(A, m, k);  // every third row of A 2^20 times smaller: small outputs beside large ones
+  const double plant_below = plant ? 1e-4 : 0;  // --plant zeros-small: zeros below the old fixed atol
   std::vector<double> want(C.size());
   float *dA = upload(A), *dB = upload(B), *dC;
   CUDA_CHECK(cudaMalloc(&dC, C.size() * sizeof(float)));
@@ -113,7 +132,8 @@ static bool check(int m, int n, int k, uint64_t seed) {
   course::gemm_reference(m, n, k, A.data(), B.data(), want.data());
   CUTLASS_CHECK((run_gemm<GemmF32>(dA, dB, dC, m, n, k)));
   CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  bool ok = course::check_close("cutlass_sgemm_simt", C.data(), want.data(), C.size(), 1e-4, 1e-4);
+  bool ok = course::check_close_each_planted("cutlass_sgemm_simt", C.data(), want.data(), gemm_atol(m, n, k, A, B).data(),
+                                             C.size(), 0, plant_below);
 
   // The reference reads the bf16-rounded inputs, the values the tensor cores multiply.
   const std::vector<__nv_bfloat16> A16 = to_bf16(A), B16 = to_bf16(B);
@@ -124,7 +144,8 @@ static bool check(int m, int n, int k, uint64_t seed) {
   course::poison(dC, C.size() * sizeof(float));
   CUTLASS_CHECK((run_gemm<GemmBf16>(dA16, dB16, dC, m, n, k)));
   CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  ok &= course::check_close("cutlass_gemm_bf16_tensorop", C.data(), want.data(), C.size(), 1e-4, 1e-4);
+  ok &= course::check_close_each_planted("cutlass_gemm_bf16_tensorop", C.data(), want.data(),
+                                         gemm_atol(m, n, k, A16, B16).data(), C.size(), 0, plant_below);
   for (void* p : {(void*)dA, (void*)dB, (void*)dC, (void*)dA16, (void*)dB16}) CUDA_CHECK(cudaFree(p));
   return ok;
 }
@@ -165,7 +186,7 @@ static void bench(uint64_t seed) {
 int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
   course::require_compute_capability(8, 0, "the bf16 GEMM is built for Ampere's mma.sync tensor cores");
-  const bool ok = check(o.m, o.n, o.k, o.seed);
+  const bool ok = check(o.m, o.n, o.k, o.seed, o.plant);
   if (ok && o.bench) bench(o.seed);
   return ok ? 0 : course::kExitFail;
 }

@@ -13,6 +13,9 @@ Taught in docs/conventions.md. The Python counterpart of kernels/common/course.c
     check_scaled(...)          a low-precision result against float64, held to twice the error of
                                the same computation rounded in the kernel's precision
     check_planted(...)         a fault planted in a result: passes only if check_scaled rejects it
+    check_close_each(...)      check_close with an absolute tolerance per element (softmax: relative)
+    plant_zeros_small(...)     zeros where outputs are small; check_each_planted reports whether the
+                               check rejects them (a --plant zeros-small run)
     bench(...)                 a BENCH line (JSON) for the GPU record
     torch_peers(...)           the PyTorch configurations of one operation (eager, CUDA graph,
                                torch.compile modes), each compiled before it is yielded
@@ -375,3 +378,133 @@ def check_planted(fault: str, got, exact, rounded, row_len: int, old_rtol: float
           f"old_tol={'accepted' if old_ok else 'rejected'} below_tol={100 * clean['below_tol']:.3g}% "
           f"tol={clean['tol']:.3g}")
     return caught
+
+
+# --8<-- [start:check_each]
+# A softmax output is exp(x - max) / sum with every term positive, so fp32 rounding changes each output
+# by a share of itself however small it is: the check is relative per element, as softmax_reference.cuh's
+# (kSoftmaxRtol, kSoftmaxAtol). The only absolute slack is float's smallest normal number, below which
+# an output may correctly flush to zero. A fixed atol of 1e-9 or 1e-6 was not relative: in a row of
+# thousands of scores in [-8, 8) many outputs are below it, and a kernel writing zeros there passed.
+SOFTMAX_RTOL = 1e-4
+SOFTMAX_ATOL = 1.1754943508222875e-38  # FLT_MIN
+
+
+def _each_verdict(got, want, atol_each, rtol: float) -> dict:
+    """|got - want| <= atol_each + rtol |want| element-wise in float64, where the tensors are (PyTorch
+    tensors stay on their device) or in NumPy. Equal infinities match; NaN never passes."""
+    try:
+        import torch
+        is_tensor = isinstance(got, torch.Tensor)
+    except ImportError:
+        is_tensor = False
+    if is_tensor:
+        g = got.detach().reshape(-1).double()
+        as_t = lambda a: (a.detach().double().to(g.device) if isinstance(a, torch.Tensor)  # noqa: E731
+                          else torch.as_tensor(a, dtype=torch.float64, device=g.device)).reshape(-1)
+        w, a = as_t(want), as_t(atol_each)
+        w = w.expand_as(g) if w.numel() == 1 else w
+        a = a.expand_as(g) if a.numel() == 1 else a
+        n, shape_ok = g.numel(), w.shape == g.shape and a.shape == g.shape
+        if not shape_ok or n == 0:
+            return {"n": n, "shape_ok": shape_ok, "ok": False}
+        same = g == w
+        err = torch.where(same, torch.zeros_like(g), (g - w).abs())
+        tol = a + rtol * w.abs()
+        bad = ~(same | (err <= tol))
+        first = int(bad.nonzero()[0, 0]) if bool(bad.any()) else -1
+        share = torch.where(tol > 0, err / tol, torch.zeros_like(err))
+        v = {"max_err": float(err.max()), "max_share": float(share[~bad].max()) if first < 0 else 0.0,
+             "min_atol": float(a.min()), "max_atol": float(a.max()),
+             "below_tol": float((w.abs() <= tol).double().mean())}
+        if first >= 0:
+            v.update(got=float(g[first]), want=float(w[first]), tol=float(tol[first]))
+    else:
+        import numpy as np
+
+        g = np.asarray(got, dtype=np.float64).ravel()
+        w, a = np.asarray(want, dtype=np.float64).ravel(), np.asarray(atol_each, dtype=np.float64).ravel()
+        w = np.broadcast_to(w, g.shape) if w.size == 1 else w
+        a = np.broadcast_to(a, g.shape) if a.size == 1 else a
+        n, shape_ok = g.size, w.shape == g.shape and a.shape == g.shape
+        if not shape_ok or n == 0:
+            return {"n": n, "shape_ok": shape_ok, "ok": False}
+        with np.errstate(invalid="ignore", divide="ignore"):
+            same = g == w
+            err = np.where(same, 0.0, np.abs(g - w))
+            tol = a + rtol * np.abs(w)
+            bad = ~(same | (err <= tol))
+            first = int(np.flatnonzero(bad)[0]) if bad.any() else -1
+            share = np.where(tol > 0, err / tol, 0.0)
+        v = {"max_err": float(err.max()), "max_share": float(share[~bad].max()) if first < 0 else 0.0,
+             "min_atol": float(a.min()), "max_atol": float(a.max()),
+             "below_tol": float(np.mean(np.abs(w) <= tol))}
+        if first >= 0:
+            v.update(got=float(g[first]), want=float(w[first]), tol=float(tol[first]))
+    v.update(n=n, shape_ok=True, ok=first < 0, first=first)
+    return v
+
+
+def check_close_each(name: str, got, want, atol_each, rtol: float) -> bool:
+    """check_close with an absolute tolerance per element (a scalar or one per element, as course.cuh's
+    check_close_each): |got - want| <= atol_each + rtol |want|. PyTorch tensors are compared on their
+    own device (no copy of hundreds of MiB to the host). The CHECK line also gives below_tol, the share
+    of elements so small that a zero written in their place would pass."""
+    v = _each_verdict(got, want, atol_each, rtol)
+    n = v["n"]
+    if n == 0:
+        print(f"CHECK FAIL {name} n=0 (nothing was compared)")
+    elif not v["shape_ok"]:
+        print(f"CHECK FAIL {name} n={n} want or atol_each does not match got's {n} values")
+    elif not v["ok"]:
+        print(f"CHECK FAIL {name} n={n} first_bad={v['first']} got={v['got']:.9g} want={v['want']:.9g} "
+              f"tol={v['tol']:.3g}")
+    else:
+        print(f"CHECK PASS {name} n={n} max_abs_err={v['max_err']:.3g} rtol={rtol:.1g} "
+              f"atol={v['min_atol']:.2g}..{v['max_atol']:.2g} worst_err_over_tol={v['max_share']:.2g} "
+              f"below_tol={100 * v['below_tol']:.3g}%")
+    return bool(v["ok"])
+# --8<-- [end:check_each]
+
+
+# --8<-- [start:plant_zeros_small]
+PLANT_CHOICES = ("zeros-small",)  # what --plant accepts (parser.add_argument("--plant", choices=...))
+
+
+def plant_zeros_small(got, want, below: float):
+    """A copy of got with zeros wherever want is nonzero (and not NaN) with |want| < below (the old fixed
+    atol): what a kernel that loses small outputs writes, as course.cuh's plant_zeros_small. Returns
+    (copy, how many were zeroed); a tensor stays on its device."""
+    if hasattr(got, "detach"):
+        import torch
+
+        w = want.detach().to(got.device) if isinstance(want, torch.Tensor) else torch.as_tensor(want, device=got.device)
+        small = (w.abs() > 0) & (w.abs() < below)
+        return torch.where(small, torch.zeros_like(got), got), int(small.sum())
+    import numpy as np
+
+    g, w = np.array(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    small = (np.abs(w) > 0) & (np.abs(w) < below)
+    g[small] = 0.0
+    return g, int(small.sum())
+
+
+def report_planted_zeros_small(check: str, planted_n: int, check_passed: bool) -> bool:
+    """The planted verdict, the same line as course.cuh's report_planted_zeros_small: PASS only if
+    something was planted and the real check rejected it."""
+    caught = planted_n > 0 and not check_passed
+    why = ("(no element was small enough to plant: the run proves nothing)" if planted_n == 0 else
+           "(the check rejected zeros written where outputs are small)" if caught else
+           "(the check ACCEPTED zeros written where outputs are small)")
+    print(f"CHECK {'PASS' if caught else 'FAIL'} planted_zeros_small_caught n={planted_n} check={check} {why}",
+          flush=True)
+    return caught
+
+
+def check_each_planted(name: str, got, want, atol_each, rtol: float, old_atol: float) -> bool:
+    """--plant zeros-small for check_close_each: the same check, quietly, on got with zeros wherever
+    0 < |want| < old_atol; prints CHECK PASS planted_zeros_small_caught only if it rejects them."""
+    bad, n = plant_zeros_small(got, want, old_atol)
+    passed = bool(_each_verdict(bad, want, atol_each, rtol)["ok"])
+    return report_planted_zeros_small(name, n, passed)
+# --8<-- [end:plant_zeros_small]

@@ -10,6 +10,7 @@
 #
 # course: gpu
 # course: run
+# course: run --plant zeros-small
 # course: bench --bench
 import sys
 from pathlib import Path
@@ -33,18 +34,36 @@ def scores(torch, rows: int, cols: int, seed: int):
     return x
 
 
+OLD_ATOL = 1e-9  # the fixed atol this check once had: what --plant zeros-small zeroes below
+plant = False   # --plant zeros-small
+
+
+def check_sample(name: str, got, want) -> bool:
+    """Each output within SOFTMAX_RTOL of itself (softmax_reference.cuh's relative tolerance: at 64K
+    columns and more, most outputs are below the old atol); with --plant also the planted verdict."""
+    tol = (course_tools.SOFTMAX_ATOL, course_tools.SOFTMAX_RTOL)
+    ok = course_tools.check_close_each(name, got, want, *tol)
+    if plant:  # rows of 64K scores in [-8, 8] always have outputs below the old atol: planted n > 0
+        ok = course_tools.check_each_planted(name, got, want, *tol, OLD_ATOL) and ok
+    return ok
+
+
 def check(torch, name: str, x, out, sample_rows: int) -> bool:
     out.fill_(float("nan"))  # poisoned
     torch.softmax(x, dim=1, out=out)
     want = torch.softmax(x[:sample_rows].double(), dim=1)
-    return course_tools.check_close(name, out[:sample_rows], want, 1e-4, 1e-9)
+    return check_sample(name, out[:sample_rows], want)
 
 
 def main() -> int:
     p = course_tools.parser("torch.softmax on rows of 64K to 256K floats, against a copy of the same bytes")
     p.add_argument("--bench", action="store_true", help="also time the benchmark shapes")
     p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--plant", choices=course_tools.PLANT_CHOICES,
+                   help="also run each check on output with zeros where it is below the old atol")
     args = p.parse_args()
+    global plant
+    plant = args.plant == "zeros-small"
     torch = course_tools.require_cuda("torch")
 
     x = scores(torch, 24, 65537, args.seed)
@@ -63,8 +82,7 @@ def main() -> int:
             # eager, and torch.compile in each mode; CUDA graphs are pruned (256 MiB each way), with the reason printed
             for impl, run in course_tools.torch_peers(lambda t: torch.softmax(t, dim=1), (x,), "torch.softmax, fp32",
                                                       nbytes):
-                good = course_tools.check_close(course_tools.slug(f"{impl} {rows}x{cols} sample"), run()[:4], want,
-                                                1e-4, 1e-9)
+                good = check_sample(course_tools.slug(f"{impl} {rows}x{cols} sample"), run()[:4], want)
                 ok &= good
                 if good:
                     course_tools.bench(case, impl, course_tools.time_ms(run), nbytes, peer=True)

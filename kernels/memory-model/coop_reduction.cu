@@ -9,12 +9,14 @@
 // Build: nvcc -O3 -arch=native -o build/memory-model/coop_reduction kernels/memory-model/coop_reduction.cu
 // Run:   ./build/memory-model/coop_reduction --n 1000003
 //        ./build/memory-model/coop_reduction --bench
+//        ./build/memory-model/coop_reduction --n 1000003 --plant dropped-block   (the check sees a lost block)
 //
 // course: gpu
 // course: run --n 1
 // course: run --n 4099
 // course: run --n 1000003
 // course: run --n 10000019
+// course: run --n 1000003 --plant dropped-block
 // course: bench --bench
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
@@ -23,6 +25,7 @@
 
 #include "../common/course.cuh"
 #include "reduction.cuh"  // versions 6 and 7 and reduce_partials, the kernels this one is measured against
+#include "reduction_check.cuh"  // the tolerance and the planted lost block
 
 namespace cg = cooperative_groups;
 
@@ -170,6 +173,7 @@ int main(int argc, char** argv) {
   const bool bench = args.has("--bench");
   const long long n_arg = args.get_int("--n", 1000003, 1, 1LL << 30);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
+  const bool plant_drop = plant_dropped_block_requested(args);
   args.finish();
   int device = 0, cooperative = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
@@ -200,6 +204,7 @@ int main(int argc, char** argv) {
     course::fill_uniform(h_in, seed + s);
     double want = 0.0, abs_sum = 0.0;
     sum_cpu(h_in, &want, &abs_sum);
+    const SumReference ref{want, abs_sum, running_sums_norm(h_in)};
     float *d_in = nullptr, *d_out = nullptr;
     CUDA_CHECK(cudaMalloc(&d_in, bytes));
     CUDA_CHECK(cudaMalloc(&d_out, sizeof(float)));
@@ -216,8 +221,13 @@ int main(int argc, char** argv) {
       CUDA_CHECK(cudaMemcpy(&got, d_out, sizeof(float), cudaMemcpyDeviceToHost));
       char name[96];
       std::snprintf(name, sizeof(name), "%s_n%lld", v.check_name, n);
-      // As reduction.cu: 1e-5 * sum|x| passes every order of additions and fails a lost element.
-      ok = course::check_close(name, &got, &want, 1, 0.0, 1e-5 * abs_sum + 1e-30) && ok;
+      // The tolerance of reduction_check.cuh, from the longest chain of additions of this version.
+      const long long chain = v.kind == Kind::kCub        ? chain_any_order(n)
+                              : v.kind == Kind::kGridSync ? chain_grid(n, ws.coop_blocks)
+                                                          : chain_grid(n, ws.blocks);
+      ok = check_sum(name, got, ref, chain) && ok;
+      if (plant_drop && s == 0 && v.kind == Kind::kGridSync)  // its blocks read reduce_chunks_body's chunks
+        ok = check_dropped_block(name, got, ref, chain, h_in, ws.coop_blocks) && ok;
     }
     if (bench && s > 0 && ok) {
       // --8<-- [start:bench]

@@ -9,16 +9,19 @@
 // Run:   ./build/memory-model/reduction --n 1000003               (checks every version and CUB)
 //        ./build/memory-model/reduction --bench                   (also times them on 2^28 floats)
 //        ./build/memory-model/reduction --n 4099 --plant-race     (version 2 without its barrier)
+//        ./build/memory-model/reduction --plant dropped-block     (evidence the check sees a lost block)
 //
 // course: gpu
 // course: run --n 1
 // course: run --n 4099
 // course: run --n 1000003
+// course: run --n 1000003 --plant dropped-block
 // course: bench --bench
 #include <cub/cub.cuh>
 
 #include "../common/course.cuh"
 #include "reduction.cuh"
+#include "reduction_check.cuh"
 
 // --8<-- [start:reference]
 // The sum in float64, and the sum of magnitudes that bounds how much float rounding can move it.
@@ -94,20 +97,29 @@ static void launch(const Version& v, const float* in, float* out, long long n, W
 }
 // --8<-- [end:launch]
 
-static bool check(const Version& v, const float* d_in, float* d_out, long long n, Workspace& ws, double want,
-                  double abs_sum) {
+// The longest chain of additions version v puts an element through (reduction_check.cuh).
+static long long chain(const Version& v, long long n, const Workspace& ws) {
+  if (v.kind == Kind::kGrid || v.kind == Kind::kFused) return chain_grid(n, grid_blocks(n, ws.max_blocks));
+  if (v.kind == Kind::kAtomic && v.kernel != reduce_atomic) return chain_block_atomics(n);
+  return chain_any_order(n);  // version 1, CUB
+}
+
+// Runs version v into a poisoned output and checks its sum (tolerance: reduction_check.cuh); *got_out
+// receives the result.
+static bool check(const Version& v, const float* d_in, float* d_out, long long n, Workspace& ws,
+                  const SumReference& ref, float* got_out = nullptr) {
   course::poison(d_out, sizeof(float));
   launch(v, d_in, d_out, n, ws);
   float got = 0.0f;
   CUDA_CHECK(cudaMemcpy(&got, d_out, sizeof(float), cudaMemcpyDeviceToHost));
-  // Float rounding moves a sum by at most about n * eps * sum|x| in the worst case, by far less in
-  // practice; 1e-5 * sum|x| passes every correct order of additions and fails a lost element.
-  return course::check_close(v.check_name, &got, &want, 1, 0.0, 1e-5 * abs_sum + 1e-30);
+  if (got_out) *got_out = got;
+  return check_sum(v.check_name, got, ref, chain(v, n, ws));
 }
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
   const bool bench = args.has("--bench"), plant_race = args.has("--plant-race");
+  const bool plant_drop = plant_dropped_block_requested(args);
   const long long n = args.get_int("--n", bench ? (1LL << 28) : 1000003, 1, 1LL << 31);  // 8 GiB at most
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
   args.finish();
@@ -116,6 +128,7 @@ int main(int argc, char** argv) {
   course::fill_uniform(h_in, seed);
   double want = 0.0, abs_sum = 0.0;
   sum_cpu(h_in, &want, &abs_sum);
+  const SumReference ref{want, abs_sum, running_sums_norm(h_in)};
 
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
@@ -134,9 +147,16 @@ int main(int argc, char** argv) {
 
   bool ok = true;
   if (plant_race) {
-    ok = check(kRacy, d_in, d_out, n, ws, want, abs_sum);  // may pass or fail: a race is not reliable
+    ok = check(kRacy, d_in, d_out, n, ws, ref);  // may pass or fail: a race is not reliable
   } else {
-    for (const Version& v : kVersions) ok = check(v, d_in, d_out, n, ws, want, abs_sum) && ok;
+    float got[std::size(kVersions)] = {};
+    for (size_t i = 0; i < std::size(kVersions); ++i)
+      ok = check(kVersions[i], d_in, d_out, n, ws, ref, &got[i]) && ok;
+    if (plant_drop) {  // on version 6, whose blocks' chunks check_dropped_block models
+      const Version& v6 = kVersions[5];
+      ok = check_dropped_block(v6.check_name, got[5], ref, chain(v6, n, ws), h_in,
+                               grid_blocks(n, ws.max_blocks)) && ok;
+    }
   }
 
   if (bench && !plant_race && ok) {

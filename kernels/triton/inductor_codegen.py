@@ -79,7 +79,10 @@ def main() -> int:
     ok &= course_tools.check_true("gelu_fused_into_one_kernel", len(kernels) == 1, 1, f"kernels={len(kernels)}")
 
     y, kernels = generated_kernels(softmax_rows, x)
-    ok &= course_tools.check_close("compiled_softmax_matches", y, torch.softmax(x.double(), dim=1), 1e-5, 1e-6)
+    # Relative to each output (softmax_reference.cuh's tolerance): a fixed atol of 1e-6 is the size of
+    # a typical output of a 1003-wide row, so zeros written there would have passed.
+    ok &= course_tools.check_close_each("compiled_softmax_matches", y, torch.softmax(x.double(), dim=1),
+                                        course_tools.SOFTMAX_ATOL, course_tools.SOFTMAX_RTOL)
     ok &= report("softmax", kernels, ["tl.load", "tl.store", "exp"])
     return 0 if ok else 1
 

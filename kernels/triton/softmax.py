@@ -11,6 +11,7 @@
 # course: run --rows 1 --cols 1
 # course: run --rows 37 --cols 1000
 # course: run --rows 5 --cols 4099
+# course: run --rows 37 --cols 1000 --plant zeros-small
 import os
 import sys
 from pathlib import Path
@@ -128,7 +129,8 @@ def check_adversarial(label: str, fn, cols: int, device: str, seed: int = 7) -> 
                                       f"nan_rows={int(nan_rows.sum())}")
         keep = ~nan_rows
         if keep.any():
-            ok &= course_tools.check_close(f"{label}_{name}_{x.shape[0]}x{cols}", got[keep], want[keep], 1e-5, 1e-6)
+            ok &= course_tools.check_close_each(f"{label}_{name}_{x.shape[0]}x{cols}", got[keep], want[keep],
+                                                course_tools.SOFTMAX_ATOL, course_tools.SOFTMAX_RTOL)
     return bool(ok)
 # --8<-- [end:adversarial]
 
@@ -138,6 +140,8 @@ def main() -> int:
     p.add_argument("--rows", type=int, default=37)
     p.add_argument("--cols", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plant", choices=course_tools.PLANT_CHOICES,
+                   help="also run the check on output with zeros where it is below the old atol of 1e-6")
     args = p.parse_args()
     if not (1 <= args.rows <= MAX_ROWS and 1 <= args.cols <= MAX_COLS):
         p.error(f"need 1 <= --rows <= {MAX_ROWS} and 1 <= --cols <= {MAX_COLS}")
@@ -146,7 +150,12 @@ def main() -> int:
     x = (torch.rand(args.rows, args.cols, device=DEVICE) * 2 - 1) * 100
     y = torch.full_like(x, float("nan"))
     print(f"triton {triton.__version__}, {'interpreter on the CPU' if INTERPRET else torch.cuda.get_device_name()}")
-    ok = course_tools.check_close("triton_softmax", softmax(x, out=y), softmax_reference(x), rtol=1e-5, atol=1e-6)
+    # Relative to each output (softmax_reference.cuh's tolerance): scores in [-100, 100] give outputs
+    # far below any fixed atol, and the old atol of 1e-6 let zeros pass there.
+    want, tol = softmax_reference(x), (course_tools.SOFTMAX_ATOL, course_tools.SOFTMAX_RTOL)
+    ok = course_tools.check_close_each("triton_softmax", softmax(x, out=y), want, *tol)
+    if args.plant:
+        ok &= course_tools.check_each_planted("triton_softmax", y, want, *tol, old_atol=1e-6)
     ok &= check_adversarial("triton_softmax", lambda t, o: softmax(t, out=o), args.cols, DEVICE)
     return 0 if ok else 1
 

@@ -9,6 +9,10 @@ a checker can also be run by hand:
     start(description, stub, solution, simulator)
                                   a checker's first steps, in order: its options, the simulator
                                   switch, the inputs' seed, the file under test imported
+    numba_start(description, stub, solution, kernel_name)
+    triton_start(description, stub, solution, kernel_name)
+                                  start() for a Numba or a Triton checker, returning the kernel under
+                                  test and the random source its inputs are drawn from
     checker_parser(description)   course_tools.parser with --solution, --sim and --seed
     use_simulator(args, ...)      set NUMBA_ENABLE_CUDASIM / TRITON_INTERPRET before numba or triton
                                   is imported, or exit 1 when neither a GPU nor --sim is there
@@ -160,6 +164,25 @@ def start(description: str, stub: str, solution: str, simulator: str | None = No
         sim = use_simulator(args, simulator)
     seed = seed_of(args)
     return load(stub, solution, args), sim, seed
+
+
+def numba_start(description: str, stub: str, solution: str, kernel_name: str):
+    """start() for a Numba checker (--sim: Numba's CUDA simulator). Returns (the kernel `kernel_name` of
+    the file under test, whether it runs on the simulator, a NumPy Generator seeded with the seed)."""
+    exercise, sim, seed = start(description, stub, solution, "NUMBA_ENABLE_CUDASIM")
+    import numpy as np
+
+    return getattr(exercise, kernel_name), sim, np.random.default_rng(seed)
+
+
+def triton_start(description: str, stub: str, solution: str, kernel_name: str):
+    """start() for a Triton checker (--sim: Triton's interpreter). Returns (the kernel `kernel_name` of
+    the file under test, the device its tensors go to: "cpu" on the interpreter, else "cuda", and a
+    CPU torch.Generator seeded with the seed)."""
+    exercise, sim, seed = start(description, stub, solution, "TRITON_INTERPRET")
+    import torch
+
+    return getattr(exercise, kernel_name), "cpu" if sim else "cuda", torch.Generator().manual_seed(seed)
 
 
 def finish(results: list[bool]) -> int:

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <vector>
 
 namespace course {
@@ -68,5 +69,15 @@ void gemm_reference(int M, int N, int K, const TA* A, const TB* B, double* C, BL
   }
 }
 // --8<-- [end:reference]
+
+// --plant zeros-small zeroes the outputs of A's quiet rows, which start at the second row: with fewer
+// than two rows there is nothing to plant. False, after a clear error, when m is too small.
+inline bool plant_fits_rows(bool plant, int m) {
+  if (plant && m < 2) {
+    std::fprintf(stderr, "error: --plant zeros-small needs --m 2 or more (the quiet rows of A start at the second)\n");
+    return false;
+  }
+  return true;
+}
 
 }  // namespace course

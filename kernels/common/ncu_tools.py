@@ -90,6 +90,19 @@ def parse_csv(text: str) -> dict[int, tuple[str, dict[str, float]]]:
     return launches
 
 
+def profile_one(ncu: str, exe: Path, metrics: dict[str, str], kernels: str, args: list[str],
+                name: str) -> dict[str, float]:
+    """The metrics of one launch (profile with -c 1: the first launch that matches `kernels`). If ncu
+    fails or measures nothing, prints why and a failing CHECK line ncu_<name>, and exits 1."""
+    run = profile(ncu, exe, metrics, kernels, args, launches=1)
+    got = next(iter(parse_csv(run.stdout).values()), ("", {}))[1]
+    if run.returncode != 0 or not got:
+        print(f"{name}: ncu failed (exit {run.returncode}): {(run.stderr or run.stdout)[-400:]}")
+        print(f"CHECK FAIL ncu_{name} n=0")
+        raise SystemExit(1)
+    return got
+
+
 def row(values: dict[str, float], metrics: dict[str, str]) -> dict[str, float | None]:
     """{key: value of its metric} for one launch (None where ncu gave none), with the time (key
     time_us, measured in ns) in microseconds and the DRAM rate (key dram_gbps, in bytes/s) in GB/s."""

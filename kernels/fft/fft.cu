@@ -570,6 +570,29 @@ static void run_version(const Version& v, const Plan& p, const CufftPlan& cf, co
   else cf.forward(in, out);
 }
 
+// What every run of the versions needs on the device: the input (uploaded), the output, our plan with
+// its twiddle tables and cuFFT's plan; freed when it goes out of scope.
+struct DeviceRun {
+  Plan p;
+  CufftPlan cf;
+  float2 *d_in = nullptr, *d_out = nullptr;
+  DeviceRun(int N, int batch, const std::vector<float>& host)
+      : p{N, ilog2(N), batch, make_twiddles(N), make_fourstep_twiddles(N, ilog2(N))}, cf(N, batch) {
+    const size_t n = static_cast<size_t>(N) * batch;
+    CUDA_CHECK(cudaMalloc(&d_in, n * sizeof(float2)));
+    CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(float2)));
+    CUDA_CHECK(cudaMemcpy(d_in, host.data(), n * sizeof(float2), cudaMemcpyHostToDevice));
+  }
+  DeviceRun(const DeviceRun&) = delete;
+  DeviceRun& operator=(const DeviceRun&) = delete;
+  ~DeviceRun() {
+    CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw)));
+    CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw4)));
+    CUDA_CHECK(cudaFree(d_in));
+    CUDA_CHECK(cudaFree(d_out));
+  }
+};
+
 // --8<-- [start:tolerance]
 // Rounding in a float32 FFT moves every output of a transform by about u log2(N) times the norm of the
 // transform's input (u = 2^-24), whatever that output's own size: a bin that cancels to almost zero gets
@@ -600,14 +623,11 @@ static bool check_all(int N, int batch, uint64_t seed, bool plant) {
     for (size_t i = 2 * static_cast<size_t>(b) * N; i < 2 * static_cast<size_t>(b + 1) * N; ++i) host[i] *= 0x1p-20f;
   std::vector<double> want(2 * n);
   dft_reference(N, batch, reinterpret_cast<const float2*>(host.data()), want.data());
-  int log2n = 0;
-  while ((1 << log2n) < N) ++log2n;
-  float2 *d_in = nullptr, *d_out = nullptr;
-  CUDA_CHECK(cudaMalloc(&d_in, n * sizeof(float2)));
-  CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(float2)));
-  CUDA_CHECK(cudaMemcpy(d_in, host.data(), n * sizeof(float2), cudaMemcpyHostToDevice));
-  const Plan p{N, log2n, batch, make_twiddles(N), make_fourstep_twiddles(N, log2n)};
-  const CufftPlan cf(N, batch);
+  const int log2n = ilog2(N);
+  const DeviceRun dev(N, batch, host);
+  const Plan& p = dev.p;
+  const CufftPlan& cf = dev.cf;
+  float2 *const d_in = dev.d_in, *const d_out = dev.d_out;
   const std::vector<double> atol = fft_atol(host.data(), N, batch, 20);
   const auto check = [&](const char* name, const float* out) {
     return course::check_close_each(name, out, want.data(), atol.data(), 2 * n, 1e-4);
@@ -627,10 +647,6 @@ static bool check_all(int N, int batch, uint64_t seed, bool plant) {
     const bool passed = course::verdict_quietly([&] { return check("planted", got.data()); });
     ok &= course::report_planted_zeros_small(planted, passed);
   }
-  CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw)));
-  CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw4)));
-  CUDA_CHECK(cudaFree(d_in));
-  CUDA_CHECK(cudaFree(d_out));
   return ok;
 }
 
@@ -642,14 +658,11 @@ static bool bench_size(int N, uint64_t seed) {
   const size_t n = static_cast<size_t>(N) * batch;
   std::vector<float> host(2 * n), ref(2 * n), got(2 * n);
   course::fill_uniform(host, seed);
-  int log2n = 0;
-  while ((1 << log2n) < N) ++log2n;
-  float2 *d_in = nullptr, *d_out = nullptr;
-  CUDA_CHECK(cudaMalloc(&d_in, n * sizeof(float2)));
-  CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(float2)));
-  CUDA_CHECK(cudaMemcpy(d_in, host.data(), n * sizeof(float2), cudaMemcpyHostToDevice));
-  const Plan p{N, log2n, batch, make_twiddles(N), make_fourstep_twiddles(N, log2n)};
-  const CufftPlan cf(N, batch);
+  const int log2n = ilog2(N);
+  const DeviceRun dev(N, batch, host);
+  const Plan& p = dev.p;
+  const CufftPlan& cf = dev.cf;
+  float2 *const d_in = dev.d_in, *const d_out = dev.d_out;
   cf.forward(d_in, d_out);
   CUDA_CHECK(cudaMemcpy(ref.data(), d_out, n * sizeof(float2), cudaMemcpyDeviceToHost));
   char cs[64];
@@ -672,10 +685,6 @@ static bool bench_size(int N, uint64_t seed) {
     course::print_bench(cs, v.name, ms, bytes, flops, v.id == 0,
                         {{"size", N}, {"workspace_bytes", ws}, {"peak_bytes", bytes + ws}});
   }
-  CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw)));
-  CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw4)));
-  CUDA_CHECK(cudaFree(d_in));
-  CUDA_CHECK(cudaFree(d_out));
   return ok;
 }
 // --8<-- [end:bench]
@@ -685,19 +694,10 @@ static int profile_once(const Version& v, int N, int batch, uint64_t seed) {
   const size_t n = static_cast<size_t>(N) * batch;
   std::vector<float> host(2 * n);
   course::fill_uniform(host, seed);
-  float2 *d_in = nullptr, *d_out = nullptr;
-  CUDA_CHECK(cudaMalloc(&d_in, n * sizeof(float2)));
-  CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(float2)));
-  CUDA_CHECK(cudaMemcpy(d_in, host.data(), n * sizeof(float2), cudaMemcpyHostToDevice));
-  const Plan p{N, ilog2(N), batch, make_twiddles(N), make_fourstep_twiddles(N, ilog2(N))};
-  const CufftPlan cf(N, batch);
-  run_version(v, p, cf, d_in, d_out);
+  const DeviceRun dev(N, batch, host);
+  run_version(v, dev.p, dev.cf, dev.d_in, dev.d_out);
   CUDA_CHECK(cudaDeviceSynchronize());
   std::printf("profiled %s at N=%d batch=%d\n", v.name, N, batch);
-  CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw)));
-  CUDA_CHECK(cudaFree(const_cast<float2*>(p.tw4)));
-  CUDA_CHECK(cudaFree(d_in));
-  CUDA_CHECK(cudaFree(d_out));
   return 0;
 }
 

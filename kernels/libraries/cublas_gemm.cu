@@ -238,10 +238,7 @@ int main(int argc, char** argv) {
   const bool run_bench = args.has("--bench");
   const bool plant = course::plant_zeros_small_requested(args);
   args.finish();
-  if (plant && m < 2) {
-    std::fprintf(stderr, "error: --plant zeros-small needs --m 2 or more (the quiet rows of A start at the second)\n");
-    return course::kExitFail;
-  }
+  if (!course::plant_fits_rows(plant, m)) return course::kExitFail;
   // --8<-- [start:handle]
   // A handle holds cuBLAS's state for the device that was current when it was created (the stream,
   // the math mode, a workspace). Create it once: creation costs far more than a small GEMM. cuBLAS

@@ -124,10 +124,7 @@ int main(int argc, char** argv) {
   const bool run_bench = args.has("--bench");
   const bool plant = course::plant_zeros_small_requested(args);
   args.finish();
-  if (plant && m < 2) {
-    std::fprintf(stderr, "error: --plant zeros-small needs --m 2 or more (the quiet rows of A start at the second)\n");
-    return course::kExitFail;
-  }
+  if (!course::plant_fits_rows(plant, m)) return course::kExitFail;
   int ngpus = 0;
   CUDA_CHECK(cudaGetDeviceCount(&ngpus));
   std::printf("%d GPU(s) selected for cuBLASXt\n", ngpus);

@@ -83,12 +83,7 @@ def main():
     rows, values = [], 0
     for v, impl in VERSIONS:
         args = ["--profile", v[1:], *size_args]
-        run = ncu_tools.profile(ncu, exe, wanted, "regex:gemm_ws", args, launches=1)
-        got = next(iter(ncu_tools.parse_csv(run.stdout).values()), ("", {}))[1]
-        if run.returncode != 0 or not got:
-            print(f"{v}: ncu failed (exit {run.returncode}): {(run.stderr or run.stdout)[-400:]}")
-            print(f"CHECK FAIL ncu_{v} n=0")
-            raise SystemExit(1)
+        got = ncu_tools.profile_one(ncu, exe, wanted, "regex:gemm_ws", args, v)
         values += len(got)
         r = ncu_tools.row(got, wanted)
         if r.get("sm_active_avg") is not None and r.get("sm_elapsed"):

@@ -257,44 +257,54 @@ struct Harness {
   // --8<-- [end:check_all]
 
   // --8<-- [start:bench]
+  // One S x S x S problem (alpha = 1, beta = 0) on fresh random inputs, as the benchmark and the
+  // planted-fault run use it: the inputs and their device copies, the launcher, version 0's (cuBLAS's)
+  // result, each element's error scale and the bound (both results rounded, both fp32 sums).
+  struct Square {
+    size_t n;
+    std::vector<Elem> A, B;
+    DeviceMats<Elem> d;
+    Problem p;
+    typename Program::Launcher launch;
+    std::vector<float> ref, scale;
+    Tolerance tol;
+    Square(int S, uint64_t seed, const Options& opts)
+        : n(static_cast<size_t>(S) * S), A(random_matrix<Elem>(n, seed)), B(random_matrix<Elem>(n, seed + 1)),
+          d(A, B, n), p(problem(S, S, S, d)), launch(p, opts), ref(to_float(run(launch, 0, p))),
+          scale(scale_on_gpu(g_cublas, S, S, S, Program::kLayout, A, B)), tol(Tolerance::make(S, 2 * kOutRel, 2)) {}
+  };
+
   // Times every version on S x S x S (alpha = 1, beta = 0) in the same run as cuBLAS, after checking each
   // result against cuBLAS's on the same inputs; a version that fails gets no BENCH row.
   bool bench_size(int S, uint64_t seed) const {
-    const size_t n = static_cast<size_t>(S) * S;
-    const auto A = random_matrix<Elem>(n, seed), B = random_matrix<Elem>(n, seed + 1);
-    DeviceMats<Elem> d(A, B, n);
-    const Problem p = problem(S, S, S, d);
-    const typename Program::Launcher launch(p, opts);
-    const auto ref = to_float(run(launch, 0, p));
-    const auto scale = scale_on_gpu(g_cublas, S, S, S, Program::kLayout, A, B);
-    const Tolerance tol = Tolerance::make(S, 2 * kOutRel, 2);  // both results rounded, both fp32 sums
+    const Square prob(S, seed, opts);
     char cs[64];
     std::snprintf(cs, sizeof(cs), Program::kCase, S, S, S);
-    const double flops = 2.0 * S * S * static_cast<double>(S), bytes = 3.0 * n * sizeof(Elem);
+    const double flops = 2.0 * S * S * static_cast<double>(S), bytes = 3.0 * prob.n * sizeof(Elem);
     bool ok = true;
     for (int id = 0; id < kVersions; ++id) {
       if (!opts.selected(id)) continue;
       if constexpr (has_timed_at<Program>::value)
         if (!Program::timed_at(id, S)) continue;
       if (id != 0) {
-        const auto got = to_float(run(launch, id, p));
+        const auto got = to_float(run(prob.launch, id, prob.p));
         char name[64];
         std::snprintf(name, sizeof(name), "%sv%d_vs_cublas_%d", Program::kCheck, id, S);
-        if (!check_bounded(name, got.data(), ref.data(), scale.data(), n, tol)) {
+        if (!check_bounded(name, got.data(), prob.ref.data(), prob.scale.data(), prob.n, prob.tol)) {
           ok = false;
           continue;
         }
       }
       // Slow versions at large sizes: fewer repeats (each run takes long enough to time on its own).
-      const float once = course::time_kernel_ms([&] { launch(id, p); }, 1, 1);
+      const float once = course::time_kernel_ms([&] { prob.launch(id, prob.p); }, 1, 1);
       const int repeats = once > 50.0f ? 3 : 20;
-      const float ms = course::time_kernel_ms([&] { launch(id, p); }, repeats > 3 ? 3 : 1, repeats);
+      const float ms = course::time_kernel_ms([&] { prob.launch(id, prob.p); }, repeats > 3 ? 3 : 1, repeats);
       // size: the plots' x axis; workspace: device memory beyond the operands (cuBLAS's handle and workspace)
       const double ws = id == 0 ? cublas_bytes : 0.0;
       course::print_bench(cs, Program::kImpl[id], ms, bytes, flops, id == 0,
                           {{"size", S}, {"workspace_bytes", ws}, {"peak_bytes", bytes + ws}});
     }
-    if constexpr (has_after_bench<Program>::value) Program::after_bench(p);
+    if constexpr (has_after_bench<Program>::value) Program::after_bench(prob.p);
     return ok;
   }
   // --8<-- [end:bench]
@@ -308,25 +318,18 @@ struct Harness {
   //   tile   one 64 x 64 tile of C missing the last 64 terms of its sums (a tile that stops one k-step early)
   bool plant_run(const std::string& fault, uint64_t seed) const {
     const int S = Program::kBenchSizes[std::size(Program::kBenchSizes) - 1];
-    const size_t n = static_cast<size_t>(S) * S;
-    const auto A = random_matrix<Elem>(n, seed), B = random_matrix<Elem>(n, seed + 1);
-    DeviceMats<Elem> d(A, B, n);
-    const Problem p = problem(S, S, S, d);
-    const typename Program::Launcher launch(p, opts);
-    const auto ref = to_float(run(launch, 0, p));
-    const auto scale = scale_on_gpu(g_cublas, S, S, S, Program::kLayout, A, B);
-    const Tolerance tol = Tolerance::make(S, 2 * kOutRel, 2);
-    auto got = to_float(run(launch, Program::kPlantVersion, p));
+    const Square prob(S, seed, opts);
+    auto got = to_float(run(prob.launch, Program::kPlantVersion, prob.p));
     char name[64];
     std::snprintf(name, sizeof(name), "%sv%d_unplanted_vs_cublas_%d", Program::kCheck, Program::kPlantVersion, S);
-    if (!check_bounded(name, got.data(), ref.data(), scale.data(), n, tol)) return false;
+    if (!check_bounded(name, got.data(), prob.ref.data(), prob.scale.data(), prob.n, prob.tol)) return false;
     size_t planted = 0;
     if (fault == "zeros") {
       double sq = 0.0;
-      for (float r : ref) sq += static_cast<double>(r) * r;
-      const double small = std::sqrt(sq / n) / 16.0;
-      for (size_t i = 0; i < n; ++i)
-        if (std::fabs(ref[i]) < small) got[i] = 0.0f, ++planted;
+      for (float r : prob.ref) sq += static_cast<double>(r) * r;
+      const double small = std::sqrt(sq / prob.n) / 16.0;
+      for (size_t i = 0; i < prob.n; ++i)
+        if (std::fabs(prob.ref[i]) < small) got[i] = 0.0f, ++planted;
     } else {  // tile: rows and columns [S/2, S/2 + 64), terms k = S - 64 .. S - 1 left out
       const int r0 = S / 2, c0 = S / 2, k0 = S - 64;
       for (int i = r0; i < r0 + 64; ++i)
@@ -335,14 +338,14 @@ struct Harness {
           for (int k = k0; k < S; ++k) {
             const size_t b = Program::kLayout == course::BLayout::kKxN ? static_cast<size_t>(k) * S + j
                                                                       : static_cast<size_t>(j) * S + k;
-            part += course::to_double(A[static_cast<size_t>(i) * S + k]) * course::to_double(B[b]);
+            part += course::to_double(prob.A[static_cast<size_t>(i) * S + k]) * course::to_double(prob.B[b]);
           }
           got[static_cast<size_t>(i) * S + j] -= static_cast<float>(part);
         }
     }
-    const bool caught = first_violation(got.data(), ref.data(), scale.data(), n, tol) < n;
+    const bool caught = first_violation(got.data(), prob.ref.data(), prob.scale.data(), prob.n, prob.tol) < prob.n;
     std::printf("CHECK %s planted_%s_caught n=%zu planted=%zu size=%d (%s)\n", caught ? "PASS" : "FAIL", fault.c_str(),
-                n, planted, S, caught ? "the check rejected the planted fault" : "the check MISSED the planted fault");
+                prob.n, planted, S, caught ? "the check rejected the planted fault" : "the check MISSED the planted fault");
     return caught && planted > 0;
   }
   // --8<-- [end:plant]

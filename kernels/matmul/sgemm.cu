@@ -177,26 +177,37 @@ __global__ void __launch_bounds__((BM * BN) / (TM * TN))
 // global loads, legal only when K and N are multiples of 4 (the launcher decides); otherwise scalar.
 // Out-of-range elements are loaded as 0.
 // --8<-- [start:loaders]
-template <int BM, int BK, int NT, bool VEC>
-struct TileA {
-  static constexpr int kLoads = (BM * BK / 4) / NT;  // float4s per thread
-  static_assert((BM * BK / 4) % NT == 0, "A tile must split evenly over the threads");
+// Both fetch a ROWS x COLS tile at (r0, c0) of a row-major rows x cols matrix into registers, float4 by
+// float4 (kLoads per thread); they differ in how they store it.
+template <int ROWS, int COLS, int NT, bool VEC>
+struct TileRegs {
+  static constexpr int kLoads = (ROWS * COLS / 4) / NT;  // float4s per thread
+  static_assert((ROWS * COLS / 4) % NT == 0, "a tile must split evenly over the threads");
   float4 r[kLoads];
-  __device__ void fetch(const float* A, int M, int K, int brow, int k0, int tid) {
+  __device__ void fetch(const float* X, int rows, int cols, int r0, int c0, int tid) {
     for (int l = 0; l < kLoads; ++l) {
-      const int idx = tid + l * NT, row = idx / (BK / 4), col = (idx % (BK / 4)) * 4;
-      const int gr = brow + row, gc = k0 + col;
+      const int idx = tid + l * NT, row = idx / (COLS / 4), col = (idx % (COLS / 4)) * 4;
+      const int gr = r0 + row, gc = c0 + col;
       if (VEC) {
-        r[l] = (gr < M && gc < K) ? *reinterpret_cast<const float4*>(&A[static_cast<size_t>(gr) * K + gc])
-                                  : make_float4(0.f, 0.f, 0.f, 0.f);
+        r[l] = (gr < rows && gc < cols) ? *reinterpret_cast<const float4*>(&X[static_cast<size_t>(gr) * cols + gc])
+                                        : make_float4(0.f, 0.f, 0.f, 0.f);
       } else {
-        const float* p = &A[static_cast<size_t>(gr) * K + gc];
-        r[l].x = (gr < M && gc + 0 < K) ? p[0] : 0.f;
-        r[l].y = (gr < M && gc + 1 < K) ? p[1] : 0.f;
-        r[l].z = (gr < M && gc + 2 < K) ? p[2] : 0.f;
-        r[l].w = (gr < M && gc + 3 < K) ? p[3] : 0.f;
+        const float* p = &X[static_cast<size_t>(gr) * cols + gc];
+        r[l].x = (gr < rows && gc + 0 < cols) ? p[0] : 0.f;
+        r[l].y = (gr < rows && gc + 1 < cols) ? p[1] : 0.f;
+        r[l].z = (gr < rows && gc + 2 < cols) ? p[2] : 0.f;
+        r[l].w = (gr < rows && gc + 3 < cols) ? p[3] : 0.f;
       }
     }
+  }
+};
+
+template <int BM, int BK, int NT, bool VEC>
+struct TileA : TileRegs<BM, BK, NT, VEC> {  // rows brow.. of A (M x K), columns k0..
+  using TileRegs<BM, BK, NT, VEC>::kLoads;
+  using TileRegs<BM, BK, NT, VEC>::r;
+  __device__ void fetch(const float* A, int M, int K, int brow, int k0, int tid) {
+    TileRegs<BM, BK, NT, VEC>::fetch(A, M, K, brow, k0, tid);
   }
   __device__ void store(float* As, int tid) const {  // As is [BK][BM]: transpose on the way in
     for (int l = 0; l < kLoads; ++l) {
@@ -210,25 +221,11 @@ struct TileA {
 };
 
 template <int BN, int BK, int NT, bool VEC>
-struct TileB {
-  static constexpr int kLoads = (BK * BN / 4) / NT;
-  static_assert((BK * BN / 4) % NT == 0, "B tile must split evenly over the threads");
-  float4 r[kLoads];
+struct TileB : TileRegs<BK, BN, NT, VEC> {  // rows k0.. of B (K x N), columns bcol..
+  using TileRegs<BK, BN, NT, VEC>::kLoads;
+  using TileRegs<BK, BN, NT, VEC>::r;
   __device__ void fetch(const float* B, int K, int N, int bcol, int k0, int tid) {
-    for (int l = 0; l < kLoads; ++l) {
-      const int idx = tid + l * NT, row = idx / (BN / 4), col = (idx % (BN / 4)) * 4;
-      const int gr = k0 + row, gc = bcol + col;
-      if (VEC) {
-        r[l] = (gr < K && gc < N) ? *reinterpret_cast<const float4*>(&B[static_cast<size_t>(gr) * N + gc])
-                                  : make_float4(0.f, 0.f, 0.f, 0.f);
-      } else {
-        const float* p = &B[static_cast<size_t>(gr) * N + gc];
-        r[l].x = (gr < K && gc + 0 < N) ? p[0] : 0.f;
-        r[l].y = (gr < K && gc + 1 < N) ? p[1] : 0.f;
-        r[l].z = (gr < K && gc + 2 < N) ? p[2] : 0.f;
-        r[l].w = (gr < K && gc + 3 < N) ? p[3] : 0.f;
-      }
-    }
+    TileRegs<BK, BN, NT, VEC>::fetch(B, K, N, k0, bcol, tid);
   }
   __device__ void store(float* Bs, int tid) const {  // Bs is [BK][BN], as in global memory
     for (int l = 0; l < kLoads; ++l) {

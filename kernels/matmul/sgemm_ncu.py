@@ -54,14 +54,8 @@ def main():
     wanted = ncu_tools.available(ncu, METRICS)
     rows, values = [], 0
     for v, args in PROFILES:
-        run = ncu_tools.profile(ncu, exe, wanted, "regex:sgemm_",
-                                [*args, "--m", str(SIZE), "--n", str(SIZE), "--k", str(SIZE)], launches=1)
-        # -c 1: one launch, the first (and only) entry
-        got = next(iter(ncu_tools.parse_csv(run.stdout).values()), ("", {}))[1]
-        if run.returncode != 0 or not got:
-            print(f"{v}: ncu failed (exit {run.returncode}): {(run.stderr or run.stdout)[-400:]}")
-            print(f"CHECK FAIL ncu_{v} n=0")
-            raise SystemExit(1)
+        got = ncu_tools.profile_one(ncu, exe, wanted, "regex:sgemm_",
+                                    [*args, "--m", str(SIZE), "--n", str(SIZE), "--k", str(SIZE)], v)
         values += len(got)
         r = ncu_tools.row(got, wanted)
         r["sect_per_req"] = ncu_tools.per_request(r, "ld_sectors", "ld_requests")

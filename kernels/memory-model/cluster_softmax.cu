@@ -296,22 +296,17 @@ int main(int argc, char** argv) {
 
   // Checked run: every version that fits, and the one-block kernel, on the adversarial rows.
   const int R = static_cast<int>(rows), C = static_cast<int>(cols);
-  const size_t n = static_cast<size_t>(R) * C, bytes = n * sizeof(float);
-  std::vector<float> h_x(n);
-  std::vector<double> want(n);
-  fill_rows(h_x, R, C, seed);
-  softmax_cpu(h_x, want, R, C);
-  float *d_x = nullptr, *d_y = nullptr;
-  CUDA_CHECK(cudaMalloc(&d_x, bytes));
-  CUDA_CHECK(cudaMalloc(&d_y, bytes));
-  CUDA_CHECK(cudaMemcpy(d_x, h_x.data(), bytes, cudaMemcpyHostToDevice));
-  bool ok = check_softmax("softmax_one_block", [&](float* y) { launch_one_block(d_x, y, R, C); }, d_y, R, C, want);
-  for (const Version& v : runnable(R, C))
-    ok = check_softmax(v.check_name, [&](float* y) { launch_cluster(v, d_x, y, R, C); }, d_y, R, C, want) && ok;
-  if (plant)  // the check is the same for every version: the one-block kernel is planted with the fault
-    ok = check_softmax_planted([&](float* y) { launch_one_block(d_x, y, R, C); }, d_y, R, C, want) && ok;
-  CUDA_CHECK(cudaFree(d_x));
-  CUDA_CHECK(cudaFree(d_y));
+  bool ok = true;
+  {  // the checked matrix is freed here, before the benchmark allocates its own
+    const SoftmaxProblem prob(R, C, seed);
+    const std::vector<double>& want = prob.want;
+    float *const d_x = prob.d_x, *const d_y = prob.d_y;
+    ok = check_softmax("softmax_one_block", [&](float* y) { launch_one_block(d_x, y, R, C); }, d_y, R, C, want);
+    for (const Version& v : runnable(R, C))
+      ok = check_softmax(v.check_name, [&](float* y) { launch_cluster(v, d_x, y, R, C); }, d_y, R, C, want) && ok;
+    if (plant)  // the check is the same for every version: the one-block kernel is planted with the fault
+      ok = check_softmax_planted([&](float* y) { launch_one_block(d_x, y, R, C); }, d_y, R, C, want) && ok;
+  }
 
   if (bench && ok) {
     // --8<-- [start:bench]

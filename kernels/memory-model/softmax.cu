@@ -97,14 +97,10 @@ int main(int argc, char** argv) {
   }
   const int R = static_cast<int>(rows), C = static_cast<int>(cols);
   const size_t n = static_cast<size_t>(rows) * cols, bytes = n * sizeof(float);
-  std::vector<float> h_x(n);
-  std::vector<double> want(n);
-  fill_rows(h_x, R, C, seed);
-  softmax_cpu(h_x, want, R, C);
-  float *d_x = nullptr, *d_y = nullptr;
-  CUDA_CHECK(cudaMalloc(&d_x, bytes));
-  CUDA_CHECK(cudaMalloc(&d_y, bytes));
-  CUDA_CHECK(cudaMemcpy(d_x, h_x.data(), bytes, cudaMemcpyHostToDevice));
+  SoftmaxProblem prob(R, C, seed);
+  std::vector<float>& h_x = prob.h_x;
+  const std::vector<double>& want = prob.want;
+  float *const d_x = prob.d_x, *const d_y = prob.d_y;
 
   bool ok = true;
   for (const Version& v : kVersions) {
@@ -138,7 +134,5 @@ int main(int argc, char** argv) {
     }
     // --8<-- [end:bench]
   }
-  CUDA_CHECK(cudaFree(d_x));
-  CUDA_CHECK(cudaFree(d_y));
   return ok ? 0 : course::kExitFail;
 }

@@ -134,3 +134,26 @@ bool check_softmax_planted(Run&& run, float* d_y, int R, int C, const std::vecto
   const bool passed = course::verdict_quietly([&] { return check_softmax("planted", faulty, d_y, R, C, want); });
   return course::report_planted_zeros_small(planted, passed);
 }
+
+// The checked matrix of a softmax program: R x C adversarial rows (fill_rows) and their float64 softmax
+// on the host, the rows uploaded to d_x and an output buffer d_y on the device, freed with the object.
+struct SoftmaxProblem {
+  std::vector<float> h_x;
+  std::vector<double> want;
+  float *d_x = nullptr, *d_y = nullptr;
+  SoftmaxProblem(int R, int C, uint64_t seed)
+      : h_x(static_cast<size_t>(R) * C), want(static_cast<size_t>(R) * C) {
+    fill_rows(h_x, R, C, seed);
+    softmax_cpu(h_x, want, R, C);
+    const size_t bytes = h_x.size() * sizeof(float);
+    CUDA_CHECK(cudaMalloc(&d_x, bytes));
+    CUDA_CHECK(cudaMalloc(&d_y, bytes));
+    CUDA_CHECK(cudaMemcpy(d_x, h_x.data(), bytes, cudaMemcpyHostToDevice));
+  }
+  SoftmaxProblem(const SoftmaxProblem&) = delete;
+  SoftmaxProblem& operator=(const SoftmaxProblem&) = delete;
+  ~SoftmaxProblem() {
+    CUDA_CHECK(cudaFree(d_x));
+    CUDA_CHECK(cudaFree(d_y));
+  }
+};

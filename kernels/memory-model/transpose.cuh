@@ -94,6 +94,20 @@ extern "C" __global__ void transpose_swizzled(const float* __restrict__ in, floa
 // outside the matrix); the launcher checks. Banks, rows padded to 33 floats: a warp's scalar stores
 // tile[t / 8][4 * (t % 8) + k] hit banks (t / 8 + 4 * (t % 8) + k) mod 32, all different for the
 // 32 lanes of a warp; so do the reads below.
+// One aligned float4 of the input into four floats of a tile row (a padded row is not 16-byte aligned:
+// four scalar stores), and four floats of a tile column (rows r..r+3) out as one aligned float4.
+__device__ __forceinline__ void float4_to_row(const float* src, float* row) {
+  const float4 v = *reinterpret_cast<const float4*>(src);
+  row[0] = v.x;
+  row[1] = v.y;
+  row[2] = v.z;
+  row[3] = v.w;
+}
+template <int kWidth>
+__device__ __forceinline__ void column_to_float4(const float (*tile)[kWidth], int r, int c, float* dst) {
+  *reinterpret_cast<float4*>(dst) = make_float4(tile[r + 0][c], tile[r + 1][c], tile[r + 2][c], tile[r + 3][c]);
+}
+
 template <int kThreads>
 __device__ inline void transpose_vec4_body(const float* __restrict__ in, float* __restrict__ out, int rows,
                                            int cols) {
@@ -102,22 +116,13 @@ __device__ inline void transpose_vec4_body(const float* __restrict__ in, float* 
   const int r0 = blockIdx.y * kTile, c0 = blockIdx.x * kTile;
 #pragma unroll
   for (int r = threadIdx.x / 8; r < kTile; r += kThreads / 8) {  // all loads first: more bytes in flight
-    if (r0 + r < rows && c0 + c4 < cols) {
-      const float4 v = *reinterpret_cast<const float4*>(in + (long long)(r0 + r) * cols + c0 + c4);
-      tile[r][c4 + 0] = v.x;
-      tile[r][c4 + 1] = v.y;
-      tile[r][c4 + 2] = v.z;
-      tile[r][c4 + 3] = v.w;
-    }
+    if (r0 + r < rows && c0 + c4 < cols) float4_to_row(in + (long long)(r0 + r) * cols + c0 + c4, &tile[r][c4]);
   }
   __syncthreads();
   // Output row c0 + r is input column c0 + r; its floats r0 + c4 .. + 3 come from four input rows.
 #pragma unroll
   for (int r = threadIdx.x / 8; r < kTile; r += kThreads / 8) {
-    if (c0 + r < cols && r0 + c4 < rows) {
-      const float4 v = make_float4(tile[c4 + 0][r], tile[c4 + 1][r], tile[c4 + 2][r], tile[c4 + 3][r]);
-      *reinterpret_cast<float4*>(out + (long long)(c0 + r) * rows + r0 + c4) = v;
-    }
+    if (c0 + r < cols && r0 + c4 < rows) column_to_float4(tile, c4, r, out + (long long)(c0 + r) * rows + r0 + c4);
   }
 }
 
@@ -150,22 +155,13 @@ extern "C" __global__ void __launch_bounds__(256) transpose_tile64_vec4(const fl
 #pragma unroll
   for (int it = 0; it < 4; ++it) {
     const int w = (it * 256 + threadIdx.x) / 32, r = 4 * (w / 2) + lane / 8, c4 = 4 * (8 * (w % 2) + lane % 8);
-    if (r0 + r < rows && c0 + c4 < cols) {
-      const float4 v = *reinterpret_cast<const float4*>(in + (long long)(r0 + r) * cols + c0 + c4);
-      tile[r][c4 + 0] = v.x;
-      tile[r][c4 + 1] = v.y;
-      tile[r][c4 + 2] = v.z;
-      tile[r][c4 + 3] = v.w;
-    }
+    if (r0 + r < rows && c0 + c4 < cols) float4_to_row(in + (long long)(r0 + r) * cols + c0 + c4, &tile[r][c4]);
   }
   __syncthreads();
 #pragma unroll
   for (int it = 0; it < 4; ++it) {
     const int w = (it * 256 + threadIdx.x) / 32, oc = 4 * (w / 2) + lane / 8, r4 = 4 * (8 * (w % 2) + lane % 8);
-    if (c0 + oc < cols && r0 + r4 < rows) {
-      const float4 v = make_float4(tile[r4 + 0][oc], tile[r4 + 1][oc], tile[r4 + 2][oc], tile[r4 + 3][oc]);
-      *reinterpret_cast<float4*>(out + (long long)(c0 + oc) * rows + r0 + r4) = v;
-    }
+    if (c0 + oc < cols && r0 + r4 < rows) column_to_float4(tile, r4, oc, out + (long long)(c0 + oc) * rows + r0 + r4);
   }
 }
 // --8<-- [end:tile64]

@@ -20,13 +20,10 @@ BLOCK = (16, 8)  # (x: columns, y: rows)
 
 
 def main() -> int:
-    exercise, sim, seed = exercise_tools.start("Check the 2D-grid exercise (Numba).", STUB, SOLUTION,
-                                               "NUMBA_ENABLE_CUDASIM")
+    kernel, sim, rng = exercise_tools.numba_start("Check the 2D-grid exercise (Numba).", STUB, SOLUTION, "matrix_add")
     import numpy as np
     from numba import cuda
 
-    kernel = exercise.matrix_add
-    rng = np.random.default_rng(seed)
     results = []
     for rows, cols in ([(13, 37), (1, 1), (41, 9)] if sim else [(1009, 997), (1, 1), (41, 9), (3, 4099)]):
         a, b = (rng.uniform(-1, 1, (rows, cols)).astype(np.float32) for _ in range(2))

@@ -18,13 +18,10 @@ THREADS = 128
 
 
 def main() -> int:
-    exercise, sim, seed = exercise_tools.start("Check the SAXPY exercise (Numba).", STUB, SOLUTION,
-                                               "NUMBA_ENABLE_CUDASIM")
+    kernel, sim, rng = exercise_tools.numba_start("Check the SAXPY exercise (Numba).", STUB, SOLUTION, "saxpy")
     import numpy as np
     from numba import cuda
 
-    kernel = exercise.saxpy
-    rng = np.random.default_rng(seed)
     results = []
     for n in ([1000, 1, 129] if sim else [1000003, 1, 129, 4099]):
         x, y = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(2))

@@ -19,13 +19,11 @@ THREADS = 128
 
 
 def main() -> int:
-    exercise, sim, seed = exercise_tools.start("Check the shared-memory reduction exercise (Numba).", STUB, SOLUTION,
-                                               "NUMBA_ENABLE_CUDASIM")
+    kernel, sim, rng = exercise_tools.numba_start("Check the shared-memory reduction exercise (Numba).", STUB, SOLUTION,
+                                                  "block_sums")
     import numpy as np
     from numba import cuda
 
-    kernel = exercise.block_sums
-    rng = np.random.default_rng(seed)
     results = []
     for n in ([1000, 1, 129] if sim else [1000003, 1, 129, 4099]):
         x = rng.uniform(-1, 1, n).astype(np.float32)

@@ -21,14 +21,11 @@ SENTINEL = 12345.0
 
 
 def main() -> int:
-    exercise, sim, seed = exercise_tools.start("Check the masked vector-addition exercise (Triton).", STUB, SOLUTION,
-                                               "TRITON_INTERPRET")
+    kernel, device, gen = exercise_tools.triton_start("Check the masked vector-addition exercise (Triton).", STUB, SOLUTION,
+                                                      "add_kernel")
     import torch
     import triton
 
-    kernel = exercise.add_kernel
-    device = "cpu" if sim else "cuda"
-    gen = torch.Generator().manual_seed(seed)
     results = []
     for n in [1000, 1, 4099, 98437]:
         x, y = (torch.rand(n, generator=gen).mul_(2).sub_(1).to(device) for _ in range(2))

@@ -19,15 +19,12 @@ BM, BN, BK = 32, 32, 16
 
 
 def main() -> int:
-    exercise, sim, seed = exercise_tools.start("Check the matmul tile-loop exercise (Triton).", STUB, SOLUTION,
-                                               "TRITON_INTERPRET")
+    kernel, device, gen = exercise_tools.triton_start("Check the matmul tile-loop exercise (Triton).", STUB, SOLUTION,
+                                                      "matmul_kernel")
     import torch
     import triton
 
-    kernel = exercise.matmul_kernel
-    device = "cpu" if sim else "cuda"
-    gen = torch.Generator().manual_seed(seed)
-    rtol, atol = (1e-4, 1e-4) if sim else (1e-2, 2e-2)  # TF32 on a GPU: 10 bits of mantissa
+    rtol, atol = (1e-4, 1e-4) if device == "cpu" else (1e-2, 2e-2)  # TF32 on a GPU: 10 bits of mantissa
     results = []
     for M, N, K in [(67, 45, 37), (1, 1, 1), (130, 70, 200)]:
         a = (torch.rand(M, K, generator=gen) * 2 - 1).to(device)

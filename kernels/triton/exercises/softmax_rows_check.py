@@ -31,14 +31,11 @@ def reference(x):
 
 
 def main() -> int:
-    exercise, sim, seed = exercise_tools.start("Check the masked softmax exercise (Triton).", STUB, SOLUTION,
-                                               "TRITON_INTERPRET")
+    kernel, device, gen = exercise_tools.triton_start("Check the masked softmax exercise (Triton).", STUB, SOLUTION,
+                                                      "softmax_kernel")
     import torch
     import triton
 
-    kernel = exercise.softmax_kernel
-    device = "cpu" if sim else "cuda"
-    gen = torch.Generator().manual_seed(seed)
     results = []
     for rows, cols in [(37, 100), (1, 1), (9, 1000), (64, 33)]:
         x = torch.randn(rows, cols, generator=gen) * 3

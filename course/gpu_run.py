@@ -211,6 +211,12 @@ def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path,
                "--gpu-ids", str(ids), *pytest_args]
         procs.append((s, subprocess.Popen(cmd, cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT), out))
     ok = True
+    shards = [work / f"{s.name}.json" for s, _, _ in procs]
+    # Merge what the processes have recorded every half minute, so that a command killed at its
+    # limit still leaves every finished item in record_path.
+    while any(proc.poll() is None for _, proc, _ in procs) and time.time() < deadline:
+        time.sleep(min(30.0, max(1.0, deadline - time.time())))
+        record.merge(record_path, shards)
     for s, proc, out in procs:
         try:
             rc = proc.wait(timeout=max(1.0, deadline - time.time()))
@@ -227,7 +233,7 @@ def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path,
         log(f"===== {s.name} (GPU {s.gpu if s.gpu is not None else 'all'}): "
             f"{sum(len(u.items) for u in s.units)} items, exit {rc}\n{text}")
     if procs:
-        record.merge(record_path, [work / f"{s.name}.json" for s, _, _ in procs])
+        record.merge(record_path, shards)
     return ok
 
 

@@ -725,7 +725,7 @@ struct Program {
     void operator()(int id, const Problem& p) const {
       if (id >= 200) kPrefetchCandidates.at(id - 200).launch(p);
       else if (id >= 100) kCandidates.at(id - 100).launch(p);
-      else if (opts.cand >= 0) candidate(id).launch(p);
+      else if (opts.cand >= 0 && id != 0) candidate(id).launch(p);  // id 0 (cuBLAS) is the harness's warm-up
       else kLaunch[id](p);
     }
     const Candidate& candidate(int id) const {

@@ -90,8 +90,16 @@ def roles(rows: list[dict], own: set[int], opts: dict) -> dict[str, dict[str, li
 
 
 def _fastest(rows: list[dict]) -> dict | None:
-    timed = [b for b in rows if b.get("time_ms")]
+    """The fastest row whose timing reproduced: an `unstable` row (course/bench.py) is never the best."""
+    timed = [b for b in rows if b.get("time_ms") and not b.get("unstable")]
     return min(timed, key=lambda b: b["time_ms"]) if timed else None
+
+
+def _faster_unstable(rows: list[dict], best: dict | None) -> dict | None:
+    """An unstable row that would have beaten `best`: then no ratio can be stated for the case."""
+    shaky = [b for b in rows if b.get("time_ms") and b.get("unstable")
+             and (best is None or b["time_ms"] < best["time_ms"])]
+    return min(shaky, key=lambda b: b["time_ms"]) if shaky else None
 
 
 def ceiling_share(best: dict, copies: list[dict], sheet: dict | None) -> tuple[float, str] | None:
@@ -115,13 +123,10 @@ def ceiling_share(best: dict, copies: list[dict], sheet: dict | None) -> tuple[f
 def comparison_problems(rows: list[dict], own: set[int], opts: dict) -> list[str]:
     """What makes a results section's comparisons untrustworthy, one sentence each: per case, the best
     version, the best peer and the ceiling must come from one sitting on one GPU (rows carry `_where`,
-    course/claims.py), and none of them may be a row whose timing did not reproduce (`unstable`)."""
+    course/claims.py). Unstable rows are never picked (see _fastest)."""
     problems = []
     for case, r in roles(rows, own, opts).items():
         picked = [b for b in (_fastest(r["ours"]), _fastest(r["peer"]), _fastest(r["ceiling"])) if b]
-        for b in picked:
-            if b.get("unstable"):
-                problems.append(f"case {case!r}: {b['impl']} is unstable ({b['unstable']})")
         places = {b.get("_where") for b in picked}
         if len(places) > 1:
             problems.append(f"case {case!r} compares rows of {len(places)} runs: " + "; ".join(
@@ -148,6 +153,9 @@ def headline(rows: list[dict], own: set[int], gpu: str, opts: dict) -> tuple[str
         speed = peer["time_ms"] / best["time_ms"] if best and peer else None
         # One more decimal near parity, as near 100% below: 0.996× must not read as 1.00×.
         ratio = f"**{speed:.{3 if 0.95 <= speed <= 1.05 else 2}f}×**" if speed is not None else ""
+        shaky = [u for u in (_faster_unstable(r["ours"], best), _faster_unstable(r["peer"], peer)) if u]
+        if shaky:  # the true best may be a row whose timing did not reproduce: state no ratio
+            ratio = "none: " + "; ".join(f"{u['impl']} was faster but unstable" for u in shaky)
         share = ceiling_share(subject, r["ceiling"], sheet)
         cell = ""
         if share and share[0] <= 1.2:

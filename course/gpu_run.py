@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         wanted = sorted({it["program"] for u in units for it in u.items if it["program"]})
-        built = subprocess.run([sys.executable, "-m", "course.programs", "build-all", str(os.cpu_count() or 1), *wanted],
+        built = subprocess.run([sys.executable, "-m", "course.toolchain", "build-all", str(os.cpu_count() or 1), *wanted],
                                cwd=ROOT, capture_output=True, text=True)
         log(built.stdout.strip() or built.stderr.strip()[-2000:])
     if args.phase in ("all", "shared") and shared:

@@ -12,9 +12,8 @@
 
 Every form but a claim stands on a line of its own. KINDS says, per directive, what its arguments look
 like (a directive whose arguments do not match is left alone, an invisible comment), whether it may be
-indented (inside an admonition or a tab), and when the site hook renders it (`stage`: a claim's
-warnings name the line of the page as rendered up to claims). Directives inside fenced code blocks
-are examples, not directives.
+indented (inside an admonition or a tab), and at which stage the site hook (hooks.py) renders it.
+Directives inside fenced code blocks are examples, not directives.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ _DIRECTIVE = re.compile(r"(?P<lead>^[ \t]*)?<!--\s*(?P<name>course:[\w-]+|claim:
 @dataclass(frozen=True)
 class Kind:
     args: re.Pattern       # the arguments (fullmatch); their named groups are what a renderer reads
-    stage: str             # "page" (the prereqs line), "generated" (sections from the record), "claims", "notes"
+    stage: str             # "claims", "page" (the prereqs line), "generated" (sections from the record), "notes"
     line: bool = True      # stands on a line of its own
     indented: bool = True  # may be indented
     # Also takes the blank lines after it, all but one line end (how these directives were always

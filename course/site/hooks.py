@@ -3,9 +3,10 @@
 - A badge under each page's title: where its GPU examples last passed, or that some have not passed on
   a GPU for their current code (badge.py).
 - Every directive a page writes as an HTML comment (directives.py lists them) is rendered through one
-  table below, in four stages: the prereqs line; the sections generated from the record (results,
-  plots, recorded output, the record summary, the kernel index); claims (course/claims.py: a record that
-  does not support one is a warning, so `mkdocs build --strict` fails); the visible run notes.
+  table below, in four stages: claims (course/claims.py: a record that does not support one is a
+  warning naming the page's line, so `mkdocs build --strict` fails); the prereqs line; the sections
+  generated from the record (results, plots, recorded output, the record summary, the kernel index);
+  the visible run notes.
 - Tabs inside fenced code blocks survive (tabs.py).
 """
 
@@ -69,6 +70,8 @@ def _stage(markdown: str, name: str, table: dict) -> str:
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
     src = Path(page.file.abs_src_path)
+    # Claims first, in the page's own text: a claim's warning names its line in the page's source.
+    markdown = _stage(markdown, "claims", renderers(src, page.file.src_uri))
     markdown = _stage(markdown, "page", renderers(src, page.file.src_uri))  # the page's "Prerequisites:" line
     text = badge.badge_html(items.page_gpu_items(src), _record, badge.cpu_example_count(src), _awaiting)
     sanitized = badge.sanitizer_summary(src, _record)
@@ -80,8 +83,6 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         markdown = markdown[:at] + "\n\n" + text + "\n\n" + markdown[at:]
     plotted = frozenset(d.args["path"].split()[0] for d in directives.find(markdown, {"course:plot"}))
     table = renderers(src, page.file.src_uri, plotted)
-    # Claims come after the generated sections: a claim's warning names its line in the page as
-    # rendered so far.
-    for stage in ("generated", "claims", "notes"):
+    for stage in ("generated", "notes"):
         markdown = _stage(markdown, stage, table)
     return markdown

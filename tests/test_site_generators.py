@@ -32,6 +32,12 @@ def test_results_table_computes_bandwidth_and_percent_of_peer():
     assert "Test GPU · CUDA 13.0 · driver 1.0 · 2026-01-01" in table
 
 
+def test_results_headline_takes_the_programs_own_rows_as_versions():
+    # bandwidth.cu's copy_kernel is the version; cudaMemcpy, a copy of the same bytes, is the ceiling
+    table = results.results_table(PROGRAM, _record_with())
+    assert "| copy | copy_kernel | 2.5 ms | no peer timed |" in table and "peers only" not in table
+
+
 def test_missing_or_failed_figures_say_so_instead_of_a_table():
     assert "No GPU figures" in results.results_table(PROGRAM, _record_with("failed"))
     assert "No GPU figures" in results.results_table(PROGRAM, {"schema": 1, "runs": {}, "items": {}})

@@ -39,10 +39,11 @@ def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset()) -> 
     if found is None:
         return missing(rel_path, "figures")
     rows, runs, benches = found
+    # The rows the directive's first program measured (bench_rows lists them first): its versions.
+    first, _ = record.passing_bench_rows(programs.program_for(rel_path.split()[0]), rec)
+    own = {id(b) for b in rows[:len(first)]}
     if "cases" in opts:
         rows = [b for b in rows if fnmatch.fnmatchcase(b["case"], opts["cases"])]
-    first, _ = record.passing_bench_rows(programs.program_for(rel_path.split()[0]), rec)
-    own = {id(b) for b in rows if any(b is f for f in first)}
     gpu = runs[0].split(" · ")[0] if runs else ""
     for problem in headline.comparison_problems(rows, own, opts):
         log.warning(f"course:results {rel_path}: {problem}")

@@ -19,7 +19,8 @@ import fnmatch
 import re
 import statistics
 
-from . import programs
+from . import programs, toolchain
+from .verdicts import Outcome
 
 AGREEMENT = 0.05    # two medians of one row agree when they differ by at most 5% of the smaller
 GROWS_SLACK = 0.05  # "grows": a larger size may be at most this much faster (timing noise), no more
@@ -104,7 +105,7 @@ def broken_invariants(invariants: list[tuple[str, ...]], rows: list[dict]) -> li
     return problems
 
 
-def measure(run: programs.Run, execute=programs.execute) -> programs.Outcome:
+def measure(run: programs.Run, execute=toolchain.execute) -> Outcome:
     """Run a benchmark twice (a third time for rows that disagree or break an invariant), each in its
     own process, and return one outcome: every process's checks, the merged rows, and the problems of
     any process, plus the invariants still broken at the end."""
@@ -120,7 +121,7 @@ def measure(run: programs.Run, execute=programs.execute) -> programs.Outcome:
     problems = [p for o in outcomes for p in o.problems]
     problems += broken_invariants(run.program.invariants, rows) if rows else []
     stdout = "".join(f"===== timing process {i + 1} of {len(outcomes)}\n{o.stdout}" for i, o in enumerate(outcomes))
-    return programs.Outcome(
+    return Outcome(
         returncode=next((o.returncode for o in outcomes if o.returncode != 0), 0),
         stdout=stdout,
         stderr="".join(o.stderr for o in outcomes),

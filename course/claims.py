@@ -31,10 +31,9 @@ import html
 import re
 
 from . import programs, record
+from .site import directives
 
-DIRECTIVE = re.compile(r"<!--\s*claim:\s*(?P<path>\S+)(?P<opts>.*?)-->", re.DOTALL)
 _OPT = re.compile(r'(\w+)=(?:"([^"]*)"|(\S+))')
-_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,}).*?^(?P=indent)(?P=fence)[ \t]*$", re.DOTALL | re.MULTILINE)
 KNOWN = {"case", "impl", "show", "vs", "vs_case", "vs_program", "min", "max", "goal_min", "goal_max"}
 UNITS = {"time": " ms", "gbps": " GB/s", "tflops": " TFLOP/s", "speedup": "×", "pct": "%"}
 
@@ -63,26 +62,19 @@ def parse_options(text: str) -> dict:
 
 
 def program_rows(rel_path: str, rec: dict, awaiting: dict | None = None) -> tuple[list[dict], list[str]]:
-    """BENCH rows of the program's passing bench runs for its current code, and the runs' descriptions."""
+    """BENCH rows of the program's passing bench runs for its current code, and the runs' descriptions
+    (course/record.py: passing_bench_rows)."""
     prog = programs.program_for(rel_path)
     if prog is None:
         raise ClaimError(f"{rel_path} is not a program under kernels/")
-    benches = [r for r in prog.runs() if r.bench]
-    if not benches:
+    if not [r for r in prog.runs() if r.bench]:
         raise ClaimError(f"{rel_path} declares no 'course: bench' run")
-    rows, runs = [], []
-    for run in benches:
-        e = record.entry(rec, run.content_hash())
-        if (not e or e["outcome"] != "passed") and run.content_hash() in (awaiting or {}):
-            raise AwaitingGpuRun(f"{run.id}: {awaiting[run.content_hash()]['reason']}")
-        if not e or e["outcome"] != "passed":
-            raise ClaimError(f"the GPU record has no passing run of {run.id} for its current code")
-        info = record.run_info(rec, e)
-        # Each row carries where it was measured, so that no comparison joins rows of two runs.
-        rows += [{**b, "_where": record.where(info), "_where_text": record.describe_where(info)}
-                 for b in e["benchmarks"]]
-        runs.append(record.describe_run(info))
-    return rows, list(dict.fromkeys(runs))
+    try:
+        return record.passing_bench_rows(prog, rec, awaiting)
+    except record.NotRecorded as e:
+        if e.awaiting is not None:
+            raise AwaitingGpuRun(f"{e.run.id}: {e.awaiting}") from None
+        raise ClaimError(str(e)) from None
 
 
 def comparable(a: dict, b: dict) -> None:
@@ -201,22 +193,26 @@ def render(path: str, opts_text: str, rec: dict, awaiting: dict | None = None) -
     return f'<span class="course-claim" title="{html.escape(title)}">{html.escape(shown)}</span>{goal}'
 
 
+def render_one(d: directives.Directive, rec: dict, page: str, warn, awaiting: dict | None = None) -> str:
+    """The HTML of one claim directive (course/site/directives.py); an unsupported claim is reported
+    through warn(message) with the page and the line."""
+    try:
+        return render(d.args["path"], d.args["opts"], rec, awaiting)
+    except AwaitingGpuRun as e:
+        return (f'<span class="course-claim course-claim-awaiting" title="{html.escape(str(e))}">'
+                f'[not measured yet: awaiting a GPU run]</span>')
+    except ClaimError as e:
+        warn(f"{page}:{d.line}: claim not supported: {e}")
+        return (f'<span class="course-claim course-claim-broken" title="{html.escape(str(e))}">'
+                f'[claim not supported by the GPU record]</span>')
+
+
 def render_all(markdown: str, rec: dict, page: str, warn, awaiting: dict | None = None) -> str:
-    """Replace every claim in a page; each unsupported one is reported through warn(message)."""
-    def one(m):
-        try:
-            return render(m["path"], m["opts"], rec, awaiting)
-        except AwaitingGpuRun as e:
-            return (f'<span class="course-claim course-claim-awaiting" title="{html.escape(str(e))}">'
-                    f'[not measured yet: awaiting a GPU run]</span>')
-        except ClaimError as e:
-            line = markdown.count("\n", 0, m.start()) + 1
-            warn(f"{page}:{line}: claim not supported: {e}")
-            return (f'<span class="course-claim course-claim-broken" title="{html.escape(str(e))}">'
-                    f'[claim not supported by the GPU record]</span>')
-    # A claim shown as an example inside a code fence is text, not a claim.
-    out, at = [], 0
-    for fence in _FENCE.finditer(markdown):
-        out += [DIRECTIVE.sub(one, markdown[at:fence.start()]), fence.group(0)]
-        at = fence.end()
-    return "".join(out) + DIRECTIVE.sub(one, markdown[at:])
+    """Replace every claim in a page (a claim shown as an example inside a code fence is text, not a
+    claim); each unsupported one is reported through warn(message)."""
+    return directives.render(markdown, {"claim:": lambda d: render_one(d, rec, page, warn, awaiting)})
+
+
+def find(text: str) -> list[directives.Directive]:
+    """The claims of a text: their args are `path` and `opts`."""
+    return directives.find(text, {"claim:"})

@@ -5,70 +5,19 @@ figure is changed here, never by hand. Each figure is a light card (its own opaq
 dark text and mid-tone fills: it reads the same in the light and dark palettes and in print, whatever
 the page around it. Hardware figures are the H100 SXM's from NVIDIA's Hopper architecture whitepaper
 and the H100 datasheet, and say so; no measured number is drawn (those come from the GPU record).
+course/svg.py writes the SVG (Svg and the palette), for these figures and for the site's charts.
 """
 
 from __future__ import annotations
 
-import html
 import math
 import sys
 from pathlib import Path
 
+from .svg import (BLUE, CARD, GREEN, GREY, INK, MUTED, ORANGE, PURPLE, RED, STRONG_BLUE,  # noqa: F401
+                  STRONG_GREEN, STRONG_RED, Svg)
+
 OUT = Path(__file__).resolve().parent.parent / "docs" / "assets" / "figures"
-
-# Palette: text and outlines dark on the card; fills mid-tone and light enough for dark text on them.
-CARD = "#ffffff"
-INK = "#1f2328"        # text and outlines: 16:1 on the card
-MUTED = "#4b5563"      # secondary text: 7.6:1 on the card
-BLUE = "#cfe0f5"
-GREEN = "#d3ecd6"
-ORANGE = "#fbe0bd"
-RED = "#f6cfcb"
-GREY = "#e5e7eb"
-PURPLE = "#e4daf3"
-STRONG_BLUE = "#3b6fb6"
-STRONG_RED = "#b93d33"
-STRONG_GREEN = "#2e7d32"
-FONT = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\""
-
-
-class Svg:
-    def __init__(self, width: int, height: int, title: str):
-        self.w, self.h, self.items = width, height, []
-        self.title = title
-
-    def rect(self, x, y, w, h, fill=GREY, stroke=INK, width=1.0, rx=4, dash=None):
-        d = f' stroke-dasharray="{dash}"' if dash else ""
-        self.items.append(f'<rect x="{x:g}" y="{y:g}" width="{w:g}" height="{h:g}" rx="{rx:g}" fill="{fill}" '
-                          f'stroke="{stroke}" stroke-width="{width:g}"{d}/>')
-
-    def text(self, x, y, s, size=13, anchor="middle", weight="normal", fill=INK, italic=False):
-        style = ' font-style="italic"' if italic else ""
-        self.items.append(f'<text x="{x:g}" y="{y:g}" font-size="{size:g}" text-anchor="{anchor}" '
-                          f'font-weight="{weight}" fill="{fill}"{style}>{html.escape(s)}</text>')
-
-    def box(self, x, y, w, h, label, fill=GREY, size=12, weight="normal", sub=None):
-        self.rect(x, y, w, h, fill)
-        if sub:
-            self.text(x + w / 2, y + h / 2 - 2, label, size, weight=weight)
-            self.text(x + w / 2, y + h / 2 + size, sub, max(size - 2, 10), fill=MUTED)
-        else:
-            self.text(x + w / 2, y + h / 2 + size * 0.35, label, size, weight=weight)
-
-    def line(self, x1, y1, x2, y2, stroke=INK, width=1.0, arrow=False, dash=None):
-        a = ' marker-end="url(#arrow)"' if arrow else ""
-        d = f' stroke-dasharray="{dash}"' if dash else ""
-        self.items.append(f'<line x1="{x1:g}" y1="{y1:g}" x2="{x2:g}" y2="{y2:g}" stroke="{stroke}" '
-                          f'stroke-width="{width:g}"{a}{d}/>')
-
-    def render(self) -> str:
-        head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.w}" height="{self.h}" '
-                f'viewBox="0 0 {self.w} {self.h}" role="img" {FONT}>\n'
-                f'<title>{html.escape(self.title)}</title>\n'
-                '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
-                f'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="{INK}"/></marker></defs>\n'
-                f'<rect x="0" y="0" width="{self.w}" height="{self.h}" rx="8" fill="{CARD}" stroke="{GREY}"/>\n')
-        return head + "\n".join(self.items) + "\n</svg>\n"
 
 
 def h100_sm() -> str:

@@ -38,15 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import programs, record
+from .site import directives
 
 ROOT = programs.ROOT
 DOCS = ROOT / "docs"
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 DEFAULT_S = {"bench": 30.0, "alone": 20.0, "other": 5.0}  # estimates for items never recorded
 
-_RESULTS = re.compile(r"<!--\s*course:results\s+(?P<spec>[^>]*?)\s*-->")
-_PLOT = re.compile(r"<!--\s*course:plot\s+(?P<spec>[^>]*?)\s*-->")
-_CLAIM = re.compile(r"<!--\s*claim:\s*(?P<path>\S+)(?P<opts>.*?)-->", re.DOTALL)
 _VS_PROGRAM = re.compile(r'vs_program=(?:"([^"]*)"|(\S+))')
 _PROGRAM_PATH = re.compile(r"(?<![\w=\"/.-])(kernels/[\w./-]+\.(?:cu|py|cpp|c))")
 
@@ -56,15 +54,16 @@ def compared_programs(pages: list[Path] | None = None) -> list[set[str]]:
     or plot, a claim's program and its vs_program."""
     links = []
     for page in pages if pages is not None else sorted(DOCS.rglob("*.md")):
-        text = page.read_text()
-        for m in [*_RESULTS.finditer(text), *_PLOT.finditer(text)]:
-            paths = set(_PROGRAM_PATH.findall(m["spec"]))
-            if len(paths) > 1:
-                links.append(paths)
-        for m in _CLAIM.finditer(text):
-            vs = _VS_PROGRAM.search(m["opts"])
+        found = directives.find(page.read_text(), {"course:results", "course:plot", "claim:"})
+        for d in found:
+            if d.name != "claim:":
+                paths = set(_PROGRAM_PATH.findall(d.args["path"] + d.args.get("opts", "")))
+                if len(paths) > 1:
+                    links.append(paths)
+        for d in found:
+            vs = _VS_PROGRAM.search(d.args["opts"]) if d.name == "claim:" else None
             if vs:
-                links.append({m["path"], vs[1] or vs[2]})
+                links.append({d.args["path"], vs[1] or vs[2]})
     return links
 
 
@@ -150,7 +149,7 @@ def is_complete(unit: Unit, rec: dict, since: str = "") -> bool:
                for e in entries):
         return False
     benches = [e for it, e in zip(unit.items, entries) if it["bench"]]
-    return len({record.where(record.run_info(rec, e)) for e in benches}) <= 1
+    return len({record.measured_where(rec, e) for e in benches}) <= 1
 
 
 def deal(units: list[Unit], bins: int, capacity: float | None = None) -> tuple[list[list[Unit]], list[Unit]]:
@@ -295,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         wanted = sorted({it["program"] for u in units for it in u.items if it["program"]})
-        built = subprocess.run([sys.executable, "-m", "course.programs", "build-all", str(os.cpu_count() or 1), *wanted],
+        built = subprocess.run([sys.executable, "-m", "course.toolchain", "build-all", str(os.cpu_count() or 1), *wanted],
                                cwd=ROOT, capture_output=True, text=True)
         log(built.stdout.strip() or built.stderr.strip()[-2000:])
     if args.phase in ("all", "shared") and shared:

@@ -5,7 +5,7 @@ A page states what it builds on with one line right after its title:
     <!-- prereqs: setup/first-kernel.md memory-model/coalescing.md -->
     <!-- prereqs: none -->
 
-Paths are relative to docs/. `render` (called from course/mkdocs_hooks.py's on_page_markdown) turns
+Paths are relative to docs/. `paragraph` (called from course/site/hooks.py's on_page_markdown) turns
 the line into a visible "Prerequisites:" paragraph linking each page by its title;
 tests/test_prereqs.py checks that every page has the line and that each listed page exists and comes
 earlier in the mkdocs.yml nav.
@@ -36,17 +36,21 @@ def title(rel: str) -> str:
     return m.group(1) if m else rel
 
 
+def paragraph(listed: str, src_uri: str) -> str:
+    """The visible "Prerequisites:" paragraph for a prereqs line's list, with links relative to the page
+    (the site hook renders the line through course/site/directives.py)."""
+    items = listed.split()
+    if items == ["none"]:
+        links = "none."
+    else:
+        here = posixpath.dirname(src_uri) or "."
+        links = ", ".join(f"[{title(rel)}]({posixpath.relpath(rel, here)})" for rel in items) + "."
+    return f"**Prerequisites:** {links}\n{{: .course-prereqs }}"
+
+
 def render(markdown: str, src_uri: str) -> str:
     """Replace the prereqs line with a visible paragraph of links, relative to the page."""
-    def paragraph(m: re.Match) -> str:
-        items = m["list"].split()
-        if items == ["none"]:
-            links = "none."
-        else:
-            here = posixpath.dirname(src_uri) or "."
-            links = ", ".join(f"[{title(rel)}]({posixpath.relpath(rel, here)})" for rel in items) + "."
-        return f"**Prerequisites:** {links}\n{{: .course-prereqs }}"
-    return LINE.sub(paragraph, markdown, count=1)
+    return LINE.sub(lambda m: paragraph(m["list"], src_uri), markdown, count=1)
 
 
 def nav_order(config: Path | None = None) -> list[str]:

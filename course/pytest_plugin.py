@@ -2,12 +2,12 @@
 
 - Items marked `gpu` (tests, program runs, and page blocks preceded by <!--pytest.mark.gpu-->) are
   skipped with the reason "no CUDA GPU" where none is present, and run for real where one is.
-- Every GPU item gets a content hash (course.record). `--gpu-record` writes each GPU item's outcome,
-  duration, checks and benchmarks into records/gpu-record.json together with the GPU and versions;
-  `--gpu-stale-only` runs only the GPU items whose current hash has no passing entry.
+- Every GPU item gets a content hash (course/items.py, course/programs.py). `--gpu-record` writes
+  each GPU item's outcome, duration, checks and benchmarks into records/gpu-record.json together
+  with the GPU and versions (course/record.py); `--gpu-stale-only` runs only the GPU items whose current hash has no passing entry.
 - pytest-codeblocks runs the page blocks; this plugin replaces its runner with one that runs from
   the repository root, shows the block's output when it fails, and applies the CHECK-line rules of
-  course.programs to blocks that run course programs.
+  course/verdicts.py to blocks that run course programs.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from . import programs, record
+from . import programs, record, toolchain, verdicts
+from .items import block_hash, files_used_by, is_embed_only
 
 GPU_ITEMS = pytest.StashKey[list]()   # config: [(nodeid, hash, source)] of every GPU item collected
 ITEM_HASH = pytest.StashKey[str]()     # item: its content hash
@@ -39,7 +40,7 @@ STDOUT_KEPT = 8000  # characters of a GPU item's output kept in the record
 def has_gpu() -> bool:
     global _HAS_GPU
     if _HAS_GPU is None:
-        _HAS_GPU = programs.has_gpu()
+        _HAS_GPU = toolchain.has_gpu()
     return _HAS_GPU
 
 
@@ -76,7 +77,7 @@ def pytest_configure(config):
 def _item_hash(item) -> str:
     block = getattr(item, "obj", None)
     if block is not None and hasattr(block, "syntax") and hasattr(block, "code"):
-        return record.block_hash(block.syntax, block.code, block.marks)
+        return block_hash(block.syntax, block.code, block.marks)
     callspec = getattr(item, "callspec", None)
     if callspec is not None and isinstance(callspec.params.get("run"), (programs.Run, programs.SanitizerRun)):
         return callspec.params["run"].content_hash()
@@ -85,7 +86,7 @@ def _item_hash(item) -> str:
     source = inspect.getsource(item.module)
     h = hashlib.sha256(source.encode())
     h.update(item.nodeid.encode())
-    for path in record.files_used_by(source):
+    for path in files_used_by(source):
         h.update(str(path.relative_to(programs.ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
@@ -100,7 +101,7 @@ def _item_source(item) -> str:
 def _is_embed_only(item) -> bool:
     block = getattr(item, "obj", None)
     code = getattr(block, "code", None)
-    return isinstance(code, str) and record.is_embed_only(code)
+    return isinstance(code, str) and is_embed_only(code)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -295,7 +296,7 @@ def _run_block(self):
     if proc.returncode != 0:
         raise BlockFailed(f"{where} exited with {proc.returncode}\n--- code\n{block.code}--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}")
     runs_program = bool(_RUNS_COURSE_PROGRAM.search(block.code))
-    verdict = programs.verdict(0, proc.stdout, proc.stderr, require_check=runs_program)
+    verdict = verdicts.verdict(0, proc.stdout, proc.stderr, require_check=runs_program)
     if verdict.problems:
         raise BlockFailed(f"{where}: " + "; ".join(verdict.problems) + f"\n--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}")
     if block.expected_output is not None:

@@ -1,27 +1,31 @@
 """The GPU verification record: which GPU examples passed, on what, and what they measured.
 
 CI has no GPU. It trusts a GPU item only if records/gpu-record.json holds a passing entry for the
-item's current content hash: a hash of exactly what the item runs (a page block's text and the
-course files it uses; a program, every local header it includes, its arguments and the harness).
-Change one character of any of those and the hash changes, so the old entry no longer applies.
+item's current content hash (course/items.py): a hash of exactly what the item runs. Change one
+character of it and the hash changes, so the old entry no longer applies.
 
 Entries are keyed by content hash; each names the run (GPU, driver and library versions, date) it
-came from. The pytest plugin writes entries during a GPU run; the mkdocs hooks read them to draw
-verification badges and results tables.
+came from. The pytest plugin writes entries during a GPU run (course/pytest_plugin.py).
+
+This module is the record's store (load, save, merge, the awaiting list) and the one way to query it:
+every consumer (claims, the site's badges, results, plots and sanitizer summaries, the kernel index,
+the GPU run's schedule) asks through entry_for / passing_entry / passing_bench_rows / run_info /
+describe_entry, so "what the record says about this run's current code" is decided here only.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import programs
+# Page items and their hashes moved to course/items.py; these names stay importable from here.
+from .items import (GpuItem, block_hash, embedded_files, files_used_by, is_embed_only,  # noqa: F401
+                    is_gpu_mark, page_blocks, page_gpu_items)
 
 ROOT = programs.ROOT
 # COURSE_GPU_RECORD points a GPU run at another file (gpu-run.sh writes straight into its output
@@ -35,110 +39,6 @@ REFRESH_ALL = "python -m pytest --gpu-record"
 # their pages say "Not verified on a GPU yet". An edit changes the hash, so it is never covered.
 AWAITING_PATH = ROOT / "records" / "awaiting-gpu.json"
 AWAIT_COMMAND = 'python -m pytest --co -q --gpu-await "why no GPU run covers them"'
-
-_SNIPPET = re.compile(r"""--8<--\s+["']([^"':]+)(?::[\w-]+)?["']""")
-
-
-@dataclass(frozen=True)
-class GpuItem:
-    """A thing that must pass on a GPU: a page block or a program run."""
-
-    id: str
-    hash: str
-    source: str  # the page or program file it comes from
-
-
-def files_used_by(code: str) -> list[Path]:
-    """Course files a block's code names, with everything they are made of."""
-    found: list[Path] = []
-    for path in programs.paths_named_in(code):
-        prog = programs.program_for(path.relative_to(ROOT).as_posix())
-        for p in prog.sources() if prog else [path]:
-            if p not in found:
-                found.append(p)
-    return found
-
-
-def block_hash(syntax: str, code: str, marks: list[str]) -> str:
-    h = hashlib.sha256()
-    h.update(json.dumps([syntax, code, sorted(marks)]).encode())
-    for path in files_used_by(code):
-        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-def is_gpu_mark(mark: str) -> bool:
-    return mark.replace(" ", "").startswith("pytest.mark.gpu")
-
-
-_EMBED_LINE = re.compile(r"""^\s*(-{1,3}8<-{1,3}\s+["'][^"']+["']\s*)?$""")
-
-
-def is_embed_only(code: str) -> bool:
-    """A fence whose body only embeds files (--8<-- "kernels/x.py:part") shows code that the harness
-    runs as a program; the test plugin deselects it rather than run snippet lines as code."""
-    return code.strip() != "" and all(_EMBED_LINE.match(line) for line in code.splitlines())
-
-
-def page_blocks(page: Path):
-    """The blocks the test suite runs from a page: what pytest-codeblocks collects (same parser, so
-    the same blocks), less embed-only fences."""
-    from pytest_codeblocks.main import extract_from_file
-
-    return [b for b in extract_from_file(page) if b.syntax in ("python", "sh", "bash") and not is_embed_only(b.code)]
-
-
-def embedded_files(markdown: str) -> list[str]:
-    """Files a page embeds with pymdownx.snippets (--8<-- "path" or "path:section")."""
-    out: list[str] = []
-    for rel in _SNIPPET.findall(markdown):
-        if rel not in out:
-            out.append(rel)
-    return out
-
-
-def page_gpu_items(page: Path) -> list[GpuItem]:
-    """Every GPU item that belongs to a page: its GPU blocks and the runs of the programs it embeds."""
-    rel = page.resolve().relative_to(ROOT).as_posix()
-    items = [
-        GpuItem(f"{rel}::line {b.lineno}", block_hash(b.syntax, b.code, b.marks), rel)
-        for b in page_blocks(page)
-        if any(is_gpu_mark(m) for m in b.marks)
-    ]
-    for path in embedded_files(page.read_text()):
-        prog = programs.program_for(path)
-        if prog and prog.gpu:
-            items += [GpuItem(r.id, r.content_hash(), prog.rel) for r in prog.runs()]
-            items += [GpuItem(s.id, s.content_hash(), prog.rel) for s in prog.sanitizer_runs()]
-    return items
-
-
-def sanitizer_summary(page: Path, rec: dict) -> str:
-    """One sentence on what compute-sanitizer said about the GPU programs a page embeds: clean under
-    which tools, which tool reports on purpose and why, which were left out and why."""
-    progs = [programs.program_for(p) for p in embedded_files(page.read_text())]
-    progs = [p for p in progs if p and p.sanitizer_runs() or p and p.sanitizer_skip]
-    if not progs:
-        return ""
-    clean, expected, skipped, missing = set(), [], [], 0
-    for prog in progs:
-        for srun in prog.sanitizer_runs():
-            e = entry(rec, srun.content_hash())
-            if not e or e["outcome"] != "passed":
-                missing += 1
-            elif srun.expected_report:
-                expected.append(f"{srun.tool} reports on {Path(prog.rel).name} by design ({srun.expected_report})")
-            else:
-                clean.add(srun.tool)
-        skipped += [f"{tool} not run on {Path(prog.rel).name} ({why})" for tool, why in prog.sanitizer_skip.items()]
-    parts = []
-    if clean:
-        tools = [t for t in programs.SANITIZER_TOOLS if t in clean]
-        parts.append(f"compute-sanitizer found nothing in the first checked run of each program under {', '.join(tools)}")
-    parts += sorted(set(expected)) + skipped
-    if missing:
-        parts.append(f"{missing} sanitizer run(s) have no passing record for the current code")
-    return "; ".join(parts) + "."
 
 
 # ----------------------------------------------------------------------------- the record file
@@ -213,6 +113,55 @@ def collection_unit(nodeid: str) -> str:
     """The file an item is collected from (a page, or tests/test_programs.py for program runs): if
     that file was collected, every item of it was, so a declaration it lacks is out of date."""
     return nodeid.split("::", 1)[0]
+
+# ----------------------------------------------------------------------------- queries
+
+
+class NotRecorded(Exception):
+    """A run of a program has no passing entry for its current code. `awaiting` is the reason given
+    when the run is declared as awaiting a GPU run (records/awaiting-gpu.json), else None."""
+
+    def __init__(self, run: programs.Run, awaiting: str | None = None):
+        super().__init__(f"the GPU record has no passing run of {run.id} for its current code")
+        self.run, self.awaiting = run, awaiting
+
+
+def entry_for(run, record: dict) -> dict | None:
+    """The entry of a Run or SanitizerRun for its current content, whatever its outcome."""
+    return entry(record, run.content_hash())
+
+
+def passing_entry(run, record: dict) -> dict | None:
+    """The entry of a run for its current content if that run passed, else None."""
+    e = entry_for(run, record)
+    return e if e and e["outcome"] == "passed" else None
+
+
+def passing_bench_rows(program: programs.Program, record: dict, awaiting: dict | None = None) -> tuple[list[dict], list[str]]:
+    """The BENCH rows of a program's passing `course: bench` runs for its current code, each annotated
+    with where it was measured (`_where`, `_where_text`: no comparison may join rows of two sittings or
+    GPUs), and the runs' descriptions. Raises NotRecorded for the first bench run with no passing
+    entry (with the reason when `awaiting` declares it as awaiting a GPU run)."""
+    rows, runs = [], []
+    for run in [r for r in program.runs() if r.bench]:
+        e = passing_entry(run, record)
+        if e is None:
+            h = run.content_hash()
+            raise NotRecorded(run, (awaiting or {})[h]["reason"] if h in (awaiting or {}) else None)
+        info = run_info(record, e)
+        rows += [{**b, "_where": where(info), "_where_text": describe_where(info)} for b in e["benchmarks"]]
+        runs.append(describe_run(info))
+    return rows, list(dict.fromkeys(runs))
+
+
+def describe_entry(record: dict, e: dict) -> str:
+    """describe_run of the run an entry came from."""
+    return describe_run(run_info(record, e))
+
+
+def measured_where(record: dict, e: dict) -> tuple:
+    """where() of the run an entry came from."""
+    return where(run_info(record, e))
 
 
 def run_info(record: dict, e: dict) -> dict:

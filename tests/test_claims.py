@@ -108,18 +108,18 @@ def test_strict_build_fails_on_a_doctored_record(tmp_path):
     rec = record.load()
     doctored = None
     for path in (programs.ROOT / "docs").rglob("*.md"):
-        for m in claims.DIRECTIVE.finditer(path.read_text()):
-            opts = claims.parse_options(m["opts"])
+        for m in claims.find(path.read_text()):
+            opts = claims.parse_options(m.args["opts"])
             if "min" not in opts or opts["show"] not in ("pct", "speedup"):
                 continue
-            prog = programs.program_for(m["path"])
+            prog = programs.program_for(m.args["path"])
             for run in prog.runs():
                 e = record.entry(rec, run.content_hash())
                 if run.bench and e:
                     for b in e["benchmarks"]:
                         if b["case"] == opts["case"] and b["impl"] == opts["impl"]:
                             b["time_ms"] *= 1000  # a thousand times slower: below any stated minimum
-                            doctored = (path, m["path"], opts)
+                            doctored = (path, m.args["path"], opts)
             if doctored:
                 break
         if doctored:

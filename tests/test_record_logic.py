@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from course import programs, record
+from course import items, programs, record
 from test_gpu_record import stale_items
 
 
@@ -12,7 +12,7 @@ from test_gpu_record import stale_items
 def sandbox(tmp_path, monkeypatch):
     """A copy of kernels/ in a temporary root, so tests can edit files freely."""
     shutil.copytree(programs.KERNELS, tmp_path / "kernels")
-    for mod in (programs, record):
+    for mod in (programs, record, items):
         monkeypatch.setattr(mod, "ROOT", tmp_path)
     monkeypatch.setattr(programs, "KERNELS", tmp_path / "kernels")
     monkeypatch.setattr(programs, "BUILD", tmp_path / "build")

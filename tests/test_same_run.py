@@ -66,14 +66,14 @@ def _first_compared_claim():
     """A claim on a real page comparing two programs, whose rows are in the committed record."""
     rec = record.load()
     for path in sorted((programs.ROOT / "docs").rglob("*.md")):
-        for m in claims.DIRECTIVE.finditer(path.read_text()):
-            opts = claims.parse_options(m["opts"])
+        for m in claims.find(path.read_text()):
+            opts = claims.parse_options(m.args["opts"])
             if "vs_program" in opts and opts["show"] in ("pct", "speedup"):
                 try:
-                    claims.render(m["path"], m["opts"], rec)
+                    claims.render(m.args["path"], m.args["opts"], rec)
                 except (claims.ClaimError, claims.AwaitingGpuRun):
                     continue
-                return m["path"], opts
+                return m.args["path"], opts
     return None
 
 
@@ -95,15 +95,15 @@ def test_strict_build_fails_on_a_cross_run_comparison_and_on_an_unstable_row(tmp
     # and one row of another program, claimed with a plain time, made unstable
     unstable = None
     for page in sorted((programs.ROOT / "docs").rglob("*.md")):
-        for m in claims.DIRECTIVE.finditer(page.read_text()):
-            o = claims.parse_options(m["opts"])
-            if o["show"] == "time" and "*" not in o["impl"] + o["case"] and m["path"] not in (path, opts["vs_program"]):
-                for r in programs.program_for(m["path"]).runs():
+        for m in claims.find(page.read_text()):
+            o = claims.parse_options(m.args["opts"])
+            if o["show"] == "time" and "*" not in o["impl"] + o["case"] and m.args["path"] not in (path, opts["vs_program"]):
+                for r in programs.program_for(m.args["path"]).runs():
                     e = record.entry(rec, r.content_hash())
                     for b in (e or {}).get("benchmarks", []) if r.bench else []:
                         if b["case"] == o["case"] and b["impl"] == o["impl"]:
                             b["unstable"] = "doctored for the test"
-                            unstable = m["path"]
+                            unstable = m.args["path"]
             if unstable:
                 break
         if unstable:

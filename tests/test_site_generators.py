@@ -2,9 +2,8 @@
 
 import pytest
 
-from course import headline
-from course import mkdocs_hooks as hooks
-from course import programs, record
+from course import headline, items, programs, record
+from course.site import badge, plots, results
 
 PROGRAM = "kernels/setup/bandwidth.cu"
 
@@ -27,34 +26,40 @@ def _record_with(outcome="passed"):
 
 
 def test_results_table_computes_bandwidth_and_percent_of_peer():
-    table = hooks.results_table(PROGRAM, _record_with())
+    table = results.results_table(PROGRAM, _record_with())
     assert "| copy | copy_kernel | 2.5 | 2.5, 2.52 | 4,000 | 1,600 | 80% |" in table
     assert "| copy | cudaMemcpy | 2 | 2, 2.01 | 4,000 | 2,000 | peer |" in table
     assert "Test GPU · CUDA 13.0 · driver 1.0 · 2026-01-01" in table
 
 
+def test_results_headline_takes_the_programs_own_rows_as_versions():
+    # bandwidth.cu's copy_kernel is the version; cudaMemcpy, a copy of the same bytes, is the ceiling
+    table = results.results_table(PROGRAM, _record_with())
+    assert "| copy | copy_kernel | 2.5 ms | no peer timed |" in table and "peers only" not in table
+
+
 def test_missing_or_failed_figures_say_so_instead_of_a_table():
-    assert "No GPU figures" in hooks.results_table(PROGRAM, _record_with("failed"))
-    assert "No GPU figures" in hooks.results_table(PROGRAM, {"schema": 1, "runs": {}, "items": {}})
+    assert "No GPU figures" in results.results_table(PROGRAM, _record_with("failed"))
+    assert "No GPU figures" in results.results_table(PROGRAM, {"schema": 1, "runs": {}, "items": {}})
 
 
 def test_plot_draws_one_line_per_series_with_a_title():
-    svg = hooks.plot_svg(PROGRAM, " x=size y=gbps logx", _record_with())
+    svg = plots.plot_svg(PROGRAM, " x=size y=gbps logx", _record_with())
     assert svg.count("<polyline") == 2 and "<title" in svg and 'role="img"' in svg
     with pytest.raises(ValueError):
-        hooks.plot_svg(PROGRAM, " y=gbps", _record_with())
+        plots.plot_svg(PROGRAM, " y=gbps", _record_with())
 
 
 def test_recorded_output_shows_the_checked_run():
-    text = hooks.recorded_output(PROGRAM, None, _record_with())
+    text = results.recorded_output(PROGRAM, None, _record_with())
     assert text.startswith("```text\nCHECK PASS run0") and "Test GPU" in text
 
 
 def test_badge_names_the_run_or_warns():
     prog = programs.program_for(PROGRAM)
-    items = [record.GpuItem(r.id, r.content_hash(), PROGRAM) for r in prog.runs()]
-    assert "course-verified" in hooks.badge_html(items, _record_with())
-    assert "course-unverified" in hooks.badge_html(items, _record_with("flagged"))
+    gpu_items = [items.GpuItem(r.id, r.content_hash(), PROGRAM) for r in prog.runs()]
+    assert "course-verified" in badge.badge_html(gpu_items, _record_with())
+    assert "course-unverified" in badge.badge_html(gpu_items, _record_with("flagged"))
 
 
 def _rows():
@@ -107,14 +112,14 @@ def test_precision_is_read_from_the_implementation_then_the_case():
 
 
 def test_results_open_with_headline_then_plot_then_folded_table():
-    text = hooks.results_table(PROGRAM, _record_with())
+    text = results.results_table(PROGRAM, _record_with())
     assert text.index("**Headline**") < text.index("<svg") < text.index('??? note "Every row measured"')
     assert "\n    | copy | copy_kernel | 2.5 |" in text  # the full table, folded (indented under the note)
     # a page that plots the program itself gets no second plot
-    assert "<svg" not in hooks.results_table(PROGRAM, _record_with(), frozenset({PROGRAM}))
-    assert "<svg" not in hooks.results_table(PROGRAM + " plot=off", _record_with())
+    assert "<svg" not in results.results_table(PROGRAM, _record_with(), frozenset({PROGRAM}))
+    assert "<svg" not in results.results_table(PROGRAM + " plot=off", _record_with())
     with pytest.raises(ValueError, match="unknown option"):
-        hooks.results_table(PROGRAM + " colour=red", _record_with())
+        results.results_table(PROGRAM + " colour=red", _record_with())
 
 
 def test_headline_keeps_one_decimal_near_100_percent_and_parity():

@@ -1,16 +1,7 @@
-"""MkDocs hooks for reading aids (owned by the reader-experience work), kept apart from
-course/mkdocs_hooks.py, which handles the GPU record's badges and tables.
-
-- Tabs inside fenced code blocks survive: Python-Markdown turns every tab into spaces before the
-  fences are highlighted, so a Makefile recipe copied from a page would fail with "missing
-  separator". A preprocessor that runs after pymdownx.snippets has pulled the file in, and before that
-  conversion, swaps tabs inside fences for a private-use character, which on_page_content turns back
-  into a tab in the HTML (what the copy button copies).
-- `<!-- course:kernel-index -->` on a line of its own becomes a list of every file under kernels/,
-  chapter by chapter: what kind of file it is, the page(s) that embed it (and so teach it), and its
-  last verified result: for a GPU program, what the GPU record says about each of its runs for the
-  file's current content; for a CPU program, that CI runs it; for a header, the programs that
-  include it.
+"""`<!-- course:kernel-index -->`: every file under kernels/, chapter by chapter: what kind of file it
+is, the page(s) that embed it (and so teach it), and its last verified result: for a GPU program, what
+the GPU record says about each of its runs for the file's current content; for a CPU program, that CI
+runs it; for a header, the programs that include it.
 """
 
 from __future__ import annotations
@@ -18,86 +9,25 @@ from __future__ import annotations
 import html
 import os
 import re
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from course import items, programs, record
+from course.paths import DOCS
 
-from markdown.extensions import Extension  # noqa: E402
-from markdown.preprocessors import Preprocessor  # noqa: E402
-
-from course import programs, record  # noqa: E402
-
-ROOT = programs.ROOT
-DOCS = ROOT / "docs"
-
-_KERNEL_INDEX = re.compile(r"^[ \t]*<!--\s*course:kernel-index\s*-->[ \t]*$", re.MULTILINE)
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 
-TAB_STANDIN = "\ue009"  # a private-use character: never in a course file
-_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})")
 
-
-def keep_tabs_in_fences(lines: list[str]) -> list[str]:
-    """Replace tabs inside fenced blocks (after the fence's own indentation) with TAB_STANDIN."""
-    out, fence, indent = [], None, ""
-    for line in lines:
-        if fence is None:
-            m = _FENCE_OPEN.match(line)
-            if m:
-                fence, indent = m["fence"], m["indent"]
-            out.append(line)
-            continue
-        body = line[len(indent):] if line.startswith(indent) else line
-        if body.strip().startswith(fence[0] * len(fence)) and not body.strip().strip(fence[0]):
-            fence = None
-            out.append(line)
-            continue
-        out.append(line[: len(line) - len(body)] + body.replace("\t", TAB_STANDIN))
-    return out
-
-
-class _KeepTabs(Preprocessor):
-    def run(self, lines):
-        return keep_tabs_in_fences(lines)
-
-
-class KeepTabsExtension(Extension):
-    def extendMarkdown(self, md):
-        # After pymdownx.snippets (32), before Python-Markdown's tab expansion (30).
-        md.preprocessors.register(_KeepTabs(md), "course_keep_tabs", 31)
-
-
-_record: dict = {}
-_nav_order: list[str] = []  # docs-relative paths of the pages, in the order the nav lists them
-
-
-def _flatten_nav(items) -> list[str]:
+def flatten_nav(nav) -> list[str]:
     out: list[str] = []
-    if isinstance(items, str):
-        return [items]
-    if isinstance(items, dict):
-        for value in items.values():
-            out += _flatten_nav(value)
-    elif isinstance(items, list):
-        for item in items:
-            out += _flatten_nav(item)
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        for value in nav.values():
+            out += flatten_nav(value)
+    elif isinstance(nav, list):
+        for item in nav:
+            out += flatten_nav(item)
     return out
-
-
-def on_config(config, **kwargs):
-    global _record, _nav_order
-    _record = record.load()
-    _nav_order = [p for p in _flatten_nav(config.get("nav") or []) if p.endswith((".md", ".ipynb"))]
-    config.markdown_extensions.append(KeepTabsExtension())
-    return config
-
-
-def on_page_content(html, page, config, files, **kwargs):
-    return html.replace(TAB_STANDIN, "\t")
-
-
-# ----------------------------------------------------------------------------- the kernel index
 
 
 def _pages() -> list[Path]:
@@ -109,12 +39,12 @@ def _page_title(page: Path) -> str:
     return m.group(1).strip() if m else page.stem.replace("-", " ").capitalize()
 
 
-def _embedders() -> dict[str, list[Path]]:
+def _embedders(nav_order: list[str]) -> dict[str, list[Path]]:
     """kernels/... path -> the pages that embed it, in nav order."""
-    order = {p: i for i, p in enumerate(_nav_order)}
+    order = {p: i for i, p in enumerate(nav_order)}
     found: dict[str, list[Path]] = {}
     for page in _pages():
-        for rel in record.embedded_files(page.read_text()):
+        for rel in items.embedded_files(page.read_text()):
             found.setdefault(rel, []).append(page)
     for rel, pages in found.items():
         pages.sort(key=lambda p: (order.get(p.relative_to(DOCS).as_posix(), len(order)), p.as_posix()))
@@ -159,7 +89,7 @@ def program_result(prog: programs.Program, rec: dict, users: list[programs.Progr
     runs = prog.runs()
     if not prog.gpu:
         return _status("cpu", f"checked in CI ({_count(runs)})")
-    entries = [record.entry(rec, r.content_hash()) for r in runs]
+    entries = [record.entry_for(r, rec) for r in runs]
     passed = [e for e in entries if e and e["outcome"] == "passed"]
     bad = [e for e in entries if e and e["outcome"] != "passed"]
     if len(passed) == len(runs):
@@ -194,17 +124,17 @@ def _chapter_title(chapter: str) -> str:
     return chapter.replace("-", " ").replace("_", " ").capitalize()
 
 
-def _chapter_order(chapter: str) -> tuple[int, str]:
-    for i, path in enumerate(_nav_order):
+def _chapter_order(chapter: str, nav_order: list[str]) -> tuple[int, str]:
+    for i, path in enumerate(nav_order):
         if path.startswith(chapter + "/"):
             return (i, chapter)
-    return (len(_nav_order), chapter)
+    return (len(nav_order), chapter)
 
 
-def kernel_index(page: Path, rec: dict) -> str:
+def kernel_index(page: Path, rec: dict, nav_order: list[str]) -> str:
     """Markdown: one section per kernels/ folder, one table row per file."""
     progs = programs.all_programs()
-    embedders = _embedders()
+    embedders = _embedders(nav_order)
     by_chapter: dict[str, list[programs.Program]] = {}
     for prog in progs:
         parts = Path(prog.rel).parts  # ("kernels", chapter, ..., file)
@@ -212,11 +142,11 @@ def kernel_index(page: Path, rec: dict) -> str:
         by_chapter.setdefault(chapter, []).append(prog)
     sources = {p.rel: set(p.sources()) for p in progs if p.runnable}
     gpu = [p for p in progs if p.gpu and p.runnable]
-    verified = [p for p in gpu if all(record.is_verified(rec, r.content_hash()) for r in p.runs())]
+    verified = [p for p in gpu if all(record.passing_entry(r, rec) for r in p.runs())]
     out = [f"The course has {len(progs)} files under `kernels/`: {len(gpu)} GPU programs, of which "
            f"{len(verified)} passed every checked run on a GPU for their current code, and "
            f"{len(progs) - len(gpu)} CPU programs, headers and modules that CI builds and runs.", ""]
-    for chapter in sorted(by_chapter, key=_chapter_order):
+    for chapter in sorted(by_chapter, key=lambda c: _chapter_order(c, nav_order)):
         title = _chapter_title(chapter) if chapter else "Other files"
         out += [f"## {title}", "", '<div class="reader-kernel-index" markdown>', "",
                 "| File | Kind | Taught on | Last verified result |", "|---|---|---|---|"]
@@ -227,10 +157,3 @@ def kernel_index(page: Path, rec: dict) -> str:
             out.append(f"| `{prog.rel}` | {_kind(prog)} | {taught} | {program_result(prog, rec, users)} |")
         out += ["", "</div>", ""]
     return "\n".join(out) + "\n"
-
-
-def on_page_markdown(markdown, page, config, files, **kwargs):
-    if _KERNEL_INDEX.search(markdown):
-        src = Path(page.file.abs_src_path)
-        markdown = _KERNEL_INDEX.sub(lambda m: kernel_index(src, _record), markdown)
-    return markdown

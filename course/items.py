@@ -1,0 +1,96 @@
+"""GPU items: the things that must pass on a GPU, and the content hash that keys each in the record.
+
+A GPU item is a page's block marked `<!--pytest.mark.gpu-->`, or a run (or compute-sanitizer run) of a
+GPU program a page embeds (course/programs.py: Run, SanitizerRun). Its content hash covers exactly
+what it runs: a block's text and every course file it names, with what those are made of; a run's
+program, headers, arguments and the harness facts Run.content_hash names. Change one character of
+any of those and the hash changes, so the record's old entry no longer applies (course/record.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import programs
+
+ROOT = programs.ROOT
+
+_SNIPPET = re.compile(r"""--8<--\s+["']([^"':]+)(?::[\w-]+)?["']""")
+
+
+@dataclass(frozen=True)
+class GpuItem:
+    """A thing that must pass on a GPU: a page block or a program run."""
+
+    id: str
+    hash: str
+    source: str  # the page or program file it comes from
+
+
+def files_used_by(code: str) -> list[Path]:
+    """Course files a block's code names, with everything they are made of."""
+    found: list[Path] = []
+    for path in programs.paths_named_in(code):
+        prog = programs.program_for(path.relative_to(ROOT).as_posix())
+        for p in prog.sources() if prog else [path]:
+            if p not in found:
+                found.append(p)
+    return found
+
+
+def block_hash(syntax: str, code: str, marks: list[str]) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps([syntax, code, sorted(marks)]).encode())
+    for path in files_used_by(code):
+        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def is_gpu_mark(mark: str) -> bool:
+    return mark.replace(" ", "").startswith("pytest.mark.gpu")
+
+
+_EMBED_LINE = re.compile(r"""^\s*(-{1,3}8<-{1,3}\s+["'][^"']+["']\s*)?$""")
+
+
+def is_embed_only(code: str) -> bool:
+    """A fence whose body only embeds files (--8<-- "kernels/x.py:part") shows code that the harness
+    runs as a program; the test plugin deselects it rather than run snippet lines as code."""
+    return code.strip() != "" and all(_EMBED_LINE.match(line) for line in code.splitlines())
+
+
+def page_blocks(page: Path):
+    """The blocks the test suite runs from a page: what pytest-codeblocks collects (same parser, so
+    the same blocks), less embed-only fences."""
+    from pytest_codeblocks.main import extract_from_file
+
+    return [b for b in extract_from_file(page) if b.syntax in ("python", "sh", "bash") and not is_embed_only(b.code)]
+
+
+def embedded_files(markdown: str) -> list[str]:
+    """Files a page embeds with pymdownx.snippets (--8<-- "path" or "path:section")."""
+    out: list[str] = []
+    for rel in _SNIPPET.findall(markdown):
+        if rel not in out:
+            out.append(rel)
+    return out
+
+
+def page_gpu_items(page: Path) -> list[GpuItem]:
+    """Every GPU item that belongs to a page: its GPU blocks and the runs of the programs it embeds."""
+    rel = page.resolve().relative_to(ROOT).as_posix()
+    items = [
+        GpuItem(f"{rel}::line {b.lineno}", block_hash(b.syntax, b.code, b.marks), rel)
+        for b in page_blocks(page)
+        if any(is_gpu_mark(m) for m in b.marks)
+    ]
+    for path in embedded_files(page.read_text()):
+        prog = programs.program_for(path)
+        if prog and prog.gpu:
+            items += [GpuItem(r.id, r.content_hash(), prog.rel) for r in prog.runs()]
+            items += [GpuItem(s.id, s.content_hash(), prog.rel) for s in prog.sanitizer_runs()]
+    return items

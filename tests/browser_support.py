@@ -181,7 +181,9 @@ def expected_code_blocks(page: Path) -> list[tuple[str, str]]:
         expanded = []
         for line in body:
             s = _SNIPPET_LINE.match(line)
-            if s:
+            if re.match(r"^\s*;-{1,3}8<", line):  # an escaped snippet line is shown without its ';'
+                expanded.append(line.replace(";", "", 1))
+            elif s:
                 target = s["target"]
                 path, _, name = target.partition(":")
                 expanded += [s["indent"] + x if x else x for x in _section(ROOT / path, name or None)]

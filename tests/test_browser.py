@@ -397,23 +397,48 @@ def test_search_finds_a_kernel_by_name(browser, base_url, site):
     page.goto(base_url, wait_until="load")
     misses = []
     for name, url in kernels:
-        page.locator("label.md-search__icon, .md-search__input").first.click()
-        box = page.locator("input.md-search__input")
-        box.fill("")
-        box.type(name, delay=10)
-        try:
-            page.wait_for_selector(".md-search-result__item", timeout=10_000)
-        except Exception:  # noqa: BLE001
+        hits = _search(page, name)
+        if not hits:
             misses.append(f"{name}: no results")
-            continue
-        page.wait_for_timeout(300)
-        hits = page.eval_on_selector_all(".md-search-result__item > a", "els => els.map(e => e.href)")
-        if not any(urlsplit(h).path == bs.SUBPATH + url for h in hits):
-            misses.append(f"{name}: /{url} not among {[urlsplit(h).path for h in hits][:6]}")
-        page.keyboard.press("Escape")
+        elif bs.SUBPATH + url not in hits:
+            misses.append(f"{name}: /{url} not among {hits[:6]}")
     context.close()
     assert not rec.external, _fmt(rec.external)
     assert not misses, "search did not find kernels by name:\n" + "\n".join(misses)
+
+
+
+def _search(page, query: str) -> list[str]:
+    """Types `query` into the site's search box; the paths of the results (none within 10 s: [])."""
+    page.locator("label.md-search__icon, .md-search__input").first.click()
+    box = page.locator("input.md-search__input")
+    box.fill("")
+    box.type(query, delay=10)
+    try:
+        page.wait_for_selector(".md-search-result__item", timeout=10_000)
+    except Exception:  # noqa: BLE001 (Playwright's TimeoutError: no results)
+        return []
+    page.wait_for_timeout(300)
+    hits = page.eval_on_selector_all(".md-search-result__item > a", "els => els.map(e => e.href)")
+    page.keyboard.press("Escape")
+    return [urlsplit(h).path for h in hits]
+
+
+def test_search_finds_an_identifier_by_a_word_inside_it(browser, base_url, site):
+    """A reader types "syncthreads" and finds the page that teaches __syncthreads(): the search plugin's
+    separator (mkdocs.yml) splits words at underscores, not only at spaces and hyphens."""
+    page_md = bs.DOCS / "memory-model" / "synchronisation.md"
+    assert "__syncthreads" in page_md.read_text(), "the barrier page no longer mentions __syncthreads"
+    html = (site / "memory-model" / "synchronisation" / "index.html").read_text()
+    assert "__syncthreads" in html
+    context, rec = _new_context(browser, base_url)
+    page = context.new_page()
+    page.goto(base_url, wait_until="load")
+    hits = _search(page, "syncthreads")
+    context.close()
+    assert not rec.external, _fmt(rec.external)
+    assert bs.SUBPATH + "memory-model/synchronisation/" in hits, \
+        f"searching for 'syncthreads' did not find the page on barriers (__syncthreads); results: {hits[:8]}"
 
 
 # ----------------------------------------------------------------------------- copy buttons

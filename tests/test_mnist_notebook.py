@@ -51,7 +51,7 @@ def test_every_plot_was_drawn_from_the_recorded_runs():
     assert counts == list(range(1, len(counts) + 1)), f"execution counts {counts}: execute the whole notebook again"
 
 
-# Lines copied unchanged from the recorded output of `mnist_cnn.cu --bench` (records/gpu-record.json,
+# Lines copied unchanged from the recorded output of mnist_cnn.cu --bench, the program that mnist_bench.cu replaced (records/gpu-record.json,
 # H100 run of 2026-11-24; the program mnist_bench.cu's --bench --batch 64 run took the accuracy runs over from): the end of the FP32 accuracy run, whose first three epoch lines are left
 # out here as the record's 8000-character tail could cut them, then the whole TF32 run.
 CUT_THEN_WHOLE = """\

@@ -19,6 +19,7 @@ from course import exercise, programs
 CPU = [e for e in exercise.EXERCISES if e.simulator or e.lang == "torch"]
 ON_GPU = [e for e in exercise.EXERCISES if e.lang != "torch"]  # the real GPU path of every kernel exercise
 MISTAKES = [(e, m) for e in exercise.EXERCISES for m in e.mistakes]
+CPU_MISTAKES = [(e, m) for e, m in MISTAKES if e in CPU]
 CHAPTERS = ["first-kernels", "memory-model", "libraries", "fast-matmul-fft", "triton", "pytorch-extensions", "mnist"]
 
 
@@ -57,6 +58,12 @@ def test_stub_fails_on_the_gpu(ex):
 def test_solution_passes_on_the_gpu(ex):
     r = exercise.check(ex, solution=True, echo=False)
     assert r.returncode == 0 and f"PASS {ex.name}" in r.output, r.output
+
+
+@pytest.mark.parametrize("ex,mistake", CPU_MISTAKES, ids=[f"{e.name}-{m}" for e, m in CPU_MISTAKES])
+def test_plausible_mistake_fails_on_the_cpu(ex, mistake):
+    r = exercise.check(ex, file=f"{ex.folder}/mistakes/{mistake}", sim=_sim(ex), echo=False)
+    assert r.returncode == programs.EXIT_FAIL and "CHECK FAIL" in r.output, r.output
 
 
 @pytest.mark.gpu

@@ -93,10 +93,13 @@ EXERCISES = [
     Exercise("inclusive_sum", "libraries", "A prefix sum with CUB", "cuda", _LIB),
     Exercise("sgemm_tiled", "fast-matmul-fft", "A tiled SGEMM against cuBLAS", "cuda", _MAT, speed=True),
     Exercise("fft_convolve", "fast-matmul-fft", "Circular convolution with cuFFT", "cuda", _MAT),
-    Exercise("add_masked", "triton", "Vector addition with masks", "triton", _TRI),
-    Exercise("softmax_rows", "triton", "Row softmax with masked rows", "triton", _TRI),
-    Exercise("matmul_tiles", "triton", "The tile loop of a matmul", "triton", _TRI),
-    Exercise("fake_op", "pytorch-extensions", "A custom operator's fake function", "torch", _EXT),
+    Exercise("add_masked", "triton", "Vector addition with masks", "triton", _TRI,
+             mistakes=("add_masked_torch_host.py", "add_masked_no_mask.py")),
+    Exercise("softmax_rows", "triton", "Row softmax with masked rows", "triton", _TRI,
+             mistakes=("softmax_rows_torch_host.py", "softmax_rows_zero_base.py")),
+    Exercise("matmul_tiles", "triton", "The tile loop of a matmul", "triton", _TRI,
+             mistakes=("matmul_tiles_torch_host.py", "matmul_tiles_contiguous.py")),
+    Exercise("fake_op", "pytorch-extensions", "A custom operator"s fake function", "torch", _EXT),
     Exercise("softmax_xent", "mnist", "Softmax cross-entropy, forward and backward", "cuda", _MN),
 ]
 # --8<-- [end:registry]

@@ -99,7 +99,8 @@ EXERCISES = [
              mistakes=("softmax_rows_torch_host.py", "softmax_rows_zero_base.py")),
     Exercise("matmul_tiles", "triton", "The tile loop of a matmul", "triton", _TRI,
              mistakes=("matmul_tiles_torch_host.py", "matmul_tiles_contiguous.py")),
-    Exercise("fake_op", "pytorch-extensions", "A custom operator's fake function", "torch", _EXT),
+    Exercise("fake_op", "pytorch-extensions", "A custom operator's fake function", "torch", _EXT,
+             mistakes=("fake_op_default_dtype.py", "fake_op_contiguous.py")),
     Exercise("softmax_xent", "mnist", "Softmax cross-entropy, forward and backward", "cuda", _MN),
 ]
 # --8<-- [end:registry]

@@ -6,6 +6,8 @@ on a GPU. The checker must reject it.
 from numba import cuda
 
 
+# --8<-- [start:mistake]
 @cuda.jit
 def matrix_add(a, b, out):
     out[:, :] = a[:, :] + b[:, :]
+# --8<-- [end:mistake]

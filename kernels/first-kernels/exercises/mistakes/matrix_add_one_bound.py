@@ -5,6 +5,7 @@ checked against the number of columns, right only on square matrices.
 from numba import cuda
 
 
+# --8<-- [start:mistake]
 @cuda.jit
 def matrix_add(a, b, out):
     rows, cols = out.shape
@@ -12,3 +13,4 @@ def matrix_add(a, b, out):
     row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     if row < cols and col < cols:
         out[row, col] = a[row, col] + b[row, col]
+# --8<-- [end:mistake]

@@ -6,6 +6,8 @@ no thread computes its own element, and the GPU does not compile it. The checker
 from numba import cuda
 
 
+# --8<-- [start:mistake]
 @cuda.jit
 def saxpy(a, x, y, out):
     out[:] = a * x[:] + y[:]
+# --8<-- [end:mistake]

@@ -5,8 +5,10 @@ hard-coded to the size of the case the author tried, not the array's.
 from numba import cuda
 
 
+# --8<-- [start:mistake]
 @cuda.jit
 def saxpy(a, x, y, out):
     i = cuda.grid(1)
     if i < 1000:
         out[i] = a * x[i] + y[i]
+# --8<-- [end:mistake]

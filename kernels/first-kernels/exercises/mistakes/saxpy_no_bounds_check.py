@@ -5,7 +5,9 @@ so the last block's extra threads write past the end of out (on a GPU, silently)
 from numba import cuda
 
 
+# --8<-- [start:mistake]
 @cuda.jit
 def saxpy(a, x, y, out):
     i = cuda.grid(1)
     out[i] = a * x[i] + y[i]
+# --8<-- [end:mistake]

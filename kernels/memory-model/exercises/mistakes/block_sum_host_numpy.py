@@ -4,6 +4,7 @@ the block sums computed on the host with NumPy, no kernel. The checker must reje
 # course: compile-only
 import numpy as np
 
+# --8<-- [start:mistake]
 THREADS = 128
 
 
@@ -12,3 +13,4 @@ def block_sums(x, partial):
     padded = np.zeros(partial.size * THREADS, dtype=np.float32)
     padded[:h.size] = h
     partial.copy_to_device(padded.reshape(-1, THREADS).sum(axis=1))
+# --8<-- [end:mistake]

@@ -4,6 +4,7 @@ the load has no bounds check, so the last block sums whatever lies past the end 
 # course: compile-only
 from numba import cuda, float32
 
+# --8<-- [start:mistake]
 THREADS = 128
 
 
@@ -21,3 +22,4 @@ def block_sums(x, partial):
         stride //= 2
     if t == 0:
         partial[cuda.blockIdx.x] = tile[0]
+# --8<-- [end:mistake]

@@ -4,5 +4,7 @@ computed with PyTorch in a host function, no Triton kernel. The checker must rej
 # course: compile-only
 
 
+# --8<-- [start:mistake]
 def add_kernel(x, y, out, n, BLOCK):
     out.copy_(x + y)
+# --8<-- [end:mistake]

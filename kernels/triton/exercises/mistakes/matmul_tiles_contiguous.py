@@ -7,6 +7,7 @@ import triton
 import triton.language as tl
 
 
+# --8<-- [start:mistake]
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
@@ -21,3 +22,4 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
         acc += tl.dot(a, b)
     c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
     tl.store(c, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+# --8<-- [end:mistake]

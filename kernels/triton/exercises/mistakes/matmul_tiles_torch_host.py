@@ -4,5 +4,7 @@ computed with PyTorch in a host function, no Triton kernel. The checker must rej
 # course: compile-only
 
 
+# --8<-- [start:mistake]
 def matmul_kernel(a, b, c, M, N, K, *strides, BLOCK_M, BLOCK_N, BLOCK_K):
     c.copy_(a @ b)
+# --8<-- [end:mistake]

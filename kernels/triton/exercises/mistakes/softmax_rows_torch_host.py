@@ -5,5 +5,7 @@ in a host function with the fully masked rows patched, no Triton kernel. The che
 import torch
 
 
+# --8<-- [start:mistake]
 def softmax_kernel(x, out, cols, BLOCK):
     out.copy_(torch.nan_to_num(torch.softmax(x, dim=1), nan=0.0))
+# --8<-- [end:mistake]

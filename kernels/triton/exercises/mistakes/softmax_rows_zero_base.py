@@ -7,6 +7,7 @@ import triton
 import triton.language as tl
 
 
+# --8<-- [start:mistake]
 @triton.jit
 def softmax_kernel(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
     row = tl.program_id(axis=0)
@@ -18,3 +19,4 @@ def softmax_kernel(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
     d = tl.sum(e, axis=0)
     inv = tl.where(d == 0.0, 0.0, 1.0 / d)
     tl.store(out_ptr + row * cols + offsets, e * inv, mask=mask)
+# --8<-- [end:mistake]

@@ -50,9 +50,9 @@ def main() -> int:
              ((4, 12), torch.float32, "transposed", "meta")]
     cases += [((9, 65), torch.float16, "transposed", d) for d in devices[1:]]
     for shape, dtype, layout, device in cases:
-        base = torch.randn(*shape, generator=gen)
+        # the view is taken last: .to() of a sliced (not dense) tensor returns a contiguous copy
+        base = torch.randn(*shape, generator=gen).to(device=device, dtype=dtype)
         x = {"contiguous": base, "transposed": base.transpose(-1, -2), "every_other_column": base[..., ::2]}[layout]
-        x = x.to(device=device, dtype=dtype)  # .to keeps a transposed or sliced layout's strides
         name = "rms_normalize_" + "x".join(map(str, x.shape)) + f"_{str(dtype)[6:]}_{layout}_{device}"
         if device != "meta":  # meta tensors have no values: opcheck alone checks the fake function there
             xd = x.double()

@@ -1,5 +1,6 @@
 """The course's exercises (course/exercise.py): every stub, as shipped, fails its checker; every
-solution passes it; every plausible mistake listed for an exercise fails it. Each check runs through
+solution passes it; every plausible mistake listed for an exercise fails it (on the CPU for the
+exercises that run there, on a GPU for all). Each check runs through
 the one command readers use, `python -m course.exercise NAME`, on fresh random inputs.
 
 Exercises whose kernel runs on the CPU (Numba's CUDA simulator, Triton's interpreter, PyTorch's CPU

@@ -3,8 +3,9 @@ It launches add_kernel from kernels/triton/exercises/add_masked.py (or, with --s
 kernels/triton/exercises/solutions/add_masked.py) with BLOCK = 1024 and cdiv(n, 1024) programs, on
 random vectors whose lengths are drawn from the seed, never a multiple of 1024 (and 1), in float32 and
 one case in float16, the output filled with NaN first, and compares with float64. It first checks that
-the file exposes a @triton.jit kernel, not a host function that adds with PyTorch. It also checks that nothing past n was written: guard elements after the end
-of the output must keep the value they had. --sim runs it on Triton's interpreter (no GPU).
+the file exposes a @triton.jit kernel, not a host function that adds with PyTorch. It also checks
+that nothing past n was written: guard elements after the end of the output must keep the value they
+had. --sim runs it on Triton's interpreter (no GPU).
 
 Run: python -m course.exercise add_masked     (or this file, with --solution, --sim, --seed S)
 """
@@ -30,7 +31,8 @@ def main() -> int:
     if not exercise_tools.is_kernel(kernel, "triton"):
         return exercise_tools.finish([False])
     results = []
-    drawn = [int(torch.randint(lo, hi, (1,), generator=gen)) for lo, hi in [(500, 1000), (3000, 6000), (90_000, 110_000)]]
+    drawn = [int(torch.randint(lo, hi, (1,), generator=gen))
+             for lo, hi in [(500, 1000), (3000, 6000), (90_000, 110_000)]]
     cases = [(n + (n % BLOCK == 0), torch.float32) for n in drawn] + [(1, torch.float32), (drawn[1], torch.float16)]
     for n, dtype in cases:
         # x and y are followed by GUARD more elements, so that an unmasked load reads memory that exists

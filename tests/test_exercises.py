@@ -1,5 +1,6 @@
 """The course's exercises (course/exercise.py): every stub, as shipped, fails its checker; every
-solution passes it; every plausible mistake listed for an exercise fails it. Each check runs through
+solution passes it; every plausible mistake listed for an exercise fails it (on the CPU for the
+exercises that run there, on a GPU for all). Each check runs through
 the one command readers use, `python -m course.exercise NAME`, on fresh random inputs.
 
 Exercises whose kernel runs on the CPU (Numba's CUDA simulator, Triton's interpreter, PyTorch's CPU
@@ -19,6 +20,7 @@ from course import exercise, programs
 CPU = [e for e in exercise.EXERCISES if e.simulator or e.lang == "torch"]
 ON_GPU = [e for e in exercise.EXERCISES if e.lang != "torch"]  # the real GPU path of every kernel exercise
 MISTAKES = [(e, m) for e in exercise.EXERCISES for m in e.mistakes]
+CPU_MISTAKES = [(e, m) for e, m in MISTAKES if e in CPU]
 CHAPTERS = ["first-kernels", "memory-model", "libraries", "fast-matmul-fft", "triton", "pytorch-extensions", "mnist"]
 
 
@@ -57,6 +59,12 @@ def test_stub_fails_on_the_gpu(ex):
 def test_solution_passes_on_the_gpu(ex):
     r = exercise.check(ex, solution=True, echo=False)
     assert r.returncode == 0 and f"PASS {ex.name}" in r.output, r.output
+
+
+@pytest.mark.parametrize("ex,mistake", CPU_MISTAKES, ids=[f"{e.name}-{m}" for e, m in CPU_MISTAKES])
+def test_plausible_mistake_fails_on_the_cpu(ex, mistake):
+    r = exercise.check(ex, file=f"{ex.folder}/mistakes/{mistake}", sim=_sim(ex), echo=False)
+    assert r.returncode == programs.EXIT_FAIL and "CHECK FAIL" in r.output, r.output
 
 
 @pytest.mark.gpu

@@ -19,6 +19,14 @@ a checker can also be run by hand:
     load(stub, solution, args)    import the reader's file (or the course's solution) as a module
     launch(name, kernel, grid, *a)  run a Numba or Triton kernel; an exception it raises becomes a
                                   failing CHECK line (what was raised), not a traceback
+    launch_sized(name, size, kernel, grid, *a)
+                                  launch(), whose failing CHECK line counts `size` elements
+    is_kernel(kernel, dialect)    a failing check unless the file under test exposes a real Numba CUDA
+                                  kernel (@cuda.jit) or Triton kernel (@triton.jit), not a host function
+    whole_writes_refused(array)   (simulator) a device array whose kernel may write single elements
+                                  only: an array expression (out[:] = a * x + y) raises
+    guarded(array, before, after) a device array inside a larger one filled with a sentinel, to show
+                                  writes past the end
     compare(name, got, want, ...) course_tools.check_close, preceded by how many elements are wrong
                                   and the first few (index, expected, got)
 """
@@ -102,10 +110,19 @@ def load(stub: str, solution: str, args):
     return module
 
 
+_RAISED: set = set()  # what the reader's kernel raised, printed in full once
+
+
 def launch(name: str, kernel, config, *args, **kwargs) -> bool:
     """kernel[config](*args, **kwargs) for a Numba or Triton kernel, then wait for it. An exception
     (an index out of range in the simulator, a compile error) becomes a failing CHECK line that says
     what was raised, instead of a traceback."""
+    return launch_sized(name, 1, kernel, config, *args, **kwargs)
+
+
+def launch_sized(name: str, size: int, kernel, config, *args, **kwargs) -> bool:
+    """launch(), whose failing CHECK line counts `size` elements (the case's output). The same exception
+    raised on several cases is printed in full once."""
     try:
         kernel[config](*args, **kwargs)
         if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and "numba" in sys.modules:
@@ -113,10 +130,91 @@ def launch(name: str, kernel, config, *args, **kwargs) -> bool:
             cuda.synchronize()
     except Exception as e:  # the reader's kernel may fail in any way: report it as the checker's verdict
         message = " ".join(str(e).split())[:300]
-        print(f"  {name}: your kernel raised {type(e).__name__}: {message}")
-        course_tools.check_true(name, False, 1, f"raised {type(e).__name__}")
+        if (type(e).__name__, message) in _RAISED:
+            print(f"  {name}: your kernel raised the same {type(e).__name__} as above")
+        else:
+            _RAISED.add((type(e).__name__, message))
+            print(f"  {name}: your kernel raised {type(e).__name__}: {message}")
+        course_tools.check_true(name, False, size, f"raised {type(e).__name__}")
         return False
     return True
+
+
+def _numba_probe(out):  # compiled by nothing: cuda.jit of it gives the type of a real Numba kernel
+    out[0] = 0
+
+
+def _triton_probe(x_ptr):  # the same for triton.jit (which reads the source of a function in a file)
+    pass
+
+
+def is_kernel(kernel, dialect: str) -> bool:
+    """A check that the file under test exposes a real kernel: for dialect "numba", what @cuda.jit
+    returns (a dispatcher on a GPU, the simulator's kernel with --sim), for "triton" what @triton.jit
+    returns (a JITFunction, or the interpreter's function). A host function that computes the answer
+    with NumPy or PyTorch teaches nothing about kernels and would run on the CPU: it fails here."""
+    if dialect == "numba":
+        from numba import cuda
+        want = type(cuda.jit(_numba_probe))
+        decorator = "@cuda.jit"
+    else:
+        import triton
+        want = type(triton.jit(_triton_probe))
+        decorator = "@triton.jit"
+    ok = isinstance(kernel, want)
+    if not ok:
+        print(f"  the file exposes a {type(kernel).__name__}, not a kernel: decorate it with {decorator} and "
+              f"compute inside it (no NumPy or PyTorch on the host)")
+    return course_tools.check_true("is_a_kernel", ok, 1, f"{type(kernel).__name__} (want {want.__name__})")
+
+
+def whole_writes_refused(array):
+    """With --sim: `array` (NumPy) as an array whose element-at-a-time writes work and whose whole-array
+    writes (out[:] = ..., out[a:b] = ...) raise. In Numba's simulator every thread runs the kernel's
+    Python, so a NumPy array expression written in a kernel gives the right numbers there while no
+    thread computes its own element (and the GPU refuses to compile it)."""
+    import numpy as np
+
+    class OneElementAtATime(np.ndarray):
+        def __setitem__(self, key, value):
+            keys = key if isinstance(key, tuple) else (key,)
+            if len(keys) != self.ndim or not all(isinstance(k, (int, np.integer)) for k in keys):
+                raise TypeError(f"the kernel wrote {key!r} of an output at once (a NumPy array expression): "
+                                f"each thread writes its own element(s), one index at a time")
+            super().__setitem__(key, value)
+
+    return array.view(OneElementAtATime)
+
+
+def guarded(array, fill, sim: bool, guard: int = 256):
+    """A device copy of NumPy `array` (a Numba kernel's output) that is a view into a larger device array
+    whose extra elements, `guard` rows after the end (the view stays contiguous, which kernels
+    launched on the simulator need), hold `fill`: a kernel that writes past the end changes them (on
+    a GPU nothing else would show it). Returns (the view, the whole array)."""
+    import numpy as np
+    from numba import cuda
+
+    whole = np.full((array.shape[0] + guard, *array.shape[1:]), fill, dtype=array.dtype)
+    whole[tuple(slice(0, d) for d in array.shape)] = array
+    if sim:
+        whole = whole_writes_refused(whole)
+    d_whole = cuda.to_device(whole)
+    return d_whole[:array.shape[0]], d_whole
+
+
+def past_the_end(name: str, d_whole, shape, fill) -> bool:
+    """The check that a kernel wrote nothing past the end of its output (see guarded)."""
+    import numpy as np
+
+    whole = np.asarray(d_whole.copy_to_host())
+    inside = np.zeros(whole.shape, dtype=bool)
+    inside[tuple(slice(0, d) for d in shape)] = True
+    outside = whole[~inside]
+    bad = int((outside != fill).sum())
+    if bad:
+        print(f"  {name}_past_the_end: {bad} elements past the end of the output were written (a bounds check "
+              f"is missing)")
+    return course_tools.check_true(f"{name}_past_the_end", bad == 0, outside.size, f"{bad} written past the end")
 
 
 # --8<-- [start:compare]

@@ -2,7 +2,10 @@
 launches the kernel in kernels/first-kernels/exercises/matrix_add.py (or, with --solution,
 kernels/first-kernels/exercises/solutions/matrix_add.py) with blocks of 16 x 8 threads over random
 matrices that are not square and whose sides are not multiples of 16 or 8 (so swapping rows and
-columns fails), the output filled with NaN first, and compares with float64. --sim runs it on
+columns fails; the sides are drawn from the seed, one case taller than wide and one wider than tall),
+the output filled with NaN first and followed by guard rows that must stay untouched, and
+compares with float64. It first checks that the file exposes a @cuda.jit kernel, not a host function;
+on the simulator an output written as a whole array (out[:, :] = a + b) fails too. --sim runs it on
 Numba's CUDA simulator (no GPU; smaller sizes).
 
 Run: python -m course.exercise matrix_add     (or this file, with --solution, --sim, --seed S)
@@ -24,15 +27,32 @@ def main() -> int:
     import numpy as np
     from numba import cuda
 
+    if not exercise_tools.is_kernel(kernel, "numba"):
+        return exercise_tools.finish([False])
+
+    def side(lo, hi, block):  # a side drawn from the seed, never a multiple of the block's
+        n = int(rng.integers(lo, hi))
+        return n + (n % block == 0)
+
     results = []
-    for rows, cols in ([(13, 37), (1, 1), (41, 9)] if sim else [(1009, 997), (1, 1), (41, 9), (3, 4099)]):
+    if sim:
+        shapes = [(side(9, 30, 8), side(33, 60, 16)), (side(33, 60, 8), side(9, 30, 16)), (1, 1)]
+    else:
+        shapes = [(side(900, 1100, 8), side(1101, 1300, 16)), (side(33, 60, 8), side(9, 30, 16)), (1, 1),
+                  (3, side(4000, 4200, 16))]
+    for rows, cols in shapes:
         a, b = (rng.uniform(-1, 1, (rows, cols)).astype(np.float32) for _ in range(2))
         d_a, d_b = cuda.to_device(a), cuda.to_device(b)
-        d_out = cuda.to_device(np.full((rows, cols), np.nan, dtype=np.float32))
+        d_out, d_whole = exercise_tools.guarded(np.full((rows, cols), np.nan, dtype=np.float32), np.float32(7.0),
+                                                sim, guard=32)
         grid = ((cols + BLOCK[0] - 1) // BLOCK[0], (rows + BLOCK[1] - 1) // BLOCK[1])
         name = f"matrix_add_{rows}x{cols}"
-        results.append(exercise_tools.launch(name, kernel, (grid, BLOCK), d_a, d_b, d_out) and
-                       exercise_tools.compare(name, d_out.copy_to_host(), a.astype(np.float64) + b, 1e-6, 1e-6))
+        if exercise_tools.launch_sized(name, rows * cols, kernel, (grid, BLOCK), d_a, d_b, d_out):
+            got = d_whole.copy_to_host()[:rows, :cols]
+            results.append(exercise_tools.compare(name, got, a.astype(np.float64) + b, 1e-6, 1e-6))
+            results.append(exercise_tools.past_the_end(name, d_whole, (rows, cols), np.float32(7.0)))
+        else:
+            results.append(False)
     return exercise_tools.finish(results)
 
 

@@ -1,8 +1,11 @@
 """block_sum_check.py: the checker for the shared-memory reduction exercise of
 docs/memory-model/exercises.md. It launches the kernel in kernels/memory-model/exercises/block_sum.py
 (or, with --solution, kernels/memory-model/exercises/solutions/block_sum.py) with blocks of 128
-threads over random inputs whose length is not a multiple of 128, the partial sums filled with NaN
-first, and compares every block's sum with float64. --sim runs it on Numba's CUDA simulator (no GPU).
+threads over random inputs whose length (drawn from the seed) is not a multiple of 128 and which are
+followed in memory by large values (a kernel that reads past the end sums them), the partial sums
+filled with NaN first, and compares every block's sum with float64. It first checks that the file
+exposes a @cuda.jit kernel, not a host function; on the simulator partial sums written as a whole
+array fail too. --sim runs it on Numba's CUDA simulator (no GPU).
 
 Run: python -m course.exercise block_sum     (or this file, with --solution, --sim, --seed S)
 """
@@ -24,19 +27,26 @@ def main() -> int:
     import numpy as np
     from numba import cuda
 
+    if not exercise_tools.is_kernel(kernel, "numba"):
+        return exercise_tools.finish([False])
     results = []
-    for n in ([1000, 1, 129] if sim else [1000003, 1, 129, 4099]):
+    drawn = [int(rng.integers(300, 1300)), int(rng.integers(3000, 6000))] if sim else \
+        [int(rng.integers(500_000, 1_100_000)), int(rng.integers(3000, 6000))]
+    for n in [m + (m % THREADS == 0) for m in drawn] + [1, 129]:  # never a multiple of the block
         x = rng.uniform(-1, 1, n).astype(np.float32)
         blocks = (n + THREADS - 1) // THREADS
-        d_x = cuda.to_device(x)
-        d_partial = cuda.to_device(np.full(blocks, np.nan, dtype=np.float32))
+        d_x, _ = exercise_tools.guarded(x, np.float32(1e6), sim, guard=THREADS)  # 1e6s past the end
+        d_partial, d_whole = exercise_tools.guarded(np.full(blocks, np.nan, dtype=np.float32), np.float32(7.0), sim)
         name = f"block_sums_n{n}"
         padded = np.zeros(blocks * THREADS)
         padded[:n] = x
         want = padded.reshape(blocks, THREADS).sum(axis=1)
         # float32 sums of 128 terms of size <= 1: rounding stays far below 2e-5
-        results.append(exercise_tools.launch(name, kernel, (blocks, THREADS), d_x, d_partial) and
-                       exercise_tools.compare(name, d_partial.copy_to_host(), want, 1e-5, 2e-5))
+        if exercise_tools.launch_sized(name, blocks, kernel, (blocks, THREADS), d_x, d_partial):
+            results.append(exercise_tools.compare(name, d_whole.copy_to_host()[:blocks], want, 1e-5, 2e-5))
+            results.append(exercise_tools.past_the_end(name, d_whole, (blocks,), np.float32(7.0)))
+        else:
+            results.append(False)
     return exercise_tools.finish(results)
 
 

@@ -2,8 +2,11 @@
 It imports kernels/pytorch-extensions/exercises/fake_op.py (or, with --solution,
 kernels/pytorch-extensions/exercises/solutions/fake_op.py), compares the operator with a float64
 reference on random tensors of several shapes (one row of one element, rows not a multiple of
-anything), runs torch.library.opcheck on each (schema, fake tensor, AOT dispatch tests), and compiles
-it with torch.compile(fullgraph=True), which traces through the fake function.
+anything), dtypes (float32, float64, float16, bfloat16), layouts (contiguous, transposed, every other
+column) and devices (CPU, the meta device, and CUDA where there is a GPU), runs
+torch.library.opcheck on each (schema, fake tensor, AOT dispatch tests: a fake result whose shape,
+dtype, device or strides differ from the real one fails), and compiles it with
+torch.compile(fullgraph=True), which traces through the fake function.
 
 Run: python -m course.exercise fake_op     (or this file, with --solution, --seed S)
 """
@@ -40,12 +43,22 @@ def main() -> int:
     op = torch.ops.course_ex.rms_normalize.default
     gen = torch.Generator().manual_seed(seed)
     results = []
-    for shape in [(7, 33), (1, 1), (3, 5, 129)]:
-        x = torch.randn(*shape, generator=gen)
-        name = "rms_normalize_" + "x".join(map(str, shape))
-        xd = x.double()
-        want = xd / torch.sqrt((xd * xd).mean(dim=-1, keepdim=True) + EPS)
-        results.append(exercise_tools.compare(name, module.rms_normalize(x, EPS), want, 1e-5, 1e-6))
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    cases = [((7, 33), torch.float32, "contiguous", "cpu"), ((1, 1), torch.float32, "contiguous", "cpu"),
+             ((3, 5, 129), torch.float64, "contiguous", "cpu"), ((40, 9), torch.float32, "transposed", "cpu"),
+             ((6, 70), torch.bfloat16, "every_other_column", "cpu"), ((5, 31), torch.float16, "contiguous", "cpu"),
+             ((4, 12), torch.float32, "transposed", "meta")]
+    cases += [((9, 65), torch.float16, "transposed", d) for d in devices[1:]]
+    for shape, dtype, layout, device in cases:
+        # the view is taken last: .to() of a sliced (not dense) tensor returns a contiguous copy
+        base = torch.randn(*shape, generator=gen).to(device=device, dtype=dtype)
+        x = {"contiguous": base, "transposed": base.transpose(-1, -2), "every_other_column": base[..., ::2]}[layout]
+        name = "rms_normalize_" + "x".join(map(str, x.shape)) + f"_{str(dtype)[6:]}_{layout}_{device}"
+        if device != "meta":  # meta tensors have no values: opcheck alone checks the fake function there
+            xd = x.double()
+            want = xd / torch.sqrt((xd * xd).mean(dim=-1, keepdim=True) + EPS)
+            tol = {torch.float32: 1e-5, torch.float64: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]
+            results.append(exercise_tools.compare(name, module.rms_normalize(x, EPS), want, tol, tol))
         results.append(opcheck(name, op, (x, EPS)))
     try:
         compiled = torch.compile(lambda t: module.rms_normalize(t, EPS) * 2, fullgraph=True, backend="aot_eager")

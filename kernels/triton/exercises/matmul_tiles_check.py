@@ -1,7 +1,10 @@
 """matmul_tiles_check.py: the checker for the matmul tile-loop exercise of docs/triton/exercises.md. It
 launches matmul_kernel from kernels/triton/exercises/matmul_tiles.py (or, with --solution,
 kernels/triton/exercises/solutions/matmul_tiles.py) with 32 x 32 x 16 tiles on random matrices whose
-sides are not multiples of the tiles, C filled with NaN first, and compares with a float64 product.
+sides, drawn from the seed, are not multiples of the tiles, A and B contiguous and also transposed
+(views whose strides are not (K, 1) and (N, 1): a kernel that ignores the strides fails), C filled
+with NaN first, and compares with a float64 product. It first checks that the file exposes a
+@triton.jit kernel, not a host function that multiplies with PyTorch.
 On a GPU, tl.dot rounds float32 inputs to TF32 by default, so the tolerance there is that of TF32;
 the interpreter (--sim, no GPU) multiplies in float32.
 
@@ -25,15 +28,28 @@ def main() -> int:
     import triton
 
     rtol, atol = (1e-4, 1e-4) if device == "cpu" else (1e-2, 2e-2)  # TF32 on a GPU: 10 bits of mantissa
+    if not exercise_tools.is_kernel(kernel, "triton"):
+        return exercise_tools.finish([False])
+
+    def side(lo, hi, tile):  # drawn from the seed, never a multiple of the tile
+        n = int(torch.randint(lo, hi, (1,), generator=gen))
+        return n + (n % tile == 0)
+
+    def matrix(rows, cols, transposed):  # values in [-1, 1); transposed: a view of a (cols, rows) matrix
+        m = torch.rand(cols, rows, generator=gen).t() if transposed else torch.rand(rows, cols, generator=gen)
+        return (m * 2 - 1).to(device)
+
     results = []
-    for M, N, K in [(67, 45, 37), (1, 1, 1), (130, 70, 200)]:
-        a = (torch.rand(M, K, generator=gen) * 2 - 1).to(device)
-        b = (torch.rand(K, N, generator=gen) * 2 - 1).to(device)
+    shapes = [(side(40, 100, BM), side(33, 63, BN), side(17, 60, BK)), (1, 1, 1),
+              (side(100, 140, BM), side(65, 95, BN), side(150, 220, BK))]
+    for (M, N, K), (ta, tb) in zip(shapes + shapes[:1] + shapes[2:], [(0, 0), (0, 0), (0, 0), (1, 0), (0, 1)]):
+        a, b = matrix(M, K, ta), matrix(K, N, tb)
         c = torch.full((M, N), float("nan"), device=device)
-        name = f"matmul_tiles_{M}x{N}x{K}"
+        name = f"matmul_tiles_{M}x{N}x{K}" + ("_a_transposed" if ta else "") + ("_b_transposed" if tb else "")
         grid = (triton.cdiv(M, BM), triton.cdiv(N, BN))
-        ran = exercise_tools.launch(name, kernel, grid, a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
-                                    b.stride(1), c.stride(0), c.stride(1), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK)
+        ran = exercise_tools.launch_sized(name, M * N, kernel, grid, a, b, c, M, N, K, a.stride(0), a.stride(1),
+                                          b.stride(0), b.stride(1), c.stride(0), c.stride(1), BLOCK_M=BM, BLOCK_N=BN,
+                                          BLOCK_K=BK)
         results.append(ran and exercise_tools.compare(name, c, a.double().cpu() @ b.double().cpu(), rtol, atol))
     return exercise_tools.finish(results)
 

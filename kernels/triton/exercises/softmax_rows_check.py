@@ -1,9 +1,12 @@
 """softmax_rows_check.py: the checker for the masked softmax exercise of docs/triton/exercises.md. It
 launches softmax_kernel from kernels/triton/exercises/softmax_rows.py (or, with --solution,
 kernels/triton/exercises/solutions/softmax_rows.py), one program per row, on random scores with
-widths that are not powers of two, some scores masked (-inf), some rows fully masked, some rows with
-large scores (exp overflows without the maximum subtracted), the output filled with NaN first, and
-compares with a float64 reference that follows the course's rules. --sim runs it on Triton's
+widths drawn from the seed that are not powers of two, some scores masked (-inf), some rows fully
+masked, some rows with large scores (exp overflows without the maximum subtracted), some rows whose
+every score is far below zero (exp underflows unless the row's own maximum is subtracted: a base
+clamped at 0 fails), the output filled with NaN first, and compares with a float64 reference that
+follows the course's rules. It first checks that the file exposes a @triton.jit kernel, not a host
+function that calls torch.softmax. --sim runs it on Triton's
 interpreter (no GPU).
 
 Run: python -m course.exercise softmax_rows     (or this file, with --solution, --sim, --seed S)
@@ -36,17 +39,26 @@ def main() -> int:
     import torch
     import triton
 
+    if not exercise_tools.is_kernel(kernel, "triton"):
+        return exercise_tools.finish([False])
+
+    def width(lo, hi):  # drawn from the seed, never a power of two
+        n = int(torch.randint(lo, hi, (1,), generator=gen))
+        return n + 1 if n & (n - 1) == 0 else n
+
     results = []
-    for rows, cols in [(37, 100), (1, 1), (9, 1000), (64, 33)]:
+    for rows, cols in [(37, width(65, 127)), (1, 1), (9, width(513, 1023)), (64, width(17, 31)), (11, 1)]:
         x = torch.randn(rows, cols, generator=gen) * 3
-        x[torch.rand(rows, cols, generator=gen) < 0.2] = float("-inf")  # masked scores
-        x[::5] = float("-inf")                                          # fully masked rows
-        x[2::7] += 1000.0                                               # exp(x) overflows in float
+        r = torch.arange(rows)
+        x[r % 5 == 2] += 1000.0                                                         # exp(x) overflows in float
+        x[r % 5 == 3] = -200.0 - 100.0 * torch.rand(int((r % 5 == 3).sum()), cols, generator=gen)  # all negative
+        x[torch.rand(rows, cols, generator=gen) < 0.2] = float("-inf")                  # masked scores
+        x[r % 5 == 0] = float("-inf")                                                   # fully masked rows
         x = x.to(device)
         out = torch.full_like(x, float("nan"))
         name = f"softmax_rows_{rows}x{cols}"
         block = triton.next_power_of_2(cols)
-        results.append(exercise_tools.launch(name, kernel, (rows,), x, out, cols, BLOCK=block) and
+        results.append(exercise_tools.launch_sized(name, rows * cols, kernel, (rows,), x, out, cols, BLOCK=block) and
                        exercise_tools.compare(name, out, reference(x.cpu()), 1e-5, 1e-6))
     return exercise_tools.finish(results)
 

@@ -228,8 +228,12 @@ def parse(path: Path) -> Program:
     lang = SOURCE_SUFFIXES[path.suffix]
     # kernels/common/ holds what programs include or import (course.cuh, course_tools.py): never run alone.
     shared = path.resolve().parent == KERNELS / "common"
-    prog = Program(path=path.resolve(), lang=lang, header=path.suffix in HEADER_SUFFIXES or shared)
-    for line in path.read_text().splitlines()[:60]:
+    text = path.read_text()
+    # A Python file with no `if __name__ == "__main__"` is a module that programs import (mnist_data.py),
+    # not a program: like a header, it is built and run through the programs that use it.
+    module = lang == "python" and "__name__" not in text
+    prog = Program(path=path.resolve(), lang=lang, header=path.suffix in HEADER_SUFFIXES or shared or module)
+    for line in text.splitlines()[:60]:
         m = _DIRECTIVE.match(line)
         if not m:
             continue

@@ -183,6 +183,8 @@ def expected_code_blocks(page: Path) -> list[tuple[str, str]]:
             s = _SNIPPET_LINE.match(line)
             if re.match(r"^\s*;-{1,3}8<", line):  # an escaped snippet line is shown without its ';'
                 expanded.append(line.replace(";", "", 1))
+            elif re.search(r"-{1,3}8<-{1,3}\s*\[(start|end):[\w-]+\]\s*$", line):
+                continue  # a section marker: the snippets extension removes it wherever it stands
             elif s:
                 target = s["target"]
                 path, _, name = target.partition(":")

@@ -112,7 +112,8 @@ class Guarded {
     char check_name[96], detail[128];
     std::snprintf(check_name, sizeof(check_name), "%s_guards", name);
     if (last_before)
-      std::printf("  %s: your kernel wrote before the start of the output (as far as %zu bytes before it)\n", name, last_before);
+      std::printf("  %s: your kernel wrote before the start of the output (as far as %zu bytes before it)\n", name,
+                  last_before);
     if (first_after)
       std::printf("  %s: your kernel wrote past the end of the output of %zu elements (byte %zu after it)\n", name,
                   n_, first_after - 1);

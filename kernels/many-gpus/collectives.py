@@ -222,7 +222,8 @@ def main():
     # --8<-- [end:env]
     import torch.multiprocessing as mp
 
-    print(f"PyTorch {torch.__version__}, NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}, "
+    nccl = torch.cuda.nccl.version()
+    print(f"PyTorch {torch.__version__}, NCCL {'.'.join(map(str, nccl)) if isinstance(nccl, tuple) else nccl}, "
           f"{torch.cuda.get_device_name(0)}, GPU counts {world_sizes(available)}", flush=True)
     for n in world_sizes(available):
         with tempfile.TemporaryDirectory() as tmp:                     # the rendezvous: a file every rank opens

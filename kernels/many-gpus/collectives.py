@@ -18,6 +18,7 @@ Run: python kernels/many-gpus/collectives.py                  (checks, on 2 GPUs
 # course: bench --bench
 """
 
+import datetime
 import os
 import sys
 import tempfile
@@ -182,7 +183,8 @@ def worker(rank: int, n: int, args, store: str) -> None:
     torch.cuda.set_device(rank)
     # --8<-- [start:init]
     dist.init_process_group("nccl", init_method=f"file://{store}", rank=rank, world_size=n,
-                            device_id=torch.device("cuda", rank))
+                            device_id=torch.device("cuda", rank),
+                            timeout=datetime.timedelta(seconds=120))  # a hung collective fails, it does not wait forever
     # --8<-- [end:init]
     try:
         ok = check_collectives(torch, dist, rank, n, args.count, args.seed)

@@ -77,6 +77,7 @@ class Exercise:
 _FK, _MM, _LIB = "kernels/first-kernels/exercises", "kernels/memory-model/exercises", "kernels/libraries/exercises"
 _MAT, _TRI = "kernels/matmul/exercises", "kernels/triton/exercises"
 _EXT, _MN = "kernels/pytorch-extensions/exercises", "kernels/mnist/exercises"
+_MG = "kernels/many-gpus/exercises"
 
 # --8<-- [start:registry]
 EXERCISES = [
@@ -115,6 +116,8 @@ EXERCISES = [
              mistakes=("fake_op_default_dtype.py", "fake_op_contiguous.py")),
     Exercise("softmax_xent", "mnist", "Softmax cross-entropy, forward and backward", "cuda", _MN,
              mistakes=("softmax_xent_no_bounds.cu",)),
+    Exercise("bus_bandwidth", "many-gpus", "Bus bandwidth from a measured time", "torch", _MG,
+             mistakes=("bus_bandwidth_ring_factor.py", "bus_bandwidth_gib.py")),
 ]
 # --8<-- [end:registry]
 BY_NAME = {e.name: e for e in EXERCISES}

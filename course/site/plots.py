@@ -36,7 +36,10 @@ def auto_plot(rel_path: str, rows: list[dict], own: set[int], opts: dict, metric
     return bars_svg(rel_path, by_case, metric, runs)
 
 
-_LABELS = {"gbps": "GB/s", "tflops": "TFLOP/s", "time_ms": "time (ms)", "pct_peer": "% of peer"}
+_LABELS = {"gbps": "GB/s", "tflops": "TFLOP/s", "time_ms": "time (ms)", "pct_peer": "% of peer",
+           "size_bytes": "message size (bytes)", "algbw_gbps": "algorithm bandwidth (GB/s)",
+           "busbw_gbps": "bus bandwidth (GB/s)", **{f"busbw_gbps_{n}gpus": f"bus bandwidth on {n} GPUs (GB/s)"
+                                                   for n in (2, 4, 8)}}
 
 
 def plot_svg(rel_path: str, opts: str, rec: dict, rows: tuple | None = None, roles: dict | None = None) -> str:

@@ -450,11 +450,11 @@ static void bench_case(int batch, int context, uint64_t seed) {
   const float copy_ms = course::time_kernel_ms([&] {
     CUDA_CHECK(cudaMemcpy(d.v, d.k, p.cache_elements() * sizeof(__nv_bfloat16), cudaMemcpyDeviceToDevice));
   });
-  char case_name[48], impl[64];
+  char case_name[48];
   std::snprintf(case_name, sizeof(case_name), "b%d ctx%d", batch, context);
-  std::snprintf(impl, sizeof(impl), "split-KV decode (bf16, %d chunks)", pl.splits);
   const double flops = 4.0 * p.batch * p.heads * static_cast<double>(context) * p.dim;
-  course::print_bench(case_name, impl, ms, cache_bytes, flops, false, {{"batch", batch}, {"context", context}});
+  course::print_bench(case_name, "split-KV decode (bf16)", ms, cache_bytes, flops, false,
+                      {{"batch", batch}, {"context", context}, {"chunks", pl.splits}});
   course::print_bench(case_name, "cudaMemcpy (copy, same bytes)", copy_ms, cache_bytes, 0.0, true,
                       {{"batch", batch}, {"context", context}});
   d.release();

@@ -30,6 +30,7 @@
 
 #include "../attention/attention_common.cuh"
 #include "../common/course.cuh"
+#include "bf16_vectors.cuh"
 
 namespace decode {
 
@@ -99,15 +100,6 @@ struct Layout {
   static_assert(kChunkMultiple % kKeysPerStep == 0, "a chunk must be whole steps");
 };
 // --8<-- [end:layout]
-
-__device__ __forceinline__ void unpack8(const uint4& raw, float (&out)[8]) {
-  const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(pairs[i]);
-    out[2 * i] = f.x, out[2 * i + 1] = f.y;
-  }
-}
 
 // --8<-- [start:merge_rule]
 // The log-sum-exp merge of two partial results (m, l, acc) over disjoint sets of keys, m in log2

@@ -189,8 +189,8 @@ def bench(torch, batch, modes, seed):
     rms = float(eager.double().pow(2).mean().sqrt())
     for impl, run in configurations(torch, model, tokens, "Llama-3.2-1B step (bf16)", modes):
         # The same function as eager: a stale graph output or a miscompiled step fails here.
-        ok &= course_tools.check_close(course_tools.slug(f"{impl} b{batch} matches eager"), run(), eager, 2**-5,
-                                       2**-5 * rms)
+        ok &= course_tools.check_close(course_tools.slug(f"{impl} b{batch} matches eager"), run(), eager, 2**-4,
+                                       2**-4 * rms)
         ms = course_tools.time_ms(lambda: [run() for _ in range(STEPS)], repeats=10) / STEPS
         course_tools.bench(case, impl, ms, nbytes, 2.0 * batch * c.weight_elements(), **fields)
     # The ceiling: a copy that reads half the step's bytes and writes the other half.

@@ -78,6 +78,7 @@ _FK, _MM, _LIB = "kernels/first-kernels/exercises", "kernels/memory-model/exerci
 _MAT, _TRI = "kernels/matmul/exercises", "kernels/triton/exercises"
 _EXT, _MN = "kernels/pytorch-extensions/exercises", "kernels/mnist/exercises"
 _MG = "kernels/many-gpus/exercises"
+_SRV = "kernels/serving/exercises"
 
 # --8<-- [start:registry]
 EXERCISES = [
@@ -114,6 +115,8 @@ EXERCISES = [
              mistakes=("matmul_tiles_torch_host.py", "matmul_tiles_contiguous.py")),
     Exercise("fake_op", "pytorch-extensions", "A custom operator's fake function", "torch", _EXT,
              mistakes=("fake_op_default_dtype.py", "fake_op_contiguous.py")),
+    Exercise("split_kv_merge", "serving", "Merging split-KV partials", "cuda", _SRV,
+             mistakes=("split_kv_merge_empty_nan.cu", "split_kv_merge_no_max.cu")),
     Exercise("softmax_xent", "mnist", "Softmax cross-entropy, forward and backward", "cuda", _MN,
              mistakes=("softmax_xent_no_bounds.cu",)),
     Exercise("bus_bandwidth", "many-gpus", "Bus bandwidth from a measured time", "torch", _MG,

@@ -273,10 +273,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{gpus} GPU(s), limit {args.limit_s:.0f} s")
 
     listing = out / "gpu-items.json"
-    subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "--gpu-list", str(listing),
-                    *pytest_args], cwd=ROOT, capture_output=True, text=True, check=False)
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "--gpu-list",
+                                str(listing), *pytest_args], cwd=ROOT, capture_output=True, text=True, check=False)
     if not listing.exists():
-        log("error: collecting the GPU items failed (python -m pytest --co --gpu-list)")
+        log("error: collecting the GPU items failed (python -m pytest --co --gpu-list):\n"
+            + (collected.stdout + collected.stderr)[-3000:])
+        print((collected.stdout + collected.stderr)[-3000:], flush=True)
         return 1
     items = json.loads(listing.read_text())
     rec = record.load(record_path)

@@ -176,6 +176,14 @@ def check_tiny(torch, seed, modes):
     return ok
 
 
+def matches_eager(torch, name: str, got, eager, rms: float, limit: float = 0.125) -> bool:
+    """The RMS of got - eager over eager's RMS, at most `limit`; NaN never passes."""
+    diff = float((got.double() - eager.double()).pow(2).mean().sqrt()) / rms if rms > 0 else float("nan")
+    ok = diff <= limit  # NaN compares false
+    print(f"CHECK {'PASS' if ok else 'FAIL'} {name} n={got.numel()} rms_diff_over_rms={diff:.3g} limit={limit}")
+    return ok
+
+
 # --8<-- [start:bench]
 STEPS = 8  # steps timed back to back per repeat: a step's host work overlaps the previous step's GPU work
 
@@ -188,9 +196,11 @@ def bench(torch, batch, modes, seed):
     ok, eager = True, model(tokens)
     rms = float(eager.double().pow(2).mean().sqrt())
     for impl, run in configurations(torch, model, tokens, "Llama-3.2-1B step (bf16)", modes):
-        # The same function as eager: a stale graph output or a miscompiled step fails here.
-        ok &= course_tools.check_close(course_tools.slug(f"{impl} b{batch} matches eager"), run(), eager, 2**-4,
-                                       2**-4 * rms)
+        # The same function as eager: a stale graph output or a miscompiled step fails here. Element by
+        # element the two differ: 16 bf16 layers amplify a rounding that a fused kernel makes differently
+        # (the tiny model's check above holds every configuration to float64). So the whole logits
+        # vector must agree: its RMS difference from eager's within an eighth of eager's RMS.
+        ok &= matches_eager(torch, course_tools.slug(f"{impl} b{batch} matches eager"), run(), eager, rms)
         ms = course_tools.time_ms(lambda: [run() for _ in range(STEPS)], repeats=10) / STEPS
         course_tools.bench(case, impl, ms, nbytes, 2.0 * batch * c.weight_elements(), **fields)
     # The ceiling: a copy that reads half the step's bytes and writes the other half.

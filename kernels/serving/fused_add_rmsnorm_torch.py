@@ -20,7 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 import course_tools  # noqa: E402
 
 EPS = 1e-5
-RTOL = 2**-8 * 1.015625  # one bf16 unit of the output, plus room for the fp32 arithmetic before its rounding
+# One bf16 unit of the output (2^-7 relative at the bottom of a binade), plus room for the fp32 arithmetic
+# before its rounding: torch.compile's fused fp32 code can round a near-tie the other way than float64
+# would. (The course's CUDA kernel is held to half a unit: it rounds the float64-close value.)
+RTOL = 2**-7 * 1.015625
 
 
 # --8<-- [start:torch]

@@ -73,6 +73,7 @@ class Exercise:
 _FK, _MM, _LIB = "kernels/first-kernels/exercises", "kernels/memory-model/exercises", "kernels/libraries/exercises"
 _MAT, _TRI = "kernels/matmul/exercises", "kernels/triton/exercises"
 _EXT, _MN = "kernels/pytorch-extensions/exercises", "kernels/mnist/exercises"
+_ATT = "kernels/attention/exercises"
 
 # --8<-- [start:registry]
 EXERCISES = [
@@ -110,6 +111,11 @@ EXERCISES = [
     Exercise("fake_op", "pytorch-extensions", "A custom operator's fake function", "torch", _EXT,
              mistakes=("fake_op_default_dtype.py", "fake_op_contiguous.py")),
     Exercise("softmax_xent", "mnist", "Softmax cross-entropy, forward and backward", "cuda", _MN),
+    Exercise("softmax_merge", "attention", "Merging two partial softmax results (Triton)", "triton", _ATT,
+             mistakes=("softmax_merge_torch_host.py", "softmax_merge_nan_empty.py", "softmax_merge_no_rescale.py")),
+    Exercise("masked_attention_row", "attention", "An attention row with fully masked rows (Triton)", "triton", _ATT,
+             mistakes=("masked_attention_row_torch_host.py", "masked_attention_row_nan_masked.py",
+                       "masked_attention_row_zero_masked.py", "masked_attention_row_no_max.py")),
 ]
 # --8<-- [end:registry]
 BY_NAME = {e.name: e for e in EXERCISES}

@@ -135,7 +135,7 @@ def launch_sized(name: str, size: int, kernel, config, *args, **kwargs) -> bool:
         message = " ".join(str(e).split())[:300]
         # the simulator names the thread that raised (tid=[..] ctaid=[..]): the same error on another
         # thread, or in another case, is the same failure, printed once
-        same = re.sub(r"tid=\[[^]]*\] ctaid=\[[^]]*\]:? ?", "", message)
+        same = re.sub(r"\d+", "#", re.sub(r"tid=\[[^]]*\] ctaid=\[[^]]*\]:? ?", "", message))
         if (type(e).__name__, same) in _RAISED:
             print(f"  {name}: your kernel raised the same {type(e).__name__} as above")
         else:

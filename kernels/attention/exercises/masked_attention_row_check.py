@@ -72,8 +72,9 @@ def main() -> int:
         ran = exercise_tools.launch_sized(name, rows * D, kernel, (rows,), q, k, v, keep, out, N, D, scale,
                                           BLOCK_N=triton.next_power_of_2(N), BLOCK_D=triton.next_power_of_2(D))
         want = reference(q.cpu(), k.cpu(), v.cpu(), keep.cpu(), scale)
-        # scores near 200 carry float32 rounding of about 200 * 2^-24 * D: a relative 1e-4 covers it
-        results.append(ran and exercise_tools.compare(name, out, want, 1e-4, 1e-5))
+        # scores near 200 carry float32 rounding of a few units of 200 * 2^-24 (about 1e-5 each), which
+        # moves each weight by as much relatively: 1e-4 covers it, far below outputs of typically 0.1
+        results.append(ran and exercise_tools.compare(name, out, want, 1e-4, 1e-4))
     return exercise_tools.finish(results)
 
 

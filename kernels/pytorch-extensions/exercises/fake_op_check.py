@@ -75,7 +75,11 @@ def main() -> int:
             tol = {torch.float32: 1e-5, torch.float64: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]
             results.append(exercise_tools.compare(name, module.rms_normalize(x, EPS), want, tol, tol))
         else:  # on the meta device the operator runs the fake function: its result must be a meta tensor too
-            results.append(fake_result(name, module.rms_normalize(x, EPS), x))
+            try:
+                results.append(fake_result(name, module.rms_normalize(x, EPS), x))
+            except Exception as e:  # the reader's fake function may raise anything
+                print(f"  {name}: the fake function raised {type(e).__name__}: {' '.join(str(e).split())[:300]}")
+                results.append(course_tools.check_true(f"{name}_fake_result", False, 1, f"raised {type(e).__name__}"))
         results.append(opcheck(name, op, (x, EPS)))
     try:
         compiled = torch.compile(lambda t: module.rms_normalize(t, EPS) * 2, fullgraph=True, backend="aot_eager")

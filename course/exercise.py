@@ -79,6 +79,7 @@ _MAT, _TRI = "kernels/matmul/exercises", "kernels/triton/exercises"
 _EXT, _MN = "kernels/pytorch-extensions/exercises", "kernels/mnist/exercises"
 _MG = "kernels/many-gpus/exercises"
 _SRV = "kernels/serving/exercises"
+_ATT = "kernels/attention/exercises"
 
 # --8<-- [start:registry]
 EXERCISES = [
@@ -90,13 +91,22 @@ EXERCISES = [
              mistakes=("saxpy_host_numpy.py", "saxpy_array_expression.py", "saxpy_no_bounds_check.py",
                        "saxpy_fixed_size.py")),
     Exercise("matrix_add", "first-kernels", "A 2D grid over a matrix (Numba)", "numba", _FK,
-             mistakes=("matrix_add_array_expression.py", "matrix_add_one_bound.py")),
+             mistakes=("matrix_add_host_numpy.py", "matrix_add_array_expression.py", "matrix_add_one_bound.py")),
+    Exercise("clamp_numba", "first-kernels", "Clamp with a grid-stride loop (Numba, no GPU needed)", "numba", _FK,
+             mistakes=("clamp_numba_host_numpy.py", "clamp_numba_one_per_thread.py", "clamp_numba_fixed_bounds.py")),
+    Exercise("count_above_numba", "first-kernels", "Count with an atomic (Numba, no GPU needed)", "numba", _FK,
+             mistakes=("count_above_numba_host_numpy.py", "count_above_numba_not_atomic.py",
+                       "count_above_numba_at_least.py")),
     Exercise("histogram", "first-kernels", "A histogram with shared-memory atomics", "cuda", _FK, speed=True,
              mistakes=("histogram_global_atomics.cu", "histogram_replay.cu")),
     Exercise("row_max", "memory-model", "The maximum of every row, one warp per row", "cuda", _MM,
              mistakes=("row_max_one_column.cu", "row_max_zero_start.cu")),
     Exercise("block_sum", "memory-model", "A block's sum in shared memory (Numba)", "numba", _MM,
              mistakes=("block_sum_host_numpy.py", "block_sum_no_tail.py")),
+    Exercise("row_max_numba", "memory-model", "The maximum of every row, one block per row (Numba, no GPU needed)",
+             "numba", _MM,
+             mistakes=("row_max_numba_host_numpy.py", "row_max_numba_zero_start.py",
+                       "row_max_numba_one_column_each.py")),
     Exercise("transpose", "memory-model", "A transpose at copy speed", "cuda", _MM, speed=True,
              mistakes=("transpose_replay.cu", "transpose_no_bounds.cu")),
     Exercise("gemm_row_major", "libraries", "Row-major GEMM with column-major cuBLAS", "cuda", _LIB, speed=True,
@@ -108,19 +118,24 @@ EXERCISES = [
     Exercise("fft_convolve", "fast-matmul-fft", "Circular convolution with cuFFT", "cuda", _MAT, speed=True,
              mistakes=("fft_convolve_direct.cu",)),
     Exercise("add_masked", "triton", "Vector addition with masks", "triton", _TRI,
-             mistakes=("add_masked_torch_host.py", "add_masked_no_mask.py")),
+             mistakes=("add_masked_torch_host.py", "add_masked_no_mask.py", "add_masked_fixed_n.py")),
     Exercise("softmax_rows", "triton", "Row softmax with masked rows", "triton", _TRI,
-             mistakes=("softmax_rows_torch_host.py", "softmax_rows_zero_base.py")),
+             mistakes=("softmax_rows_torch_host.py", "softmax_rows_zero_base.py", "softmax_rows_no_max.py")),
     Exercise("matmul_tiles", "triton", "The tile loop of a matmul", "triton", _TRI,
-             mistakes=("matmul_tiles_torch_host.py", "matmul_tiles_contiguous.py")),
+             mistakes=("matmul_tiles_torch_host.py", "matmul_tiles_contiguous.py", "matmul_tiles_c_row_major.py")),
     Exercise("fake_op", "pytorch-extensions", "A custom operator's fake function", "torch", _EXT,
-             mistakes=("fake_op_default_dtype.py", "fake_op_contiguous.py")),
+             mistakes=("fake_op_default_dtype.py", "fake_op_contiguous.py", "fake_op_wrong_device.py")),
     Exercise("split_kv_merge", "serving", "Merging split-KV partials", "cuda", _SRV,
              mistakes=("split_kv_merge_empty_nan.cu", "split_kv_merge_no_max.cu")),
     Exercise("softmax_xent", "mnist", "Softmax cross-entropy, forward and backward", "cuda", _MN,
              mistakes=("softmax_xent_no_bounds.cu",)),
     Exercise("bus_bandwidth", "many-gpus", "Bus bandwidth from a measured time", "torch", _MG,
              mistakes=("bus_bandwidth_ring_factor.py", "bus_bandwidth_gib.py")),
+    Exercise("softmax_merge", "attention", "Merging two partial softmax results (Triton)", "triton", _ATT,
+             mistakes=("softmax_merge_torch_host.py", "softmax_merge_nan_empty.py", "softmax_merge_no_rescale.py")),
+    Exercise("masked_attention_row", "attention", "An attention row with fully masked rows (Triton)", "triton", _ATT,
+             mistakes=("masked_attention_row_torch_host.py", "masked_attention_row_nan_masked.py",
+                       "masked_attention_row_zero_masked.py", "masked_attention_row_no_max.py")),
 ]
 # --8<-- [end:registry]
 BY_NAME = {e.name: e for e in EXERCISES}

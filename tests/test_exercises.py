@@ -9,7 +9,7 @@ on a real GPU, are `gpu` items, checked in the GPU run; their stubs are compiled
 tests/test_programs.py. The files these tests exercise (named so that the GPU record's hash of these
 tests covers them): kernels/first-kernels/exercises kernels/memory-model/exercises
 kernels/libraries/exercises kernels/matmul/exercises kernels/triton/exercises
-kernels/pytorch-extensions/exercises kernels/mnist/exercises kernels/common/exercise.cuh
+kernels/pytorch-extensions/exercises kernels/mnist/exercises kernels/attention/exercises kernels/common/exercise.cuh
 kernels/common/exercise_tools.py course/exercise.py
 """
 
@@ -21,7 +21,8 @@ CPU = [e for e in exercise.EXERCISES if e.simulator or e.lang == "torch"]
 ON_GPU = [e for e in exercise.EXERCISES if e.lang != "torch"]  # the real GPU path of every kernel exercise
 MISTAKES = [(e, m) for e in exercise.EXERCISES for m in e.mistakes]
 CPU_MISTAKES = [(e, m) for e, m in MISTAKES if e in CPU]
-CHAPTERS = ["first-kernels", "memory-model", "libraries", "fast-matmul-fft", "triton", "pytorch-extensions", "mnist"]
+CHAPTERS = ["first-kernels", "memory-model", "libraries", "fast-matmul-fft", "triton", "pytorch-extensions", "mnist",
+            "attention"]
 
 
 def _id(e) -> str:

@@ -25,6 +25,8 @@ a checker can also be run by hand:
                                   kernel (@cuda.jit) or Triton kernel (@triton.jit), not a host function
     whole_writes_refused(array)   (simulator) a device array whose kernel may write single elements
                                   only: an array expression (out[:] = a * x + y) raises
+    atomic_writes_only(array)     (simulator) an array that a kernel may change through cuda.atomic
+                                  only: a plain read-modify-write (count[0] += 1) raises
     guarded(array, before, after) a device array inside a larger one filled with a sentinel, to show
                                   writes past the end
     compare(name, got, want, ...) course_tools.check_close, preceded by how many elements are wrong
@@ -36,6 +38,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -130,10 +133,13 @@ def launch_sized(name: str, size: int, kernel, config, *args, **kwargs) -> bool:
             cuda.synchronize()
     except Exception as e:  # the reader's kernel may fail in any way: report it as the checker's verdict
         message = " ".join(str(e).split())[:300]
-        if (type(e).__name__, message) in _RAISED:
+        # the simulator names the thread that raised (tid=[..] ctaid=[..]): the same error on another
+        # thread, or in another case, is the same failure, printed once
+        same = re.sub(r"\d+", "#", re.sub(r"tid=\[[^]]*\] ctaid=\[[^]]*\]:? ?", "", message))
+        if (type(e).__name__, same) in _RAISED:
             print(f"  {name}: your kernel raised the same {type(e).__name__} as above")
         else:
-            _RAISED.add((type(e).__name__, message))
+            _RAISED.add((type(e).__name__, same))
             print(f"  {name}: your kernel raised {type(e).__name__}: {message}")
         course_tools.check_true(name, False, size, f"raised {type(e).__name__}")
         return False
@@ -161,7 +167,7 @@ def is_kernel(kernel, dialect: str) -> bool:
         import triton
         want = type(triton.jit(_triton_probe))
         decorator = "@triton.jit"
-    ok = isinstance(kernel, want)
+    ok = type(kernel) is want  # exactly: a subclass could override the launch and compute on the host
     if not ok:
         print(f"  the file exposes a {type(kernel).__name__}, not a kernel: decorate it with {decorator} and "
               f"compute inside it (no NumPy or PyTorch on the host)")
@@ -184,6 +190,24 @@ def whole_writes_refused(array):
             super().__setitem__(key, value)
 
     return array.view(OneElementAtATime)
+
+
+def atomic_writes_only(array):
+    """With --sim: `array` (NumPy) as an array that a kernel may change through cuda.atomic.add only. On a
+    GPU, threads that run `count[0] += 1` at once lose updates; the simulator runs its threads one
+    Python step at a time and rarely shows it. Its cuda.atomic.add holds a lock while it writes; a write
+    made while no thread holds that lock is a plain read-modify-write, and raises here."""
+    import numpy as np
+    from numba.cuda.simulator.kernelapi import addlock
+
+    class AtomicOnly(np.ndarray):
+        def __setitem__(self, key, value):
+            if not addlock.locked():
+                raise TypeError("the kernel changed a counter without cuda.atomic.add (a plain read-modify-"
+                                "write: on a GPU, threads that do it at once lose updates)")
+            super().__setitem__(key, value)
+
+    return array.view(AtomicOnly)
 
 
 def guarded(array, fill, sim: bool, guard: int = 256):
@@ -236,6 +260,8 @@ def compare(name: str, got, want, rtol: float, atol: float, shown: int = 5) -> b
     w = np.broadcast_to(np.asarray(want, dtype=np.float64), g.shape)
     with np.errstate(invalid="ignore"):
         err = np.where(g == w, 0.0, np.abs(g - w))
+    same_inf = np.isinf(w) & (g == w)  # equal infinities match (-inf for a row of -inf), whatever rtol is
+    g, w = np.where(same_inf, 0.0, g), np.where(same_inf, 0.0, w)
     bad = ~(err <= atol + rtol * np.abs(w))
     if bad.any():
         for flat in np.flatnonzero(bad)[:shown]:

@@ -2,7 +2,7 @@
 launches the kernel in kernels/first-kernels/exercises/matrix_add.py (or, with --solution,
 kernels/first-kernels/exercises/solutions/matrix_add.py) with blocks of 16 x 8 threads over random
 matrices that are not square and whose sides are not multiples of 16 or 8 (so swapping rows and
-columns fails; the sides are drawn from the seed, one case taller than wide and one wider than tall),
+columns fails; the sides are drawn from the seed, one case taller than wide, one wider than tall, and one with no rows),
 the output filled with NaN first and followed by guard rows that must stay untouched, and
 compares with float64. It first checks that the file exposes a @cuda.jit kernel, not a host function;
 on the simulator an output written as a whole array (out[:, :] = a + b) fails too. --sim runs it on
@@ -25,7 +25,6 @@ BLOCK = (16, 8)  # (x: columns, y: rows)
 def main() -> int:
     kernel, sim, rng = exercise_tools.numba_start("Check the 2D-grid exercise (Numba).", STUB, SOLUTION, "matrix_add")
     import numpy as np
-    from numba import cuda
 
     if not exercise_tools.is_kernel(kernel, "numba"):
         return exercise_tools.finish([False])
@@ -36,20 +35,21 @@ def main() -> int:
 
     results = []
     if sim:
-        shapes = [(side(9, 30, 8), side(33, 60, 16)), (side(33, 60, 8), side(9, 30, 16)), (1, 1)]
+        shapes = [(side(9, 30, 8), side(33, 60, 16)), (side(33, 60, 8), side(9, 30, 16)), (1, 1), (0, side(9, 30, 16))]
     else:
         shapes = [(side(900, 1100, 8), side(1101, 1300, 16)), (side(33, 60, 8), side(9, 30, 16)), (1, 1),
-                  (3, side(4000, 4200, 16))]
+                  (3, side(4000, 4200, 16)), (0, side(9, 30, 16))]
     for rows, cols in shapes:
         a, b = (rng.uniform(-1, 1, (rows, cols)).astype(np.float32) for _ in range(2))
-        d_a, d_b = cuda.to_device(a), cuda.to_device(b)
+        (d_a, _), (d_b, _) = (exercise_tools.guarded(m, np.float32(0.0), sim, guard=32) for m in (a, b))
         d_out, d_whole = exercise_tools.guarded(np.full((rows, cols), np.nan, dtype=np.float32), np.float32(7.0),
                                                 sim, guard=32)
-        grid = ((cols + BLOCK[0] - 1) // BLOCK[0], (rows + BLOCK[1] - 1) // BLOCK[1])
+        grid = ((cols + BLOCK[0] - 1) // BLOCK[0], max(1, (rows + BLOCK[1] - 1) // BLOCK[1]))  # 0 rows: one
         name = f"matrix_add_{rows}x{cols}"
         if exercise_tools.launch_sized(name, rows * cols, kernel, (grid, BLOCK), d_a, d_b, d_out):
             got = d_whole.copy_to_host()[:rows, :cols]
-            results.append(exercise_tools.compare(name, got, a.astype(np.float64) + b, 1e-6, 1e-6))
+            if rows:  # no rows: nothing to compare, only that nothing was written
+                results.append(exercise_tools.compare(name, got, a.astype(np.float64) + b, 1e-6, 1e-6))
             results.append(exercise_tools.past_the_end(name, d_whole, (rows, cols), np.float32(7.0)))
         else:
             results.append(False)

@@ -1,7 +1,7 @@
 """saxpy_check.py: the checker for the SAXPY exercise of docs/first-kernels/exercises.md. It launches
 the kernel in kernels/first-kernels/exercises/saxpy.py (or, with --solution,
 kernels/first-kernels/exercises/solutions/saxpy.py) with ceil(n / 128) blocks of 128 threads on random
-inputs of sizes drawn from the seed that are not multiples of 128 (and 1 and 129), the output filled
+inputs of sizes drawn from the seed that are not multiples of 128 (and 0, with one block, 1 and 129), the output filled
 with NaN first and followed by guard elements that must stay untouched (a missing bounds check writes
 there), and compares with float64. It first checks that the file exposes a @cuda.jit kernel, not a
 host function; on the simulator an output written as a whole array (out[:] = a * x + y, NumPy on
@@ -23,24 +23,24 @@ THREADS = 128
 def main() -> int:
     kernel, sim, rng = exercise_tools.numba_start("Check the SAXPY exercise (Numba).", STUB, SOLUTION, "saxpy")
     import numpy as np
-    from numba import cuda
 
     if not exercise_tools.is_kernel(kernel, "numba"):
         return exercise_tools.finish([False])
     results = []
     drawn = [int(rng.integers(300, 1300)), int(rng.integers(3000, 6000))] if sim else \
         [int(rng.integers(500_000, 1_100_000)), int(rng.integers(3000, 6000))]
-    for n in [m + (m % THREADS == 0) for m in drawn] + [1, 129]:  # never a multiple of the block
+    for n in [m + (m % THREADS == 0) for m in drawn] + [0, 1, 129]:  # never a multiple of the block; 0: empty
         x, y = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(2))
         a = np.float32(rng.uniform(-2, 2))
-        d_x, d_y = cuda.to_device(x), cuda.to_device(y)
+        (d_x, _), (d_y, _) = (exercise_tools.guarded(v, np.float32(0.0), sim) for v in (x, y))  # never empty
         poison = np.full(n, np.nan, dtype=np.float32)  # poisoned: unwritten elements fail
         d_out, d_whole = exercise_tools.guarded(poison, np.float32(7.0), sim)
-        blocks = (n + THREADS - 1) // THREADS
+        blocks = max(1, (n + THREADS - 1) // THREADS)  # one block for n == 0: it must write nothing
         want = np.float64(a) * x + y
         name = f"saxpy_n{n}"
         if exercise_tools.launch_sized(name, n, kernel, (blocks, THREADS), a, d_x, d_y, d_out):
-            results.append(exercise_tools.compare(name, d_whole.copy_to_host()[:n], want, 1e-6, 1e-6))
+            if n:  # n == 0: nothing to compare, only that nothing was written
+                results.append(exercise_tools.compare(name, d_whole.copy_to_host()[:n], want, 1e-6, 1e-6))
             results.append(exercise_tools.past_the_end(name, d_whole, (n,), np.float32(7.0)))
         else:
             results.append(False)

@@ -1,7 +1,7 @@
 """block_sum_check.py: the checker for the shared-memory reduction exercise of
 docs/memory-model/exercises.md. It launches the kernel in kernels/memory-model/exercises/block_sum.py
 (or, with --solution, kernels/memory-model/exercises/solutions/block_sum.py) with blocks of 128
-threads over random inputs whose length (drawn from the seed) is not a multiple of 128 and which are
+threads over random inputs whose length (drawn from the seed) is not a multiple of 128 (and 0, 1 and 129) and which are
 followed in memory by large values (a kernel that reads past the end sums them), the partial sums
 filled with NaN first, and compares every block's sum with float64. It first checks that the file
 exposes a @cuda.jit kernel, not a host function; on the simulator partial sums written as a whole
@@ -32,9 +32,9 @@ def main() -> int:
     results = []
     drawn = [int(rng.integers(300, 1300)), int(rng.integers(3000, 6000))] if sim else \
         [int(rng.integers(500_000, 1_100_000)), int(rng.integers(3000, 6000))]
-    for n in [m + (m % THREADS == 0) for m in drawn] + [1, 129]:  # never a multiple of the block
+    for n in [m + (m % THREADS == 0) for m in drawn] + [0, 1, 129]:  # never a multiple of the block; 0: empty
         x = rng.uniform(-1, 1, n).astype(np.float32)
-        blocks = (n + THREADS - 1) // THREADS
+        blocks = max(1, (n + THREADS - 1) // THREADS)  # n == 0: one block, whose sum is 0
         d_x, _ = exercise_tools.guarded(x, np.float32(1e6), sim, guard=THREADS)  # 1e6s past the end
         d_partial, d_whole = exercise_tools.guarded(np.full(blocks, np.nan, dtype=np.float32), np.float32(7.0), sim)
         name = f"block_sums_n{n}"

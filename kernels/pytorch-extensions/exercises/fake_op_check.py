@@ -6,7 +6,8 @@ anything), dtypes (float32, float64, float16, bfloat16), layouts (contiguous, tr
 column) and devices (CPU, the meta device, and CUDA where there is a GPU), runs
 torch.library.opcheck on each (schema, fake tensor, AOT dispatch tests: a fake result whose shape,
 dtype, device or strides differ from the real one fails), and compiles it with
-torch.compile(fullgraph=True), which traces through the fake function.
+torch.compile(fullgraph=True), which traces through the fake function. On the meta device, where the
+operator runs the fake function itself, it checks the result's shape, dtype, device and strides.
 
 Run: python -m course.exercise fake_op     (or this file, with --solution, --seed S)
 """
@@ -35,6 +36,20 @@ def opcheck(name, op, args) -> bool:
     return course_tools.check_true(f"{name}_opcheck", not failed, len(report), detail)
 
 
+def fake_result(name, got, x) -> bool:
+    """The fake function's result for a meta x: x's shape, dtype and device, and the strides the real
+    operator's result has (those of torch.empty_like(x))."""
+    import torch
+
+    want = torch.empty_like(x)
+    facts = {"shape": (tuple(got.shape), tuple(want.shape)), "dtype": (got.dtype, want.dtype),
+             "device": (got.device, want.device), "strides": (got.stride(), want.stride())}
+    wrong = [f"{k} {g} (want {w})" for k, (g, w) in facts.items() if g != w]
+    for what in wrong:
+        print(f"  {name}: the fake result's {what}")
+    return course_tools.check_true(f"{name}_fake_result", not wrong, len(facts), "; ".join(wrong) or "as the real one")
+
+
 def main() -> int:
     module, _, seed = exercise_tools.start("Check the fake-function exercise (torch.library).", STUB, SOLUTION,
                                            runs_on_cpu=True)
@@ -59,6 +74,12 @@ def main() -> int:
             want = xd / torch.sqrt((xd * xd).mean(dim=-1, keepdim=True) + EPS)
             tol = {torch.float32: 1e-5, torch.float64: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]
             results.append(exercise_tools.compare(name, module.rms_normalize(x, EPS), want, tol, tol))
+        else:  # on the meta device the operator runs the fake function: its result must be a meta tensor too
+            try:
+                results.append(fake_result(name, module.rms_normalize(x, EPS), x))
+            except Exception as e:  # the reader's fake function may raise anything
+                print(f"  {name}: the fake function raised {type(e).__name__}: {' '.join(str(e).split())[:300]}")
+                results.append(course_tools.check_true(f"{name}_fake_result", False, 1, f"raised {type(e).__name__}"))
         results.append(opcheck(name, op, (x, EPS)))
     try:
         compiled = torch.compile(lambda t: module.rms_normalize(t, EPS) * 2, fullgraph=True, backend="aot_eager")

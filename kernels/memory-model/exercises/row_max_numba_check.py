@@ -1,0 +1,61 @@
+"""row_max_numba_check.py: the checker for the Numba row-maximum exercise of
+docs/memory-model/exercises.md. It launches the kernel in kernels/memory-model/exercises/row_max_numba.py
+(or, with --solution, kernels/memory-model/exercises/solutions/row_max_numba.py) with one block of 32
+threads per row on random matrices whose shapes, drawn from the seed, have rows longer and shorter
+than 32 and never a multiple of 32 (and 1 x 1), with rows of negative numbers only (a maximum that
+starts at 0 fails), rows of -inf only, and rows whose maximum is in their last column, the output
+filled with NaN first and followed by guard elements that must stay untouched, and compares exactly
+with NumPy's maximum. It first checks that the file exposes a @cuda.jit kernel, not a host function;
+on the simulator an output written as a whole array fails too. --sim runs it on Numba's CUDA
+simulator (no GPU).
+
+Run: python -m course.exercise row_max_numba     (or this file, with --solution, --sim, --seed S)
+"""
+# course: run --solution --sim --seed 14
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
+import exercise_tools  # noqa: E402
+
+STUB = "kernels/memory-model/exercises/row_max_numba.py"
+SOLUTION = "kernels/memory-model/exercises/solutions/row_max_numba.py"
+THREADS = 32
+
+
+def main() -> int:
+    kernel, sim, rng = exercise_tools.numba_start("Check the row-maximum exercise (Numba).", STUB, SOLUTION,
+                                                  "row_max")
+    import numpy as np
+    from numba import cuda
+
+    if not exercise_tools.is_kernel(kernel, "numba"):
+        return exercise_tools.finish([False])
+
+    def side(lo, hi):  # drawn from the seed, never a multiple of 32
+        n = int(rng.integers(lo, hi))
+        return n + (n % THREADS == 0)
+
+    results = []
+    shapes = [(side(9, 20), side(70, 200)), (side(5, 12), side(2, 31)), (1, 1), (7, 1)]
+    if not sim:
+        shapes.append((side(2000, 3000), side(1000, 1500)))
+    for rows, cols in shapes:
+        x = rng.uniform(-10, 10, (rows, cols)).astype(np.float32)
+        r = np.arange(rows)
+        x[r % 4 == 1] = -rng.uniform(1, 100, (int((r % 4 == 1).sum()), cols))  # negative numbers only
+        x[r % 4 == 2] = -np.inf                                                # every column masked
+        x[r % 4 == 3, -1] = 1000.0                                             # the maximum in the last column
+        d_x = cuda.to_device(x)
+        d_out, d_whole = exercise_tools.guarded(np.full(rows, np.nan, dtype=np.float32), np.float32(7.0), sim)
+        name = f"row_max_{rows}x{cols}"
+        if exercise_tools.launch_sized(name, rows, kernel, (rows, THREADS), d_x, d_out):
+            results.append(exercise_tools.compare(name, d_whole.copy_to_host()[:rows], x.max(axis=1), 0, 0))
+            results.append(exercise_tools.past_the_end(name, d_whole, (rows,), np.float32(7.0)))
+        else:
+            results.append(False)
+    return exercise_tools.finish(results)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -422,15 +422,9 @@ void launch(Schedule schedule, const attn::Shape& s, const DeviceBuffers& d) {
 // before P V, as in flash_fwd.cu's tensor-core versions: the same rounded reference.
 bool run_and_check(Schedule schedule, const attn::Shape& s, const attn::ForwardReference& ref, const DeviceBuffers& d,
                    attn::Plant plant) {
-  course::poison(d.o, s.elements() * sizeof(bf16));
-  course::poison(d.lse, s.rows() * sizeof(float));
-  launch(schedule, s, d);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<bf16> out = attn::to_host(d.o, s.elements());
-  const std::vector<float> lse = attn::to_host(d.lse, s.rows());
   const char* variant = schedule == Schedule::kPlain ? "plain" : schedule == Schedule::kOverlap ? "overlap" : "pingpong";
   const std::string name = std::string("v4 ") + variant + " " + attn::case_name(s) + attn::padded_suffix(s);
-  return attn::check_forward(name, s, ref, out, lse, true, plant);
+  return attn::run_and_check_forward(name, s, ref, d, true, plant, [&] { launch(schedule, s, d); });
 }
 
 // Check every schedule on one shape (a plant: the ping-pong one only), then (bench) time each: a wrong
@@ -446,9 +440,7 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, bool bench, attn::Plant
     ok = good && ok;
     if (!bench || !good) continue;
     const double ms = course::time_kernel_ms([&] { launch(schedule, s, d); }, 2, 20);
-    // Bytes the operation must move: Q, K, V read once, O written once, the logsumexp written.
-    const double bytes = 4.0 * s.elements() * sizeof(bf16) + s.rows() * sizeof(float);
-    attn::print_bench_row(attn::case_name(s).c_str(), impl_name(schedule), ms, bytes, s.forward_flops(), s.seq, d.bytes);
+    attn::print_forward_bench_row(s, impl_name(schedule), ms, d.bytes);
   }
   d.release();
   return ok;

@@ -3,7 +3,8 @@
 // tensor maps that TMA copies need plus the check that the sm_90a code is the code that runs.
 //
 // Taught in docs/fast-matmul-fft/wgmma.md and docs/fast-matmul-fft/hopper-gemm.md; included by
-// kernels/matmul/gemm_wgmma.cu, kernels/matmul/gemm_hopper.cu and kernels/attention/flash_hopper.cu.
+// kernels/matmul/gemm_wgmma.cu, kernels/matmul/gemm_hopper.cu and kernels/attention/flash_hopper.cu
+// (and by kernels/memory-model/async_copy.cu, for get_encode).
 //   device (namespace course::hopper, compiled only where __CUDA_ARCH_FEAT_SM90_ALL is defined, i.e. in
 //   the compute_90a pass; a program that includes this header still builds for sm_75 to sm_100):
 //     smem_u32, mbar_init, fence_mbarrier_init, mbar_expect_bytes, mbar_arrive, mbar_arrive_cluster,
@@ -336,6 +337,8 @@ __device__ __forceinline__ T* align_1k(unsigned char* p) {
 // A TMA descriptor for a row-major rows x cols matrix, copied in boxes of box_rows x box_cols (at most 256
 // each; with the 128-byte swizzle a box row may hold at most 128 bytes). Elements outside the matrix read
 // as zero and are not written by stores. The row stride cols * elem_bytes must be a multiple of 16 bytes.
+// --8<-- [start:encode]
+// The driver's cuTensorMapEncodeTiled, reached through the runtime (no -lcuda needed), looked up once.
 inline PFN_cuTensorMapEncodeTiled_v12000 get_encode() {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
     void* fn = nullptr;
@@ -349,6 +352,7 @@ inline PFN_cuTensorMapEncodeTiled_v12000 get_encode() {
   }();
   return encode;
 }
+// --8<-- [end:encode]
 inline CUtensorMap make_tensor_map_2d(CUtensorMapDataType type, size_t elem_bytes, const void* ptr, int rows,
                                       int cols, int box_rows, int box_cols, CUtensorMapSwizzle swizzle) {
   CUtensorMap map{};

@@ -112,7 +112,8 @@ int main(int argc, char** argv) {
   std::vector<float> h_x(n), got(n), want(n);
   course::fill_uniform(h_x, seed);
   steps_cpu(h_x, want, steps);
-  float *d_x = course::to_device(h_x), *d_out = course::device_alloc<float>(n), *d_once = course::device_alloc<float>(n);
+  float* d_x = course::to_device(h_x);
+  float *d_out = course::device_alloc<float>(n), *d_once = course::device_alloc<float>(n);
   cudaStream_t s;
   CUDA_CHECK(cudaStreamCreate(&s));  // blocking: the timer's events on the default stream wait for it
   const Buffers b{d_x, d_out, d_once, keeping, n};

@@ -296,33 +296,25 @@ __device__ __forceinline__ void wgmma_64x128x16_ss(float* d, uint64_t desc_a, ui
 // 4 per thread in mma.sync's A-fragment layout (warp w: rows 16w + l/4 and + 8, columns 2(l%4), +1, +8,
 // +9); B from shared memory, N-major (imm-trans-b = 1): its 16 rows of k each hold N contiguous values,
 // as V's rows hold the head dimension. N = 64 or 128.
+// The instruction's text for both N, written once: REGS names the N / 2 accumulators, A_B the four A
+// registers and B's descriptor (the operands after them); scale-d is on (D += A B), nothing is negated,
+// and B is transposed (N-major).
+#define HOPPER_WGMMA_RS(N_TEXT, REGS, A_B, ACC, a, desc_b)                                              \
+  asm volatile("{\n"                                                                                     \
+               ".reg .pred p;\n"                                                                         \
+               "setp.ne.b32 p, 1, 0;\n"                                                                  \
+               "wgmma.mma_async.sync.aligned.m64n" N_TEXT "k16.f32.bf16.bf16 {" REGS "}, " A_B            \
+               ", p, 1, 1, 1;\n"                                                                         \
+               "}\n"                                                                                     \
+               : ACC                                                                                     \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b))
 template <int N>
-__device__ __forceinline__ void wgmma_64xNx16_rs(float* d, const unsigned* a, uint64_t desc_b);
-template <>
-__device__ __forceinline__ void wgmma_64xNx16_rs<128>(float* d, const unsigned* a, uint64_t desc_b) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, 1, 0;\n"  // scale-d = true: D += A B
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      HOPPER_REGS_0_63
-      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n"  // not negated; B transposed (N-major)
-      "}\n"
-      : HOPPER_ACC64(d, 0)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
-}
-template <>
-__device__ __forceinline__ void wgmma_64xNx16_rs<64>(float* d, const unsigned* a, uint64_t desc_b) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, 1, 0;\n"  // scale-d = true: D += A B
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      HOPPER_REGS_0_31
-      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n"  // not negated; B transposed (N-major)
-      "}\n"
-      : HOPPER_ACC32(d, 0)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+__device__ __forceinline__ void wgmma_64xNx16_rs(float* d, const unsigned* a, uint64_t desc_b) {
+  static_assert(N == 64 || N == 128, "wgmma_64xNx16_rs: N is 64 or 128");
+  if constexpr (N == 128)
+    HOPPER_WGMMA_RS("128", HOPPER_REGS_0_63, "{%64, %65, %66, %67}, %68", HOPPER_ACC64(d, 0), a, desc_b);
+  else
+    HOPPER_WGMMA_RS("64", HOPPER_REGS_0_31, "{%32, %33, %34, %35}, %36", HOPPER_ACC32(d, 0), a, desc_b);
 }
 // --8<-- [end:wgmma_rs]
 

@@ -190,7 +190,10 @@ def render(path: str, opts_text: str, rec: dict, awaiting: dict | None = None) -
         goal = (f' <span class="course-goal course-goal-{"met" if met else "missed"}">(goal {target}{unit.strip() and unit}: '
                 f'{"met" if met else "missed"})</span>')
     title = f"{what}. Measured on {' ; '.join(runs)}; from records/gpu-record.json ({path})."
-    return f'<span class="course-claim" title="{html.escape(title)}">{html.escape(shown)}</span>{goal}'
+    # tabindex: a tap (or Tab) focuses the figure and reader.css shows where it comes from, as hovering does
+    return (f'<span class="course-claim" tabindex="0" title="{html.escape(title)}" '
+            f'data-provenance="{html.escape(title)}">{html.escape(shown)}</span>'
+            f'{goal}')
 
 
 def render_one(d: directives.Directive, rec: dict, page: str, warn, awaiting: dict | None = None) -> str:

@@ -6,11 +6,14 @@
     python -m course.exercise NAME --sim            on the CPU: Numba's CUDA simulator or Triton's interpreter
     python -m course.exercise NAME --seed 1234      replay the inputs of an earlier run
     python -m course.exercise NAME --file PATH      check another file (a copy of the stub, beside it)
+    python -m course.exercise NAME --no-memcheck    CUDA C++: skip the run under compute-sanitizer memcheck
 
 Each exercise is a stub with TODOs that compiles (or imports) and fails its checker as shipped, a
 solution that passes, and a checker that draws fresh random inputs (the seed is printed), uses sizes
 that are not multiples of the block size, fills the output with NaN before the kernel runs, and, for the
-exercises about speed, times the kernel against a peer in the same run. CUDA C++ exercises: the stub
+exercises about speed, times the kernel against a peer in the same run. On a GPU, a CUDA C++
+exercise's checks run first under compute-sanitizer memcheck (without the timing), which reports any
+access outside an allocation; --no-memcheck skips that run. CUDA C++ exercises: the stub
 `#include`s its checker (`NAME_check.cuh`, which has `main`). Python exercises: the checker
 (`NAME_check.py`) imports the stub. tests/test_exercises.py proves that every stub fails and every
 solution passes. Exit code: 0 pass, 1 fail (or bad usage), 2 waived (the GPU lacks a feature).
@@ -22,6 +25,7 @@ import argparse
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, replace
@@ -41,7 +45,7 @@ class Exercise:
     title: str
     lang: str             # cuda (C++), numba, triton, torch
     folder: str           # kernels/<chapter>/exercises
-    speed: bool = False   # the checker's speed bar runs (with --bench)
+    speed: bool = False   # the checker's speed bar or time cap runs (with --bench)
     mistakes: tuple[str, ...] = ()  # plausible wrong answers the checker must reject (file names in mistakes/)
 
     @property
@@ -73,26 +77,35 @@ class Exercise:
 _FK, _MM, _LIB = "kernels/first-kernels/exercises", "kernels/memory-model/exercises", "kernels/libraries/exercises"
 _MAT, _TRI = "kernels/matmul/exercises", "kernels/triton/exercises"
 _EXT, _MN = "kernels/pytorch-extensions/exercises", "kernels/mnist/exercises"
+_MG = "kernels/many-gpus/exercises"
 
 # --8<-- [start:registry]
 EXERCISES = [
-    Exercise("clamp", "first-kernels", "Clamp with a grid-stride loop", "cuda", _FK),
-    Exercise("count_above", "first-kernels", "Count with an atomic", "cuda", _FK),
+    Exercise("clamp", "first-kernels", "Clamp with a grid-stride loop", "cuda", _FK,
+             mistakes=("clamp_fixed_bounds.cu", "clamp_past_the_end.cu")),
+    Exercise("count_above", "first-kernels", "Count with an atomic", "cuda", _FK,
+             mistakes=("count_above_at_least.cu", "count_above_typed_in.cu")),
     Exercise("saxpy", "first-kernels", "SAXPY with a bounds check (Numba)", "numba", _FK,
              mistakes=("saxpy_host_numpy.py", "saxpy_array_expression.py", "saxpy_no_bounds_check.py",
                        "saxpy_fixed_size.py")),
     Exercise("matrix_add", "first-kernels", "A 2D grid over a matrix (Numba)", "numba", _FK,
              mistakes=("matrix_add_array_expression.py", "matrix_add_one_bound.py")),
-    Exercise("histogram", "first-kernels", "A histogram with shared-memory atomics", "cuda", _FK),
+    Exercise("histogram", "first-kernels", "A histogram with shared-memory atomics", "cuda", _FK, speed=True,
+             mistakes=("histogram_global_atomics.cu", "histogram_replay.cu")),
     Exercise("row_max", "memory-model", "The maximum of every row, one warp per row", "cuda", _MM,
-             mistakes=("row_max_one_column.cu",)),
+             mistakes=("row_max_one_column.cu", "row_max_zero_start.cu")),
     Exercise("block_sum", "memory-model", "A block's sum in shared memory (Numba)", "numba", _MM,
              mistakes=("block_sum_host_numpy.py", "block_sum_no_tail.py")),
-    Exercise("transpose", "memory-model", "A transpose at copy speed", "cuda", _MM, speed=True),
-    Exercise("gemm_row_major", "libraries", "Row-major GEMM with column-major cuBLAS", "cuda", _LIB),
-    Exercise("inclusive_sum", "libraries", "A prefix sum with CUB", "cuda", _LIB),
-    Exercise("sgemm_tiled", "fast-matmul-fft", "A tiled SGEMM against cuBLAS", "cuda", _MAT, speed=True),
-    Exercise("fft_convolve", "fast-matmul-fft", "Circular convolution with cuFFT", "cuda", _MAT),
+    Exercise("transpose", "memory-model", "A transpose at copy speed", "cuda", _MM, speed=True,
+             mistakes=("transpose_replay.cu", "transpose_no_bounds.cu")),
+    Exercise("gemm_row_major", "libraries", "Row-major GEMM with column-major cuBLAS", "cuda", _LIB, speed=True,
+             mistakes=("gemm_row_major_host.cu", "gemm_row_major_geam.cu")),
+    Exercise("inclusive_sum", "libraries", "A prefix sum with CUB", "cuda", _LIB, speed=True,
+             mistakes=("inclusive_sum_host.cu",)),
+    Exercise("sgemm_tiled", "fast-matmul-fft", "A tiled SGEMM against cuBLAS", "cuda", _MAT, speed=True,
+             mistakes=("sgemm_untiled.cu",)),
+    Exercise("fft_convolve", "fast-matmul-fft", "Circular convolution with cuFFT", "cuda", _MAT, speed=True,
+             mistakes=("fft_convolve_direct.cu",)),
     Exercise("add_masked", "triton", "Vector addition with masks", "triton", _TRI,
              mistakes=("add_masked_torch_host.py", "add_masked_no_mask.py")),
     Exercise("softmax_rows", "triton", "Row softmax with masked rows", "triton", _TRI,
@@ -101,7 +114,10 @@ EXERCISES = [
              mistakes=("matmul_tiles_torch_host.py", "matmul_tiles_contiguous.py")),
     Exercise("fake_op", "pytorch-extensions", "A custom operator's fake function", "torch", _EXT,
              mistakes=("fake_op_default_dtype.py", "fake_op_contiguous.py")),
-    Exercise("softmax_xent", "mnist", "Softmax cross-entropy, forward and backward", "cuda", _MN),
+    Exercise("softmax_xent", "mnist", "Softmax cross-entropy, forward and backward", "cuda", _MN,
+             mistakes=("softmax_xent_no_bounds.cu",)),
+    Exercise("bus_bandwidth", "many-gpus", "Bus bandwidth from a measured time", "torch", _MG,
+             mistakes=("bus_bandwidth_ring_factor.py", "bus_bandwidth_gib.py")),
 ]
 # --8<-- [end:registry]
 BY_NAME = {e.name: e for e in EXERCISES}
@@ -164,8 +180,37 @@ def _build_cuda(ex: Exercise, rel: str, lines: list[str], echo: bool) -> Path | 
     return prog.executable
 
 
+def _sanitizer() -> str | None:
+    return shutil.which("compute-sanitizer") or next(
+        (str(p) for p in sorted(Path("/usr/local").glob("cuda*/bin/compute-sanitizer"))), None)
+
+
+def _memcheck(exe: Path, seed: int, lines: list[str], echo: bool) -> str:
+    """Run the checker (its checks, not its timing) under compute-sanitizer memcheck. Returns a CHECK
+    line for the verdict, or "" when memcheck cannot run here."""
+    sanitizer = _sanitizer()
+    if sanitizer is None:
+        _say(lines, "compute-sanitizer not found (it ships with the CUDA toolkit): the memcheck run is skipped", echo)
+        return ""
+    _say(lines, "running your program under compute-sanitizer memcheck first (--no-memcheck skips this)", echo)
+    proc = subprocess.run([sanitizer, "--tool", "memcheck", "--error-exitcode", "99", "--print-limit", "5",
+                           str(exe), "--seed", str(seed)], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    text = proc.stdout + proc.stderr
+    m = re.search(r"ERROR SUMMARY: (\d+) error", text)
+    errors = int(m[1]) if m else 0
+    if errors == 0 and proc.returncode != 99:
+        _say(lines, "CHECK PASS memcheck n=1 errors=0", echo)
+        return "CHECK PASS memcheck n=1 errors=0"
+    reports = [ln for ln in text.splitlines() if ln.startswith("=========")][:24]
+    for ln in reports:
+        _say(lines, ln, echo)
+    _say(lines, f"  memcheck: {errors} invalid memory accesses (or other errors) in your program (listed above)", echo)
+    _say(lines, f"CHECK FAIL memcheck n=1 errors={errors}", echo)
+    return f"CHECK FAIL memcheck n=1 errors={errors}"
+
+
 def check(ex: Exercise, solution: bool = False, sim: bool = False, seed: int | None = None,
-          file: str | None = None, echo: bool = True) -> Result:
+          file: str | None = None, echo: bool = True, memcheck: bool = True) -> Result:
     """Build or import the file, run the exercise's checker on fresh inputs, and judge it."""
     lines: list[str] = []
     seed = seed if seed is not None else random.randrange(1, 2**31)
@@ -183,6 +228,7 @@ def check(ex: Exercise, solution: bool = False, sim: bool = False, seed: int | N
                  echo)
             return Result(programs.EXIT_FAIL, "\n".join(lines))
         _say(lines, f"seed {seed} (repeat these inputs with --seed {seed})", echo)
+        memcheck_line = _memcheck(exe, seed, lines, echo) if memcheck else ""
         cmd = [str(exe), "--seed", str(seed)] + (["--bench"] if ex.speed else [])
         env = dict(os.environ)
     else:
@@ -193,11 +239,13 @@ def check(ex: Exercise, solution: bool = False, sim: bool = False, seed: int | N
         cmd += (["--solution"] if solution and not file else []) + (["--file", file] if file else [])
         cmd += ["--sim"] if sim else []
         env = dict(os.environ)
+        memcheck_line = ""
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=1800)
     for text in (proc.stdout.rstrip("\n"), proc.stderr.rstrip("\n")):
         if text:
             _say(lines, text, echo)
-    rc = _verdict(ex, proc.returncode, proc.stdout, proc.stderr, lines, echo)
+    stdout = f"{memcheck_line}\n{proc.stdout}" if memcheck_line else proc.stdout
+    rc = _verdict(ex, proc.returncode, stdout, proc.stderr, lines, echo)
     return Result(rc, "\n".join(lines))
 
 
@@ -221,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sim", action="store_true", help="run on the CPU: Numba's simulator or Triton's interpreter")
     p.add_argument("--seed", type=int, default=None, help="replay the inputs of an earlier run")
     p.add_argument("--file", default=None, help="check this file (relative to the repository's root) instead")
+    p.add_argument("--no-memcheck", action="store_true",
+                   help="CUDA C++: skip the run of the checks under compute-sanitizer memcheck")
     args = p.parse_args(argv)
     if args.name == "list":
         return _list()
@@ -228,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"no exercise named {args.name!r}; `python -m course.exercise list` shows them")
     if args.solution and args.file:
         p.error("--solution and --file name two different files: give one")
-    return check(BY_NAME[args.name], args.solution, args.sim, args.seed, args.file).returncode
+    return check(BY_NAME[args.name], args.solution, args.sim, args.seed, args.file,
+                 memcheck=not args.no_memcheck).returncode
 
 
 if __name__ == "__main__":

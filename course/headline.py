@@ -138,37 +138,72 @@ def _ms(x: float) -> str:
     return f"{x:.3g} ms" if x < 1000 else f"{x / 1000:.3g} s"
 
 
-def headline(rows: list[dict], own: set[int], gpu: str, opts: dict) -> tuple[str, str | None]:
-    """The headline table (markdown) and the metric the plot should show ("tflops", "gbps" or
-    "time_ms", following the ceiling that bounds the best versions)."""
+def _ratio_text(speed: float) -> str:
+    # One more decimal near parity, as near 100% below: 0.996× must not read as 1.00×.
+    return f"{speed:.{3 if 0.95 <= speed <= 1.05 else 2}f}×"
+
+
+def _share_text(share: tuple[float, str] | None) -> str:
+    if not share:
+        return ""
+    if share[0] > 1.2:  # faster than the ceiling: the row counts nominal FLOPs or different bytes
+        return "above the ceiling: the row's FLOP or byte count is nominal"
+    pct = 100 * share[0]
+    return f"{pct:.{1 if 95 <= pct <= 105 else 0}f}% {share[1]}"  # 99.6% must not read as 100%
+
+
+def headline(rows: list[dict], own: set[int], gpu: str, opts: dict, when: str = "") -> tuple[str, str | None]:
+    """The headline (markdown): one sentence stating the result of the last case (the record's order
+    puts the largest size last), then a four-column table of every case, narrow enough for a phone;
+    and the metric the plot should show ("tflops", "gbps" or "time_ms", following the ceiling that
+    bounds the best versions)."""
     sheet = datasheet_for(gpu) if opts.get("datasheet", "on") != "off" else None
-    lines = ["| Case | Best version | Time | Best peer | Time | Speed vs peer | Share of ceiling |",
-             "|---|---|---:|---|---:|---:|---|"]
-    metrics = []
+    lines = ["| Case | Fastest version | Fastest peer | Result |", "|---|---|---|---|"]
+    metrics, sentences, ratios = [], [], []
     for case, r in roles(rows, own, opts).items():
         best, peer = _fastest(r["ours"]), _fastest(r["peer"])
         subject = best or peer  # a framework's own benchmark: its fastest configuration
         if subject is None:
             continue
         speed = peer["time_ms"] / best["time_ms"] if best and peer else None
-        # One more decimal near parity, as near 100% below: 0.996× must not read as 1.00×.
-        ratio = f"**{speed:.{3 if 0.95 <= speed <= 1.05 else 2}f}×**" if speed is not None else ""
         shaky = [u for u in (_faster_unstable(r["ours"], best), _faster_unstable(r["peer"], peer)) if u]
         if shaky:  # the true best may be a row whose timing did not reproduce: state no ratio
-            ratio = "none: " + "; ".join(f"{u['impl']} was faster but unstable" for u in shaky)
+            speed = None
+            ratio = "no ratio: " + "; ".join(f"{u['impl']} was faster but unstable" for u in shaky)
+        else:
+            ratio = f"**{_ratio_text(speed)}** the peer's speed" if speed is not None else ""
+            if speed is not None:
+                ratios.append(speed)
         share = ceiling_share(subject, r["ceiling"], sheet)
-        cell = ""
         if share and share[0] <= 1.2:
             metrics.append("tflops" if "peak" in share[1] else "gbps")
-            pct = 100 * share[0]
-            cell = f"{pct:.{1 if 95 <= pct <= 105 else 0}f}% {share[1]}"  # 99.6% must not read as 100%
-        elif share:  # faster than the ceiling: the row counts nominal FLOPs or different bytes
-            cell = "above the ceiling: the row's FLOP or byte count is nominal"
+        cell = "; ".join(x for x in (ratio, _share_text(share)) if x)
         lines.append("| " + " | ".join([
-            case, best["impl"] if best else "(none: peers only)", _ms(best["time_ms"]) if best else "",
-            peer["impl"] if peer else "no peer timed", _ms(peer["time_ms"]) if peer else "", ratio, cell,
+            case, f"{best['impl']}, {_ms(best['time_ms'])}" if best else "(none: peers only)",
+            f"{peer['impl']}, {_ms(peer['time_ms'])}" if peer else "no peer timed", cell,
         ]) + " |")
+        # The sentence a reader wants first, for this case.
+        where = f"on {gpu}" if gpu else ""
+        where += f" ({when})" if when and where else ""
+        if best and speed is not None:
+            text = (f"At {case}, the fastest version ({best['impl']}) runs at **{_ratio_text(speed)}** the speed "
+                    f"of the fastest peer ({peer['impl']})")
+        elif best and peer and shaky:
+            text = (f"At {case}, no speed ratio is stated for the fastest version ({best['impl']}): "
+                    + "; ".join(f"{u['impl']} was faster but its timing did not reproduce" for u in shaky))
+        elif best:
+            text = f"At {case}, the fastest version is {best['impl']} ({_ms(best['time_ms'])})"
+        else:
+            text = f"At {case}, the fastest configuration is {peer['impl']} ({_ms(peer['time_ms'])})"
+        if share and share[0] <= 1.2:
+            text += f", reaching {_share_text(share)}"
+        sentences.append(text + (f", measured {where}" if where else "") + ".")
     if len(lines) == 2:
         return "", None
+    lead = sentences[-1]
+    if len(ratios) > 1:
+        lo, hi = min(ratios), max(ratios)
+        lead += (f" Over the {len(ratios)} cases the ratio runs from {_ratio_text(lo)} to {_ratio_text(hi)}."
+                 if _ratio_text(lo) != _ratio_text(hi) else f" It is the same in all {len(ratios)} cases.")
     metric = max(set(metrics), key=metrics.count) if metrics else "time_ms"
-    return "\n".join(lines) + "\n", metric
+    return '<p class="course-headline" markdown>' + lead + "</p>\n\n" + "\n".join(lines) + "\n", metric

@@ -100,7 +100,12 @@ ROLE_DASHES = {"peer": "7 4", "ceiling": "2 3"}
 
 def ticks(lo: float, hi: float, log: bool) -> list[float]:
     if log:
-        return [10.0 ** k for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
+        decades = [10.0 ** k for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
+        inside = [t for t in decades if lo <= t <= hi]
+        if len(inside) >= 3:
+            return decades
+        # Less than three decades: 1-2-5 steps, so that the axis still has several labelled ticks.
+        return [t * m for t in decades for m in (1, 2, 5)]
     step = 10 ** math.floor(math.log10((hi - lo) or 1.0))
     for m in (1, 2, 5, 10):
         if (hi - lo) / (step * m) <= 6:
@@ -110,19 +115,34 @@ def ticks(lo: float, hi: float, log: bool) -> list[float]:
     return [start + i * step for i in range(int((hi - start) / step) + 2)]
 
 
+def tick_label(x: float) -> str:
+    """A short tick label (at most about five characters, so it fits the axis margin): 512, 4k, 1.5M, 2G."""
+    for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+GREYED = "#9aa0a6"  # series beyond the highlighted few
+HIGHLIGHTED = 6     # at most this many series in colour: the rest grey
+
+
 def _figure(width: int, height: float, title: str, body: list[str], caption: str) -> str:
     """An inline chart: the svg (its title for screen readers), then a visible caption (HTML)."""
     tid = f"t-{abs(hash(title))}"
     head = el("svg", None, viewBox=f"0 0 {width} {height}", role="img", aria_labelledby=tid, xmlns=XMLNS,
-              font_size="12", font_family="sans-serif")[:-2] + ">"
+              font_size="13", font_family="sans-serif")[:-2] + ">"
     return "\n".join([f'<figure class="course-plot">{head}', el("title", html.escape(title), id=tid), *body, "</svg>",
                       f"<figcaption>{caption}</figcaption></figure>"]) + "\n"
 
 
 def line_chart(series: dict[str, list[tuple[float, float]]], roles: dict[str, str], xlabel: str, ylabel: str,
-               logx: bool, logy: bool, title: str, caption: str) -> str:
+               logx: bool, logy: bool, title: str, caption: str, highlight: set[str] | None = None) -> str:
     """One line per series (points sorted by x), peers dashed and ceilings dotted (roles: series name ->
-    "ours", "peer" or "ceiling"), the legend under the axes with whole names."""
+    "ours", "peer" or "ceiling"), the legend under the axes with whole names. With more than HIGHLIGHTED
+    series, only those in `highlight` (else the first HIGHLIGHTED) are drawn in colour, the rest grey."""
+    if highlight is None:
+        highlight = set(list(series)[:HIGHLIGHTED])
     xs = [p[0] for pts in series.values() for p in pts]
     ys = [p[1] for pts in series.values() for p in pts]
     xlo, xhi = min(xs), max(xs)
@@ -140,20 +160,26 @@ def line_chart(series: dict[str, list[tuple[float, float]]], roles: dict[str, st
     for t in ticks(xlo, xhi, logx):
         if xlo <= t <= xhi:
             out.append(el("line", x1=f"{X(t):.1f}", y1=H - B, x2=f"{X(t):.1f}", y2=H - B + 5, stroke=axis)
-                       + el("text", number(t), x=f"{X(t):.1f}", y=H - B + 18, text_anchor="middle", fill=axis))
+                       + el("text", tick_label(t), x=f"{X(t):.1f}", y=H - B + 18, text_anchor="middle", fill=axis))
     for t in ticks(ylo if logy else 0.0, yhi, logy):
         if ylo <= t <= yhi:
             out.append(el("line", x1=L - 5, y1=f"{Y(t):.1f}", x2=W - R, y2=f"{Y(t):.1f}", stroke=axis, stroke_opacity="0.15")
-                       + el("text", number(t), x=L - 8, y=f"{Y(t)+4:.1f}", text_anchor="end", fill=axis))
+                       + el("text", tick_label(t), x=L - 8, y=f"{Y(t)+4:.1f}", text_anchor="end", fill=axis))
     out.append(el("text", html.escape(xlabel), x=(L + W - R) / 2, y=H - 10, text_anchor="middle", fill=axis))
     out.append(el("text", html.escape(ylabel), transform=f"translate(16,{(T + H - B) / 2}) rotate(-90)",
                   text_anchor="middle", fill=axis))
-    for i, (name, pts) in enumerate(series.items()):
-        colour = COLOURS[i % len(COLOURS)]
+    # Grey series first, so that the highlighted ones are drawn over them.
+    order = sorted(series.items(), key=lambda kv: kv[0] in highlight)
+    legend = [n for n in series if n in highlight] + [n for n in series if n not in highlight]
+    coloured = iter(COLOURS)
+    colour_of = {name: next(coloured) if name in highlight else GREYED for name in legend}
+    for name, pts in order:
+        i = legend.index(name)
+        colour = colour_of[name]
         pts.sort()
         dash = ROLE_DASHES.get(roles[name])
         out.append(el("polyline", points=" ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in pts), fill="none",
-                      stroke=colour, stroke_width="2", stroke_dasharray=dash))
+                      stroke=colour, stroke_width="2" if name in highlight else "1.2", stroke_dasharray=dash))
         out += [el("circle", el("title", f"{html.escape(name)}: {number(y)} {html.escape(ylabel)} at "
                                          f"{html.escape(xlabel)} {number(x)}"),
                    cx=f"{X(x):.1f}", cy=f"{Y(y):.1f}", r="3", fill=colour) for x, y in pts]

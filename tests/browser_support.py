@@ -278,6 +278,23 @@ RENDERED_JS = r"""
   && Array.from(document.querySelectorAll(".arithmatex")).every(m => m.querySelector(".katex, .katex-error"))
 """
 
+# Code blocks that scroll sideways (after opening every fold, as a reader reading the answers would):
+# the longest line of each, in characters, and the block's width. Program output (`text` blocks: tables
+# from profilers, BENCH lines, generated code) keeps its lines, since wrapping would break its columns.
+CODE_OVERFLOW_JS = r"""
+() => {
+  for (const d of document.querySelectorAll("article details")) d.open = true;
+  return Array.from(document.querySelectorAll("article pre > code"))
+    .filter(c => !(c.closest(".highlight") || c).classList.contains("language-text"))
+    .filter(c => c.offsetParent !== null && c.scrollWidth > c.clientWidth + 1)
+    .map(c => {
+      const lines = (c.textContent || "").split("\n");
+      const longest = lines.reduce((a, l) => (l.length > a.length ? l : a), "");
+      return {columns: longest.length, width: c.clientWidth, line: longest.trim().slice(0, 60)};
+    });
+}
+"""
+
 # Elements wider than the viewport (for the phone test's message).
 OVERFLOW_JS = r"""
 () => {

@@ -176,7 +176,7 @@ def _visit(page, base_url: str, path: str, info: dict) -> None:
             info["problems"].append(problem)
     info.update(page.evaluate(bs.COLLECT_JS))
     if path == bs.PRINT_PAGE:  # every page again: its colours, blocks and layout are checked on their own
-        info.update(contrast={}, copied=[], phone={"scrollWidth": 0, "clientWidth": 0, "wide": []})
+        info.update(contrast={}, copied=[], codeOverflow=[], phone={"scrollWidth": 0, "clientWidth": 0, "wide": []})
         return
     # Colours change with a transition: switch them off so each palette is measured as it settles.
     page.add_style_tag(content="*, *::before, *::after { transition: none !important; animation: none !important; }")
@@ -185,6 +185,7 @@ def _visit(page, base_url: str, path: str, info: dict) -> None:
     info["contrast"]["dark"] = page.evaluate(bs.CONTRAST_JS, CONTRAST_SCOPE)
     page.evaluate("() => document.body.setAttribute('data-md-color-scheme', 'default')")
     info["copied"] = _copy_all(page)
+    info["codeOverflow"] = page.evaluate(bs.CODE_OVERFLOW_JS)
     page.set_viewport_size(PHONE)
     page.wait_for_timeout(50)
     info["phone"] = page.evaluate(bs.OVERFLOW_JS)
@@ -209,7 +210,7 @@ def _crawl_part(base_url: str, paths: list[str]) -> tuple[dict, Recorder]:
                 info["failed"] = True
                 for key, empty in (("ids", []), ("links", []), ("images", []), ("headings", []), ("abbrs", []),
                                    ("diagrams", []), ("maths", []), ("tabSets", []), ("copied", []),
-                                   ("contrast", {}), ("prev", None), ("next", None), ("badge", False),
+                                   ("contrast", {}), ("codeOverflow", []), ("prev", None), ("next", None), ("badge", False),
                                    ("results", False), ("codeBlocks", 0), ("copyButtons", 0),
                                    ("phone", {"scrollWidth": 0, "clientWidth": 0, "wide": []})):
                     info.setdefault(key, empty)
@@ -607,6 +608,15 @@ def test_light_dark_toggle_switches_and_persists(browser, base_url):
 # ----------------------------------------------------------------------------- phone, screenshots
 
 
+def test_no_code_block_scrolls_sideways_on_a_desktop(crawl):
+    """At 1280 px, every embedded program and command fits its column (reader.css widens the column for
+    code; kernels keep to about 120 columns). Program output may scroll (browser_support.CODE_OVERFLOW_JS)."""
+    wide = {p: [f"a block {o['width']} px wide holds a line of {o['columns']} characters: {o['line']!r}"
+                for o in i["codeOverflow"]]
+            for p, i in crawl["pages"].items() if i["codeOverflow"]}
+    assert not wide, f"code blocks that scroll sideways at {DESKTOP['width']} px:\n" + _fmt(wide)
+
+
 def test_no_horizontal_scrolling_on_a_phone(crawl):
     wide = {p: [f"page is {i['phone']['scrollWidth']} px wide in a {i['phone']['clientWidth']} px viewport; "
                 f"too wide: {i['phone']['wide']}"]
@@ -714,6 +724,24 @@ def test_glossary_tooltip_shows_on_hover(browser, base_url, crawl):
         assert shown and any(s for s in shown), "hovering a glossary term showed no tooltip"
     else:  # the browser's own tooltip, from the title attribute
         assert abbr.get_attribute("title")
+    context.close()
+
+
+def test_a_measured_figure_shows_its_provenance_when_tapped(browser, base_url, site):
+    """A figure from the record (a claim) names its run on hover (title) and on a tap or Tab (focus)."""
+    path = next((p for p in bs.site_pages(site) if p != bs.PRINT_PAGE
+                 and 'class="course-claim" tabindex="0"' in (site / p / "index.html").read_text()), None)
+    if path is None:
+        pytest.skip("no page shows a measured figure from the record")
+    context, rec = _new_context(browser, base_url)
+    page = context.new_page()
+    page.goto(base_url + path, wait_until="load")
+    claim = page.locator("article .course-claim[tabindex]").first
+    claim.scroll_into_view_if_needed()
+    claim.focus()
+    shown = page.evaluate("(el) => getComputedStyle(el, '::after').content", claim.element_handle())
+    assert page.evaluate("(el) => document.activeElement === el", claim.element_handle())
+    assert "Measured on" in shown and "records/gpu-record.json" in shown, shown
     context.close()
 
 

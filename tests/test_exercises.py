@@ -102,3 +102,19 @@ def test_runner_rejects_what_it_does_not_know(capsys):
 def test_cuda_exercise_refuses_the_simulator():
     r = exercise.check(exercise.BY_NAME["clamp"], sim=True, echo=False)
     assert r.returncode == programs.EXIT_FAIL and "needs a GPU" in r.output
+
+
+def test_memcheck_report_becomes_a_failing_check(tmp_path, monkeypatch):
+    # The runner's memcheck step, with a stand-in for compute-sanitizer: a report fails, a clean run passes.
+    fake = tmp_path / "compute-sanitizer"
+    fake.write_text("#!/bin/sh\necho '========= Invalid __global__ write of size 4 bytes'\n"
+                    "echo '========= ERROR SUMMARY: 1 error'\nexit 99\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(exercise, "_sanitizer", lambda: str(fake))
+    lines: list[str] = []
+    assert exercise._memcheck(tmp_path / "program", 1, lines, echo=False) == "CHECK FAIL memcheck n=1 errors=1"
+    assert any("Invalid __global__ write" in ln for ln in lines)
+    fake.write_text("#!/bin/sh\necho '========= ERROR SUMMARY: 0 errors'\nexit 1\n")  # a failing check, no error
+    assert exercise._memcheck(tmp_path / "program", 1, [], echo=False) == "CHECK PASS memcheck n=1 errors=0"
+    monkeypatch.setattr(exercise, "_sanitizer", lambda: None)
+    assert exercise._memcheck(tmp_path / "program", 1, [], echo=False) == ""

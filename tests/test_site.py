@@ -74,5 +74,5 @@ def test_results_sections_open_with_headline_and_plot(site):
     """Every generated results section: the headline table, then a plot, then every row folded."""
     built, _ = _recorded_results_page()
     html = (site / built).read_text()
-    head, plot, folded = html.find("Headline"), html.find('<figure class="course-plot">'), html.find("Every row measured")
+    head, plot, folded = html.find('class="course-headline"'), html.find('<figure class="course-plot">'), html.find("Every row measured")
     assert -1 < head < plot < folded, (built, head, plot, folded)

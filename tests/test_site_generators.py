@@ -35,7 +35,8 @@ def test_results_table_computes_bandwidth_and_percent_of_peer():
 def test_results_headline_takes_the_programs_own_rows_as_versions():
     # bandwidth.cu's copy_kernel is the version; cudaMemcpy, a copy of the same bytes, is the ceiling
     table = results.results_table(PROGRAM, _record_with())
-    assert "| copy | copy_kernel | 2.5 ms | no peer timed |" in table and "peers only" not in table
+    assert "| copy | copy_kernel, 2.5 ms | no peer timed | 80% of the copy's bandwidth |" in table
+    assert "peers only" not in table
 
 
 def test_missing_or_failed_figures_say_so_instead_of_a_table():
@@ -79,29 +80,43 @@ def test_headline_names_best_version_best_peer_ratio_and_ceiling():
     text, metric = headline.headline(rows, own, "NVIDIA H100 80GB HBM3", {})
     lines = text.splitlines()
     # the copy is the ceiling, not the peer; the second program's row is the peer
-    assert "| n=1M | v2 tiled | 1.25 ms | torch.sum | 1.5 ms | **1.20×** | 80% of the copy's bandwidth |" in lines
+    assert ("| n=1M | v2 tiled, 1.25 ms | torch.sum, 1.5 ms | **1.20×** the peer's speed; 80% of the copy's "
+            "bandwidth |") in lines
     # no copy timed: the datasheet roofline for the row's precision (bf16 tensor peak), labelled as such
     gemm = next(ln for ln in lines if ln.startswith("| gemm"))
-    assert "| v3 wgmma (bf16, fp32 acc) | 0.2 ms | cuBLAS | 0.18 ms | **0.90×** |" in gemm
+    assert "| v3 wgmma (bf16, fp32 acc), 0.2 ms | cuBLAS, 0.18 ms | **0.90×** the peer's speed;" in gemm
     assert "69% of the BF16/FP16 tensor peak (H100 SXM5 datasheet)" in gemm
     assert metric in ("gbps", "tflops")
+    # four columns, so that the table fits a phone
+    assert all(ln.count("|") == 5 for ln in lines if ln.startswith("|"))
+
+
+def test_headline_opens_with_one_sentence_naming_result_gpu_and_date():
+    rows = _rows()
+    own = {id(b) for b in rows if b["impl"] != "torch.sum"}
+    text, _ = headline.headline(rows, own, "NVIDIA H100 80GB HBM3", {}, "2026-11-26")
+    first = text.split("\n")[0]
+    assert first.startswith('<p class="course-headline" markdown>At gemm bf16 4096, the fastest version')
+    assert "runs at **0.90×** the speed of the fastest peer (cuBLAS)" in first
+    assert "measured on NVIDIA H100 80GB HBM3 (2026-11-26)." in first
+    assert "Over the 2 cases the ratio runs from 0.90× to 1.20×." in first
 
 
 def test_headline_options_pick_roles_and_cases():
     rows = _rows()
     own = {id(b) for b in rows}
     text, _ = headline.headline(rows, own, "Unknown GPU", {"ours": "v1*", "peer": "torch*", "cases": "n=*"})
-    assert "| n=1M | v1 naive | 4 ms | torch.sum | 1.5 ms | **0.38×** |" in text
+    assert "| n=1M | v1 naive, 4 ms | torch.sum, 1.5 ms | **0.38×** the peer's speed;" in text
     assert "gemm" not in text
     # an unknown GPU has no datasheet: no ceiling where no copy was timed
     text, _ = headline.headline(rows, own, "Unknown GPU", {"cases": "gemm*"})
-    assert text.splitlines()[-1].endswith("| **0.90×** |  |")
+    assert text.splitlines()[-1].endswith("| **0.90×** the peer's speed |")
 
 
 def test_headline_refuses_a_share_above_the_ceiling():
     rows = [{"case": "c", "impl": "fft conv", "time_ms": 0.01, "flops": 1e12, "bytes": 1e6}]
     text, _ = headline.headline(rows, {id(rows[0])}, "NVIDIA H100 80GB HBM3", {})
-    assert "above the ceiling" in text and "%" not in text
+    assert "above the ceiling" in text and "%" not in text and "reaching" not in text
 
 
 def test_precision_is_read_from_the_implementation_then_the_case():
@@ -113,7 +128,7 @@ def test_precision_is_read_from_the_implementation_then_the_case():
 
 def test_results_open_with_headline_then_plot_then_folded_table():
     text = results.results_table(PROGRAM, _record_with())
-    assert text.index("**Headline**") < text.index("<svg") < text.index('??? note "Every row measured"')
+    assert text.index('class="course-headline"') < text.index("<svg") < text.index('??? note "Every row measured"')
     assert "\n    | copy | copy_kernel | 2.5 |" in text  # the full table, folded (indented under the note)
     # a page that plots the program itself gets no second plot
     assert "<svg" not in results.results_table(PROGRAM, _record_with(), frozenset({PROGRAM}))
@@ -129,7 +144,7 @@ def test_headline_keeps_one_decimal_near_100_percent_and_parity():
             {"case": "c", "impl": "torch.sum", "time_ms": 1.0, "bytes": 2e9}]
     own = {id(b) for b in rows if b["impl"] != "torch.sum"}
     text, _ = headline.headline(rows, own, "NVIDIA H100 80GB HBM3", {})
-    assert "| v1 | 1 ms | torch.sum | 1 ms | **0.996×** | 99.6% of the copy's bandwidth |" in text
+    assert "| v1, 1 ms | torch.sum, 1 ms | **0.996×** the peer's speed; 99.6% of the copy's bandwidth |" in text
     rows[1]["time_ms"] = 1.1  # 90.9%, 0.91×: far from 100%, whole percent and two decimals
     text, _ = headline.headline(rows, own, "NVIDIA H100 80GB HBM3", {})
-    assert "| **0.91×** | 91% of the copy's bandwidth |" in text
+    assert "| **0.91×** the peer's speed; 91% of the copy's bandwidth |" in text

@@ -36,7 +36,10 @@ def auto_plot(rel_path: str, rows: list[dict], own: set[int], opts: dict, metric
     return bars_svg(rel_path, by_case, metric, runs)
 
 
-_LABELS = {"gbps": "GB/s", "tflops": "TFLOP/s", "time_ms": "time (ms)", "pct_peer": "% of peer"}
+_LABELS = {"gbps": "GB/s", "tflops": "TFLOP/s", "time_ms": "time (ms)", "pct_peer": "% of peer",
+           "size_bytes": "message size (bytes)", "algbw_gbps": "algorithm bandwidth (GB/s)",
+           "busbw_gbps": "bus bandwidth (GB/s)", **{f"busbw_gbps_{n}gpus": f"bus bandwidth on {n} GPUs (GB/s)"
+                                                   for n in (2, 4, 8)}}
 
 
 def plot_svg(rel_path: str, opts: str, rec: dict, rows: tuple | None = None, roles: dict | None = None) -> str:
@@ -69,9 +72,51 @@ def plot_svg(rel_path: str, opts: str, rec: dict, rows: tuple | None = None, rol
         raise ValueError(f"course:plot {rel_path}: no BENCH row has both {xkey} and {ykey}")
     ylabel, xlabel = _LABELS.get(ykey, ykey), _LABELS.get(xkey, xkey)
     title = f"{ylabel} against {xlabel} for {rel_path}"
-    caption = (f"{html.escape(title)}. Measured on {html.escape(' ; '.join(runs))}; generated from "
-               f"<code>records/gpu-record.json</code>.")
-    return svg.line_chart(series, style, xlabel, ylabel, "logx" in flags, "logy" in flags, title, caption)
+    ranked = _ranked(series, style, lower_is_better=ykey == "time_ms")
+    caption = (f"{_takeaway(series, style, ranked, xlabel, ylabel)}{html.escape(title)}. Measured on "
+               f"{html.escape(' ; '.join(runs))}; generated from <code>records/gpu-record.json</code>.")
+    return svg.line_chart(series, style, xlabel, ylabel, "logx" in flags, "logy" in flags, title, caption,
+                          highlight=_highlighted(ranked, style))
+
+
+def _ranked(series: dict[str, list[tuple[float, float]]], style: dict[str, str], lower_is_better: bool) -> list[str]:
+    """Series names, best first, by their value at the largest x they share with the most others."""
+    xmax = max(x for pts in series.values() for x, _ in pts)
+    def score(name):
+        at = [y for x, y in series[name] if x == xmax] or [y for _, y in sorted(series[name])[-1:]]
+        return (min(at) if lower_is_better else -max(at)) if at else float("inf")
+    return sorted(series, key=lambda n: (n not in [m for m in series if any(x == xmax for x, _ in series[m])], score(n)))
+
+
+def _highlighted(ranked: list[str], style: dict[str, str]) -> set[str]:
+    """At most svg.HIGHLIGHTED series in colour: the best three versions, the best two peers, the
+    ceiling, then the next best of any role."""
+    quota = {"ours": 3, "peer": 2, "ceiling": 1}
+    chosen = []
+    for name in ranked:
+        if quota.get(style.get(name, "ours"), 0) > 0:
+            quota[style.get(name, "ours")] -= 1
+            chosen.append(name)
+    chosen += [n for n in ranked if n not in chosen]
+    return set(chosen[:svg.HIGHLIGHTED])
+
+
+def _takeaway(series, style, ranked: list[str], xlabel: str, ylabel: str) -> str:
+    """The caption's first sentence: at the largest x, the best version and the best peer."""
+    xmax = max(x for pts in series.values() for x, _ in pts)
+    def at(name):
+        ys = [y for x, y in series[name] if x == xmax]
+        return ys[0] if ys else None
+    best = {role: next((n for n in ranked if style.get(n, "ours") == role and at(n) is not None), None)
+            for role in ("ours", "peer")}
+    if not best["ours"]:
+        return ""
+    unit = html.escape({"time (ms)": "ms"}.get(ylabel, ylabel))
+    text = f"At {html.escape(xlabel)} {svg.number(xmax)}, the best version, {html.escape(best['ours'])}, gives " \
+           f"{svg.number(at(best['ours']))} {unit}"
+    if best["peer"]:
+        text += f"; the best peer, {html.escape(best['peer'])}, {svg.number(at(best['peer']))} {unit}"
+    return text + ". "
 
 
 def bars_svg(rel_path: str, by_case: dict, metric: str, runs: list[str]) -> str:

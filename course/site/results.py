@@ -47,13 +47,14 @@ def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset()) -> 
     gpu = runs[0].split(" · ")[0] if runs else ""
     for problem in headline.comparison_problems(rows, own, opts):
         log.warning(f"course:results {rel_path}: {problem}")
-    top, metric = headline.headline(rows, own, gpu, opts)
+    date = re.search(r"\d{4}-\d{2}-\d{2}", runs[0]) if runs else None
+    top, metric = headline.headline(rows, own, gpu, opts, date[0] if date else "")
     where = " ; ".join(runs)
     parts = []
     if top:
-        parts.append(f"**Headline** (the fastest version and the fastest peer of each case, measured on {where}):\n\n"
-                     + top + "\n*Speed vs peer is the peer's time over the version's time (above 1: the version is "
-                     "faster). Datasheet ceilings are the GPU maker's dense peak rates and bandwidth, not measurements.*\n")
+        parts.append(top + f"\n*Measured on {where}. The result is the peer's time over the version's time (above "
+                     "1×: the version is faster). Datasheet ceilings are the GPU maker's dense peak rates and "
+                     "bandwidth, not measurements.*\n")
     if opts.get("plot", "on") != "off" and rel_path.split()[0] not in page_plots and metric:
         svg = auto_plot(rel_path, rows, own, opts, metric, runs)
         if svg:

@@ -1,6 +1,8 @@
 // clamp_check.cuh: the checker for exercise 1 of docs/first-kernels/exercises.md. It draws random
-// inputs, launches YOUR clamp_kernel on a deliberately small, fixed grid (8 blocks of 128 threads),
-// and compares the result with a CPU reference. Only a grid-stride loop covers every element.
+// inputs and random bounds lo < hi (so no bound can be typed in), puts elements exactly on both bounds,
+// launches YOUR clamp_kernel on a deliberately small, fixed grid (8 blocks of 128 threads) and compares
+// the result with a CPU reference, on sizes 0, 1, 1025 and a large one. The output sits between guard
+// bytes: a write past its end fails. Only a grid-stride loop covers every element.
 //
 // course: header
 #pragma once
@@ -10,22 +12,23 @@
 __global__ void clamp_kernel(const float* x, float* y, size_t n, float lo, float hi);
 
 static bool check_clamp(size_t n, uint64_t seed) {
-  std::vector<float> x(n), y(n), want(n);
-  course::fill_uniform(x, seed, -2.0f, 2.0f);
-  for (size_t i = 0; i < n; ++i) want[i] = std::min(std::max(x[i], -1.0f), 1.0f);
-  float *d_x = nullptr, *d_y = nullptr;
-  CUDA_CHECK(cudaMalloc(&d_x, n * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&d_y, n * sizeof(float)));
-  CUDA_CHECK(cudaMemcpy(d_x, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  course::poison(d_y, n * sizeof(float));
-  clamp_kernel<<<8, 128>>>(d_x, d_y, n, -1.0f, 1.0f);  // 1024 threads, whatever n is
+  namespace ex = course::exercise;
+  const float lo = ex::draw_uniform(seed, -2.0f, -0.25f), hi = ex::draw_uniform(seed + 1, 0.25f, 2.0f);
+  std::vector<float> x(n), want(n);
+  course::fill_uniform(x, seed, -3.0f, 3.0f);
+  for (size_t i = 0; i < n; i += 97) x[i] = i % 2 ? lo : hi;  // elements equal to a bound
+  for (size_t i = 0; i < n; ++i) want[i] = std::min(std::max(x[i], lo), hi);
+  float* d_x = course::device_alloc<float>(std::max<size_t>(n, 1));
+  if (n > 0) CUDA_CHECK(cudaMemcpy(d_x, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  const ex::Guarded<float> y(n);
+  clamp_kernel<<<8, 128>>>(d_x, y.get(), n, lo, hi);  // 1024 threads, whatever n is
   CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaMemcpy(y.data(), d_y, n * sizeof(float), cudaMemcpyDeviceToHost));
   CUDA_CHECK(cudaFree(d_x));
-  CUDA_CHECK(cudaFree(d_y));
   char name[64];
   std::snprintf(name, sizeof(name), "exercise_clamp_n%zu", n);
-  return course::exercise::compare(name, y.data(), want.data(), n, 0.0, 0.0);
+  std::printf("  %s: bounds lo=%.9g hi=%.9g\n", name, lo, hi);
+  bool ok = n == 0 || ex::compare(name, y.read().data(), want.data(), n, 0.0, 0.0);
+  return y.guards_intact(name) && ok;
 }
 
 int main(int argc, char** argv) {
@@ -34,6 +37,6 @@ int main(int argc, char** argv) {
   const course::exercise::Options options{args};
   args.finish();
   bool ok = true;
-  for (size_t size : {n, size_t{1}, size_t{1025}}) ok = check_clamp(size, options.seed + size) && ok;
+  for (size_t size : {n, size_t{0}, size_t{1}, size_t{1025}}) ok = check_clamp(size, options.seed + size) && ok;
   return ok ? 0 : course::kExitFail;
 }

@@ -1,7 +1,8 @@
 // row_max_check.cuh: the checker for the row-maximum exercise of docs/memory-model/exercises.md. It
 // launches YOUR row_max kernel with 256 threads per block (8 warps, so 8 rows per block) on random
-// matrices whose sizes are not multiples of 32 or 8, the output filled with NaN first, and compares
-// every row's maximum with the CPU's.
+// matrices whose sizes are not multiples of 32 or 8, with every third row all negative (a maximum that
+// starts from 0 fails there) and some rows all -inf, the output between guard bytes and filled with NaN
+// first, and compares every row's maximum with the CPU's.
 //
 // course: header
 #pragma once
@@ -22,22 +23,26 @@ static void row_max_cpu(const std::vector<float>& x, std::vector<float>& out, in
 }
 
 static bool check_row_max(int rows, int cols, uint64_t seed) {
-  std::vector<float> x(static_cast<size_t>(rows) * cols), want(rows), got(rows);
+  namespace ex = course::exercise;
+  std::vector<float> x(static_cast<size_t>(rows) * cols), want(rows);
   course::fill_uniform(x, seed, -100.0f, 100.0f);
+  const float shift = ex::draw_uniform(seed, 101.0f, 1000.0f);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      float& v = x[static_cast<size_t>(r) * cols + c];
+      if (r % 3 == 1) v -= shift;       // all negative
+      if (r % 11 == 7) v = -INFINITY;   // all -inf: the maximum is -inf
+    }
   row_max_cpu(x, want, rows, cols);
-  float *d_x = nullptr, *d_out = nullptr;
-  CUDA_CHECK(cudaMalloc(&d_x, x.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&d_out, rows * sizeof(float)));
-  CUDA_CHECK(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
-  course::poison(d_out, rows * sizeof(float));
-  row_max<<<course::ceil_div(rows, kRowMaxThreads / 32), kRowMaxThreads>>>(d_x, d_out, rows, cols);
+  float* d_x = course::to_device(x);
+  const ex::Guarded<float> out(rows);
+  row_max<<<course::ceil_div(rows, kRowMaxThreads / 32), kRowMaxThreads>>>(d_x, out.get(), rows, cols);
   CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaMemcpy(got.data(), d_out, rows * sizeof(float), cudaMemcpyDeviceToHost));
   CUDA_CHECK(cudaFree(d_x));
-  CUDA_CHECK(cudaFree(d_out));
   char name[64];
   std::snprintf(name, sizeof(name), "row_max_%dx%d", rows, cols);
-  return course::exercise::compare(name, got.data(), want.data(), static_cast<size_t>(rows), 0.0, 0.0);
+  const bool ok = ex::compare(name, out.read().data(), want.data(), static_cast<size_t>(rows), 0.0, 0.0);
+  return out.guards_intact(name) && ok;
 }
 
 int main(int argc, char** argv) {
@@ -52,5 +57,6 @@ int main(int argc, char** argv) {
   bool ok = check_row_max(static_cast<int>(rows), static_cast<int>(cols), options.seed);
   ok = check_row_max(1, 1, options.seed + 1) && ok;
   ok = check_row_max(3, 31, options.seed + 2) && ok;  // rows shorter than a warp
+  ok = check_row_max(37, 33, options.seed + 3) && ok; // one column past a warp
   return ok ? 0 : course::kExitFail;
 }

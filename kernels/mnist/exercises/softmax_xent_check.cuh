@@ -1,9 +1,10 @@
 // softmax_xent_check.cuh: the checker for the exercise of docs/mnist/exercises.md. It launches YOUR
 // softmax_xent kernel (one thread per image, 128 threads per block) on random logits for 10 classes,
-// with batches that are not multiples of 128, the outputs filled with NaN first, and compares the
-// loss of every image and the gradient of every logit with a float64 reference. Some rows are
-// shifted by +1000 or -1000: exp() of such logits overflows or underflows in float, so only a kernel
-// that subtracts the row's maximum first gets them right.
+// with batches that are not multiples of 128, both outputs between guard bytes and filled with NaN
+// first, and compares the loss of every image and the gradient of every logit with a float64
+// reference. Some rows are shifted up or down by a few hundred to a few thousand (drawn from the
+// seed): exp() of such logits overflows or underflows in float, so only a kernel that subtracts the
+// row's maximum first gets them right; the rows shifted down are all negative.
 //
 // course: header
 #pragma once
@@ -17,13 +18,15 @@ __global__ void softmax_xent(const float* __restrict__ logits, const int* __rest
                              float* __restrict__ loss, float* __restrict__ dlogits, int batch);
 
 static bool check_xent(int batch, uint64_t seed) {
+  namespace ex = course::exercise;
+  const float big = ex::draw_uniform(seed, 200.0f, 3000.0f);  // exp(big) overflows float, exp(-big) underflows
   std::vector<float> logits(static_cast<size_t>(batch) * kClasses), loss(batch), dlogits(logits.size());
   std::vector<int> labels(batch);
   course::fill_uniform(logits, seed, -5.0f, 5.0f);
   std::mt19937_64 rng(seed + 1);
   for (int r = 0; r < batch; ++r) {
     labels[r] = static_cast<int>(rng() % kClasses);
-    const float shift = r % 7 == 3 ? 1000.0f : r % 7 == 5 ? -1000.0f : 0.0f;  // exp() overflows / underflows
+    const float shift = r % 7 == 3 ? big : r % 7 == 5 ? -big : 0.0f;  // exp() overflows / underflows
     for (int c = 0; c < kClasses; ++c) logits[static_cast<size_t>(r) * kClasses + c] += shift;
   }
   std::vector<double> want_loss(batch), want_grad(logits.size());
@@ -36,32 +39,24 @@ static bool check_xent(int batch, uint64_t seed) {
     for (int c = 0; c < kClasses; ++c)
       want_grad[static_cast<size_t>(r) * kClasses + c] = (std::exp(row[c] - m) / sum - (c == labels[r])) / batch;
   }
-  float *d_logits = nullptr, *d_loss = nullptr, *d_grad = nullptr;
-  int* d_labels = nullptr;
-  CUDA_CHECK(cudaMalloc(&d_logits, logits.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&d_grad, logits.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&d_loss, batch * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&d_labels, batch * sizeof(int)));
-  CUDA_CHECK(cudaMemcpy(d_logits, logits.data(), logits.size() * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d_labels, labels.data(), batch * sizeof(int), cudaMemcpyHostToDevice));
-  course::poison(d_grad, logits.size() * sizeof(float));
-  course::poison(d_loss, batch * sizeof(float));
-  softmax_xent<<<course::ceil_div(batch, kXentThreads), kXentThreads>>>(d_logits, d_labels, d_loss, d_grad, batch);
+  float* d_logits = course::to_device(logits);
+  int* d_labels = course::to_device(labels);
+  const ex::Guarded<float> d_loss(batch), d_grad(logits.size());
+  softmax_xent<<<course::ceil_div(batch, kXentThreads), kXentThreads>>>(d_logits, d_labels, d_loss.get(),
+                                                                        d_grad.get(), batch);
   CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaMemcpy(loss.data(), d_loss, batch * sizeof(float), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(dlogits.data(), d_grad, logits.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  loss = d_loss.read();
+  dlogits = d_grad.read();
   CUDA_CHECK(cudaFree(d_logits));
-  CUDA_CHECK(cudaFree(d_grad));
-  CUDA_CHECK(cudaFree(d_loss));
   CUDA_CHECK(cudaFree(d_labels));
   char name[64];
   std::snprintf(name, sizeof(name), "xent_loss_batch%d", batch);
-  bool ok = course::exercise::compare(name, loss.data(), want_loss.data(), static_cast<size_t>(batch), 1e-5, 1e-5);
+  bool ok = ex::compare(name, loss.data(), want_loss.data(), static_cast<size_t>(batch), 1e-5, 1e-5);
+  ok = d_loss.guards_intact(name) && ok;
   std::snprintf(name, sizeof(name), "xent_dlogits_batch%d", batch);
   // Gradients are about 1 / batch: the absolute tolerance scales with them.
-  ok = course::exercise::compare(name, dlogits.data(), want_grad.data(), dlogits.size(), 1e-5, 1e-6 / batch,
-                                 kClasses) && ok;
-  return ok;
+  ok = ex::compare(name, dlogits.data(), want_grad.data(), dlogits.size(), 1e-5, 1e-6 / batch, kClasses) && ok;
+  return d_grad.guards_intact(name) && ok;
 }
 
 int main(int argc, char** argv) {

@@ -4,6 +4,7 @@
 // course: gpu
 // course: libs cublas
 // course: run --seed 71
+// course: bench --bench --seed 72
 #include "../gemm_row_major_check.cuh"
 
 // --8<-- [start:solution]

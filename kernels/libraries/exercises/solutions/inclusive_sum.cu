@@ -3,6 +3,7 @@
 //
 // course: gpu
 // course: run --n 1000003 --seed 81
+// course: bench --bench --seed 82
 #include "../inclusive_sum_check.cuh"
 
 // --8<-- [start:solution]

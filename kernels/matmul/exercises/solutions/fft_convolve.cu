@@ -4,6 +4,7 @@
 // course: gpu
 // course: libs cufft
 // course: run --seed 101
+// course: bench --bench --seed 102
 #include "../fft_convolve_check.cuh"
 
 // --8<-- [start:solution]

@@ -22,7 +22,7 @@ OUT = Path(__file__).resolve().parent.parent / "docs" / "assets" / "figures"
 
 def h100_sm() -> str:
     s = Svg(760, 560, "One streaming multiprocessor (SM) of the H100, after NVIDIA's Hopper whitepaper")
-    s.text(380, 26, "One SM of the H100 (Hopper, compute capability 9.0); the H100 SXM has 132", 15, weight="bold")
+    s.heading("One SM of the H100 (Hopper, compute capability 9.0); the H100 SXM has 132")
     s.rect(20, 40, 720, 470, fill=CARD, width=1.5)
     s.box(40, 52, 680, 26, "L1 instruction cache", GREY)
     pw, ph = 330, 180  # the four partitions, a 2 x 2 grid
@@ -45,14 +45,13 @@ def h100_sm() -> str:
     s.box(350, 466, 370, 34, "256 KB L1 data cache / shared memory", BLUE, size=12, weight="bold")
     s.text(380, 532, "Per SM: 65,536 registers, up to 228 KB of the 256 KB as shared memory, up to 64 resident warps.",
            11, fill=MUTED)
-    s.text(380, 550, "Datasheet facts: NVIDIA H100 Tensor Core GPU Architecture whitepaper.", 11, fill=MUTED,
-           italic=True)
+    s.caption(550, "Datasheet facts: NVIDIA H100 Tensor Core GPU Architecture whitepaper.")
     return s.render()
 
 
 def memory_hierarchy() -> str:
     s = Svg(760, 420, "The H100's memory hierarchy, from registers to host memory, with datasheet sizes")
-    s.text(380, 26, "Memory hierarchy of the H100 SXM: smaller and faster at the top", 15, weight="bold")
+    s.heading("Memory hierarchy of the H100 SXM: smaller and faster at the top")
     levels = [
         ("Registers", "private to a thread", "64K x 32-bit per SM (256 KB)", BLUE),
         ("Shared memory / L1 cache", "shared by a block, on the SM", "256 KB per SM, up to 228 KB shared", BLUE),
@@ -71,15 +70,15 @@ def memory_hierarchy() -> str:
     s.line(28, top + 6, 28, top + 5 * step - 14, arrow=True)
     s.text(20, top + 5 * step / 2, "slower, larger", 11, fill=MUTED, anchor="middle")
     s.items[-1] = s.items[-1].replace("<text ", f'<text transform="rotate(-90 20 {top + 5 * step / 2:g})" ')
-    s.text(380, 400, "Sizes and the HBM3 bandwidth are datasheet figures (H100 SXM); measured bandwidths "
-           "are on the pages' results tables.", 11, fill=MUTED, italic=True)
+    s.caption(400, "Sizes and the HBM3 bandwidth are datasheet figures (H100 SXM); measured bandwidths "
+               "are on the pages' results tables.")
     return s.render()
 
 
 def thread_hierarchy() -> str:
     s = Svg(760, 330, "Threads are grouped into warps of 32, warps into blocks, blocks into a grid; "
                       "each block runs on one SM")
-    s.text(380, 26, "Threads, warps, blocks, grid, SMs", 15, weight="bold")
+    s.heading("Threads, warps, blocks, grid, SMs")
     # A warp: 32 threads.
     s.text(90, 56, "warp = 32 threads", 12, weight="bold")
     for t in range(32):
@@ -108,15 +107,15 @@ def thread_hierarchy() -> str:
         held = [b for b in range(6) if b % 4 == m]
         for k, b in enumerate(held):
             s.box(x + 8 + k * 70, 252, 64, 28, f"block ({b % 3},{b // 3})", BLUE, size=10)
-    s.text(380, 314, "Blocks run in any order and never wait for one another; the warps of a block issue "
-           "instructions independently.", 11, fill=MUTED, italic=True)
+    s.caption(314, "Blocks run in any order and never wait for one another; the warps of a block issue "
+               "instructions independently.")
     return s.render()
 
 
 def grid_over_matrix() -> str:
     s = Svg(760, 400, "A grid of 16 x 16 blocks covering a 70 x 50 matrix: the last column and row of "
                       "blocks stick out past the matrix, so their outside threads must do nothing")
-    s.text(380, 26, "A grid of 16 x 16 blocks covering a matrix of 50 rows x 70 columns", 15, weight="bold")
+    s.heading("A grid of 16 x 16 blocks covering a matrix of 50 rows x 70 columns")
     cell = 4  # pixels per element
     ox, oy = 60, 60
     cols, rows, b = 70, 50, 16
@@ -144,15 +143,15 @@ def grid_over_matrix() -> str:
     s.text(lx, 238, "if (row < rows && col < cols) { ... }", 11, anchor="start", weight="bold")
     s.text(lx, 256, "keeps the outside threads from", 11, anchor="start", fill=MUTED)
     s.text(lx, 272, "reading or writing past the edge", 11, anchor="start", fill=MUTED)
-    s.text(380, 380, "80 x 64 threads are launched for 70 x 50 elements: the orange blocks' threads past "
-           "the red edge must skip their work.", 11, fill=MUTED, italic=True)
+    s.caption(380, "80 x 64 threads are launched for 70 x 50 elements: the orange blocks' threads past "
+               "the red edge must skip their work.")
     return s.render()
 
 
 def coalescing() -> str:
     s = Svg(760, 400, "A warp's 32 threads reading consecutive 4-byte floats touch one 128-byte segment; "
                       "reading with a stride of 32 floats touches 32 segments")
-    s.text(380, 26, "How a warp reads global memory: 32 threads, 4-byte floats, 32-byte sectors", 15, weight="bold")
+    s.heading("How a warp reads global memory: 32 threads, 4-byte floats, 32-byte sectors")
 
     def row(y, stride, title, verdict, colour):
         s.text(40, y, title, 13, anchor="start", weight="bold")
@@ -186,8 +185,8 @@ def coalescing() -> str:
 
     row(60, 1, "a[threadIdx.x]  (stride 1)", "128 B moved for 128 B used", STRONG_GREEN)
     row(220, 32, "a[32 * threadIdx.x]  (stride 32 floats = 128 B)", "1024 B moved for 128 B used", STRONG_RED)
-    s.text(380, 388, "Memory moves in 32-byte sectors; the load of a warp costs as many sectors as its "
-           "addresses touch.", 11, fill=MUTED, italic=True)
+    s.caption(388, "Memory moves in 32-byte sectors; the load of a warp costs as many sectors as its "
+               "addresses touch.")
     return s.render()
 
 
@@ -195,7 +194,7 @@ def bank_conflicts() -> str:
     s = Svg(760, 420, "Shared-memory bank conflicts: 32 banks of 4-byte words; stride 1 hits 32 banks, "
                       "stride 2 hits 16 banks twice each, stride 32 hits one bank 32 times, padding "
                       "a 32-wide tile to 33 spreads a column over all 32 banks")
-    s.text(380, 26, "Shared memory: 32 banks, one 4-byte word per bank per clock", 15, weight="bold")
+    s.heading("Shared memory: 32 banks, one 4-byte word per bank per clock")
     cases = [
         ("stride 1: s[threadIdx.x]", 1, 0, "no conflict: 1 pass", STRONG_GREEN),
         ("stride 2: s[2 * threadIdx.x]", 2, 0, "2-way conflict: 2 passes", STRONG_RED),
@@ -219,15 +218,15 @@ def bank_conflicts() -> str:
         s.text(x0 + 32 * cw - 2, y + 58, "bank 31", 10, anchor="end", fill=MUTED)
         s.text(x0 + 16 * cw, y + 58, "number in a bank = threads of the warp whose word lies in it", 10,
                fill=MUTED)
-    s.text(380, 408, "Bank of a 4-byte word = (its index) mod 32. Threads reading the same word share it "
-           "(a broadcast), which is no conflict.", 11, fill=MUTED, italic=True)
+    s.caption(408, "Bank of a 4-byte word = (its index) mod 32. Threads reading the same word share it "
+               "(a broadcast), which is no conflict.")
     return s.render()
 
 
 def matmul_tiling() -> str:
     s = Svg(760, 440, "Tiled matrix multiplication: a block loads a tile of A and a tile of B into shared "
                       "memory, accumulates their product into its tile of C, and steps along K")
-    s.text(380, 26, "Tiling: each block computes one tile of C = A x B, stepping through K", 15, weight="bold")
+    s.heading("Tiling: each block computes one tile of C = A x B, stepping through K")
     # B above C, A to the left of C.
     ax, ay, aw, ah = 160, 200, 120, 180    # A: M x K (K = 4 tiles)
     bx, by, bw, bh = 320, 50, 240, 120     # B: K x N (the same K)
@@ -256,16 +255,15 @@ def matmul_tiling() -> str:
     s.text(580, 184, "__syncthreads()", 11, anchor="start")
     s.text(580, 200, "C tile += A tile x B tile", 11, anchor="start")
     s.text(580, 216, "__syncthreads()", 11, anchor="start")
-    s.text(380, 428, "A block reads each element of its strips of A and B from global memory once; its threads "
-           "then reuse it from shared memory.", 11, fill=MUTED, italic=True)
+    s.caption(428, "A block reads each element of its strips of A and B from global memory once; its threads "
+               "then reuse it from shared memory.")
     return s.render()
 
 
 def online_softmax() -> str:
     s = Svg(760, 380, "The online softmax: one pass over a row keeps a running maximum m and a running sum d "
                       "of exp(x - m); when a chunk raises the maximum, the sum so far is rescaled")
-    s.text(380, 26, "Online softmax: a running maximum m and a running sum d, one pass over the row", 15,
-           weight="bold")
+    s.heading("Online softmax: a running maximum m and a running sum d, one pass over the row")
     chunks = ["chunk 1", "chunk 2", "chunk 3"]
     for i, c in enumerate(chunks):
         x = 60 + i * 220
@@ -290,8 +288,8 @@ def online_softmax() -> str:
            weight="bold")
     s.text(380, 315, "(max, then sum, then write). A row that is all -inf keeps m = -inf: guard it, "
            "or exp(-inf - (-inf)) is NaN.", 11)
-    s.text(380, 360, "Merging two partial states (m1, d1) and (m2, d2): m = max(m1, m2), "
-           "d = d1 * exp(m1 - m) + d2 * exp(m2 - m).", 11, fill=MUTED, italic=True)
+    s.caption(360, "Merging two partial states (m1, d1) and (m2, d2): m = max(m1, m2), "
+               "d = d1 * exp(m1 - m) + d2 * exp(m2 - m).")
     return s.render()
 
 

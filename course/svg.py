@@ -58,6 +58,14 @@ class Svg:
         self.items.append(el("text", html.escape(s), x=f"{x:g}", y=f"{y:g}", font_size=f"{size:g}", text_anchor=anchor,
                              font_weight=weight, fill=fill, font_style="italic" if italic else None))
 
+    def heading(self, s, size=15):
+        """The figure's heading, bold and centred at the top."""
+        self.text(self.w / 2, 26, s, size, weight="bold")
+
+    def caption(self, y, s):
+        """The figure's closing note: small, muted, italic and centred."""
+        self.text(self.w / 2, y, s, 11, fill=MUTED, italic=True)
+
     def box(self, x, y, w, h, label, fill=GREY, size=12, weight="normal", sub=None):
         self.rect(x, y, w, h, fill)
         if sub:

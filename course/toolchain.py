@@ -65,6 +65,16 @@ def _toolkit_root() -> Path | None:
     return Path(m.group(1)).resolve() if m else Path(nvcc).resolve().parent.parent
 
 
+def compute_sanitizer() -> str:
+    """compute-sanitizer's path; it ships with the CUDA toolkit, in bin/ or compute-sanitizer/."""
+    found = shutil.which("compute-sanitizer")
+    for pattern in ("cuda*/bin/compute-sanitizer", "cuda*/compute-sanitizer/compute-sanitizer"):
+        found = found or next((str(p) for p in sorted(Path("/usr/local").glob(pattern)) if p.is_file()), None)
+    if found is None:
+        raise FileNotFoundError("compute-sanitizer not found: it ships with the CUDA toolkit (bin/compute-sanitizer)")
+    return found
+
+
 def _wheel_dirs() -> list[Path]:
     """include/ folders of NVIDIA's pip wheels (nvidia/cu13/include, nvidia/cudnn/include, ...)."""
     found = []

@@ -6,24 +6,14 @@ there is none. Taught in docs/first-kernels/sanitizer.md.
 """
 
 import re
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from course import programs
+from course import programs, toolchain
 
 SOURCE = "kernels/first-kernels/sanitizer_demo.cu"
 BINARY = programs.BUILD / "first-kernels" / "sanitizer_test" / "sanitizer_demo"
-
-
-def _sanitizer() -> str:
-    found = shutil.which("compute-sanitizer") or next(
-        (str(p) for p in sorted(Path("/usr/local").glob("cuda*/bin/compute-sanitizer"))), None)
-    if found is None:
-        pytest.fail("compute-sanitizer not found: it ships with the CUDA toolkit (bin/compute-sanitizer)")
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +28,7 @@ def binary():
 
 
 def _sanitize(binary: str, tool: str, *args: str) -> str:
-    proc = subprocess.run([_sanitizer(), "--tool", tool, binary, "--n", "1000003", *args],
+    proc = subprocess.run([toolchain.compute_sanitizer(), "--tool", tool, binary, "--n", "1000003", *args],
                           capture_output=True, text=True, cwd=programs.ROOT, timeout=600)
     return proc.stdout + proc.stderr
 

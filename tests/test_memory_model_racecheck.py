@@ -3,27 +3,16 @@ planted in kernels/memory-model/reduction.cu (--plant-race: the shared-memory tr
 __syncthreads()), and finds none in the program as written, which passes its checks."""
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from course import programs
+from course import programs, toolchain
 
 pytestmark = pytest.mark.gpu
 
 N = "4099"  # a prime: the last block is partly empty
-
-
-def _sanitizer() -> str:
-    found = shutil.which("compute-sanitizer")
-    if found:
-        return found
-    for candidate in ("/usr/local/cuda/bin/compute-sanitizer", "/usr/local/cuda/compute-sanitizer/compute-sanitizer"):
-        if Path(candidate).is_file():
-            return candidate
-    pytest.fail("compute-sanitizer (part of the CUDA toolkit) is not on PATH")
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +24,7 @@ def reduction() -> Path:
 
 
 def _racecheck(exe: Path, *args: str) -> tuple[subprocess.CompletedProcess, int]:
-    proc = subprocess.run([_sanitizer(), "--tool", "racecheck", str(exe), *args], capture_output=True, text=True,
+    proc = subprocess.run([toolchain.compute_sanitizer(), "--tool", "racecheck", str(exe), *args], capture_output=True, text=True,
                           timeout=600)
     text = proc.stdout + proc.stderr
     m = re.search(r"RACECHECK SUMMARY: (\d+) hazards? displayed", text)

@@ -8,13 +8,11 @@ leaves a tool out, with the reason shown on the page.
 """
 
 import re
-import shutil
-from pathlib import Path
 import subprocess
 
 import pytest
 
-from course import programs
+from course import programs, toolchain
 
 ERRORS = 86  # --error-exitcode: what the sanitizer returns when it found something
 RUNS = [s for p in programs.all_programs() for s in p.sanitizer_runs()]
@@ -23,20 +21,12 @@ RUNS = [s for p in programs.all_programs() for s in p.sanitizer_runs()]
 _SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error")
 
 
-def _sanitizer() -> str:
-    found = shutil.which("compute-sanitizer") or next(
-        (str(p) for p in sorted(Path("/usr/local").glob("cuda*/bin/compute-sanitizer"))), None)
-    if found is None:
-        pytest.fail("compute-sanitizer not found: it ships with the CUDA toolkit (bin/compute-sanitizer)")
-    return found
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("run", RUNS, ids=lambda s: s.id)
 def test_sanitizer(run, request):
     built = programs.build(run.program)
     assert built.returncode == 0, built.stderr
-    proc = subprocess.run(run.command(_sanitizer(), ERRORS), cwd=programs.ROOT, capture_output=True, text=True,
+    proc = subprocess.run(run.command(toolchain.compute_sanitizer(), ERRORS), cwd=programs.ROOT, capture_output=True, text=True,
                           timeout=600)
     out = proc.stdout + proc.stderr
     summaries = _SUMMARY.findall(out)

@@ -551,4 +551,23 @@ inline std::string case_name(const Shape& s) {
   return text;
 }
 
+// One run of a fused forward kernel as the checks see it: O and the logsumexp poisoned, `launch()` run
+// and waited for, both copied back and checked against the reference (check_forward).
+template <typename Launch>
+bool run_and_check_forward(const std::string& name, const Shape& s, const ForwardReference& ref,
+                           const ForwardBuffers& d, bool bf16_p, Plant plant, const Launch& launch) {
+  course::poison(d.o, s.elements() * sizeof(__nv_bfloat16));
+  course::poison(d.lse, s.rows() * sizeof(float));
+  launch();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return check_forward(name, s, ref, to_host(d.o, s.elements()), to_host(d.lse, s.rows()), bf16_p, plant);
+}
+
+// A fused forward's BENCH row. Bytes the operation must move: Q, K, V read once, O written once, the
+// logsumexp written.
+inline void print_forward_bench_row(const Shape& s, const char* impl, double time_ms, double alloc_bytes) {
+  const double bytes = 4.0 * s.elements() * sizeof(__nv_bfloat16) + s.rows() * sizeof(float);
+  print_bench_row(case_name(s).c_str(), impl, time_ms, bytes, s.forward_flops(), s.seq, alloc_bytes);
+}
+
 }  // namespace attn

@@ -47,14 +47,9 @@ flash::Params params_for(const attn::Shape& s, const attn::ForwardBuffers& d) {
 // v2 and v3 round it to bf16: each is held to the rounded reference of its own precision).
 bool run_and_check(int version, const attn::Shape& s, const attn::ForwardReference& ref,
                    const attn::ForwardBuffers& d, attn::Plant plant = attn::Plant::kNone) {
-  course::poison(d.o, s.elements() * sizeof(flash::bf16));
-  course::poison(d.lse, s.rows() * sizeof(float));
-  flash::launch(version, params_for(s, d), s.batch, s.dim);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<flash::bf16> out = attn::to_host(d.o, s.elements());
-  const std::vector<float> lse = attn::to_host(d.lse, s.rows());
   const std::string name = "v" + std::to_string(version) + " " + attn::case_name(s) + attn::padded_suffix(s);
-  return attn::check_forward(name, s, ref, out, lse, version != 1, plant);
+  return attn::run_and_check_forward(name, s, ref, d, version != 1, plant,
+                                     [&] { flash::launch(version, params_for(s, d), s.batch, s.dim); });
 }
 
 // Check, then (repeats > 0) time, one shape; `versions` lists which kernels. The reference is
@@ -70,9 +65,7 @@ bool check_and_time(const attn::Shape& s, const std::vector<int>& versions, uint
     if (repeats == 0) continue;
     const flash::Params p = params_for(s, d);
     const double ms = course::time_kernel_ms([&] { flash::launch(version, p, s.batch, s.dim); }, 2, repeats);
-    // Bytes the operation must move: Q, K, V read once, O written once, the logsumexp written.
-    const double bytes = 4.0 * s.elements() * sizeof(flash::bf16) + s.rows() * sizeof(float);
-    attn::print_bench_row(attn::case_name(s).c_str(), impl_name(version), ms, bytes, s.forward_flops(), s.seq, d.bytes);
+    attn::print_forward_bench_row(s, impl_name(version), ms, d.bytes);
   }
   d.release();
   return ok;

@@ -143,6 +143,46 @@ __device__ __forceinline__ void store_rows(const Params& p, const float (&o)[D /
   }
 }
 
+// The online softmax of key tile n for this thread's rows r_lo and r_hi (wg_row0: their warpgroup's first
+// row, for the causal test), in place: S becomes P = exp2(S * scale_log2 - m) in fp32; m, l and alpha (the
+// factor O must be multiplied by before this tile's P V) are updated. The maximum is taken over the raw
+// scores (the scale is positive, so it commutes with max) and the scale is folded into one fused
+// multiply-add per score: exp2(fma(s, scale_log2, -m)).
+__device__ __forceinline__ void online_softmax(const Params& p, int n, int key_len, int wg_row0, int r_lo, int r_hi,
+                                               int t, float (&s)[64], float (&m)[2], float (&l)[2], float (&alpha)[2]) {
+  const int j0 = n * kBlockN;
+  // Only tiles that cross the padding or the diagonal need the per-element test.
+  const bool needs_mask = j0 + kBlockN > key_len || (p.causal && j0 + kBlockN - 1 > wg_row0);
+  float mx[2] = {SOFTMAX_NEG_INF, SOFTMAX_NEG_INF};
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = e < 2 ? r_lo : r_hi, key = j0 + 8 * j + 2 * t + (e & 1);
+      if (needs_mask && (key >= key_len || (p.causal && key > row))) s[4 * j + e] = SOFTMAX_NEG_INF;
+      mx[e / 2] = fmaxf(mx[e / 2], s[4 * j + e]);
+    }
+  }
+  float neg_base[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // the four lanes of a quad hold the same two rows
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+    const float m_new = fmaxf(m[h], mx[h] * p.scale_log2);  // -inf stays -inf
+    neg_base[h] = -softmax_base(m_new);           // the -inf rule: nothing unmasked yet -> base 0
+    alpha[h] = fast_exp2(m[h] + neg_base[h]);     // rescales what was accumulated at the old maximum
+    m[h] = m_new;
+  }
+  float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int i = 0; i < 64; ++i) {
+    s[i] = fast_exp2(fmaf(s[i], p.scale_log2, neg_base[(i / 2) % 2]));  // masked: exp2(-inf) = 0
+    sum[(i / 2) % 2] += s[i];
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) l[h] = l[h] * alpha[h] + sum[h];
+}
+
 // One consumer warpgroup: 64 query rows (rows row0 + 64 cw ...) against the block's n_tiles K/V tiles.
 // Thread layout of every 64 x N wgmma accumulator (mma.sync's, repeated): warp w holds rows 16w..16w+15;
 // for each 8-column block j, lane l holds row l/4 columns 8j + 2(l%4) and +1 in d[4j], d[4j+1], and the
@@ -188,43 +228,7 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
   auto release = [&](uint64_t* empty) {
     if (lane == 0) mbar_arrive(empty);
   };
-  // The online softmax of tile n, in place: S becomes P = exp2(S * scale_log2 - m) in fp32; m, l and
-  // alpha (the factor O must be multiplied by before this tile's P V) are updated. The maximum is taken
-  // over the raw scores (the scale is positive, so it commutes with max) and the scale is folded into
-  // one fused multiply-add per score: exp2(fma(s, scale_log2, -m)).
-  auto softmax = [&](int n) {
-  const int j0 = n * kBlockN;
-  // Only tiles that cross the padding or the diagonal need the per-element test.
-  const bool needs_mask = j0 + kBlockN > key_len || (p.causal && j0 + kBlockN - 1 > wg_row0);
-  float mx[2] = {SOFTMAX_NEG_INF, SOFTMAX_NEG_INF};
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = e < 2 ? r_lo : r_hi, key = j0 + 8 * j + 2 * t + (e & 1);
-      if (needs_mask && (key >= key_len || (p.causal && key > row))) s[4 * j + e] = SOFTMAX_NEG_INF;
-      mx[e / 2] = fmaxf(mx[e / 2], s[4 * j + e]);
-    }
-  }
-  float neg_base[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {  // the four lanes of a quad hold the same two rows
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-    const float m_new = fmaxf(m[h], mx[h] * p.scale_log2);  // -inf stays -inf
-    neg_base[h] = -softmax_base(m_new);           // the -inf rule: nothing unmasked yet -> base 0
-    alpha[h] = fast_exp2(m[h] + neg_base[h]);     // rescales what was accumulated at the old maximum
-    m[h] = m_new;
-  }
-  float sum[2] = {0.0f, 0.0f};
-#pragma unroll
-  for (int i = 0; i < 64; ++i) {
-    s[i] = fast_exp2(fmaf(s[i], p.scale_log2, neg_base[(i / 2) % 2]));  // masked: exp2(-inf) = 0
-    sum[(i / 2) % 2] += s[i];
-  }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) l[h] = l[h] * alpha[h] + sum[h];
-  };
+  auto softmax = [&](int n) { online_softmax(p, n, key_len, wg_row0, r_lo, r_hi, t, s, m, l, alpha); };
   auto rescale_o = [&] { scale_rows<D / 2>(o, alpha); };
   auto convert_p = [&] { to_bf16_pairs(s, pf); };
   auto turn_begin = [&] { pingpong_turn_begin<kSchedule>(cw); };
@@ -422,15 +426,9 @@ void launch(Schedule schedule, const attn::Shape& s, const DeviceBuffers& d) {
 // before P V, as in flash_fwd.cu's tensor-core versions: the same rounded reference.
 bool run_and_check(Schedule schedule, const attn::Shape& s, const attn::ForwardReference& ref, const DeviceBuffers& d,
                    attn::Plant plant) {
-  course::poison(d.o, s.elements() * sizeof(bf16));
-  course::poison(d.lse, s.rows() * sizeof(float));
-  launch(schedule, s, d);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<bf16> out = attn::to_host(d.o, s.elements());
-  const std::vector<float> lse = attn::to_host(d.lse, s.rows());
   const char* variant = schedule == Schedule::kPlain ? "plain" : schedule == Schedule::kOverlap ? "overlap" : "pingpong";
   const std::string name = std::string("v4 ") + variant + " " + attn::case_name(s) + attn::padded_suffix(s);
-  return attn::check_forward(name, s, ref, out, lse, true, plant);
+  return attn::run_and_check_forward(name, s, ref, d, true, plant, [&] { launch(schedule, s, d); });
 }
 
 // Check every schedule on one shape (a plant: the ping-pong one only), then (bench) time each: a wrong
@@ -446,9 +444,7 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, bool bench, attn::Plant
     ok = good && ok;
     if (!bench || !good) continue;
     const double ms = course::time_kernel_ms([&] { launch(schedule, s, d); }, 2, 20);
-    // Bytes the operation must move: Q, K, V read once, O written once, the logsumexp written.
-    const double bytes = 4.0 * s.elements() * sizeof(bf16) + s.rows() * sizeof(float);
-    attn::print_bench_row(attn::case_name(s).c_str(), impl_name(schedule), ms, bytes, s.forward_flops(), s.seq, d.bytes);
+    attn::print_forward_bench_row(s, impl_name(schedule), ms, d.bytes);
   }
   d.release();
   return ok;

@@ -89,12 +89,26 @@ def check(torch, backend, causal, seed):
     return ok
 
 
+def _unless_unavailable(torch, case, label, measure):
+    """measure()'s result, or None after printing why the backend could not run the case: out of device
+    memory, or a RuntimeError (a backend that does not support this GPU, shape or dtype)."""
+    try:
+        return measure()
+    except torch.cuda.OutOfMemoryError:
+        print(f"MEMORY {case} {label}: out of device memory")
+        torch.cuda.empty_cache()
+    except RuntimeError as e:
+        print(f"SKIP {case} {label}: this backend cannot run here: {str(e).splitlines()[0]}")
+    return None
+
+
 def bench_case(torch, backend, b, h, s, d, causal, seed, repeats=20, backward=True):
     """Times forward (and backward) of one case; returns False if the backend cannot run it or runs
     out of memory, after printing why."""
     label = f"PyTorch SDPA {LABEL[backend]} (bf16)"
     case = case_name(b, h, s, d, causal)
-    try:
+
+    def forward():
         q, k, v, d_out = inputs(torch, b, h, s, d, seed)
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -103,30 +117,28 @@ def bench_case(torch, backend, b, h, s, d, causal, seed, repeats=20, backward=Tr
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated() - base  # what the forward itself allocated, at its peak
         ms = course_tools.time_ms(lambda: run_backend(torch, backend, q, k, v, causal), repeats=repeats)
-    except torch.cuda.OutOfMemoryError:
-        print(f"MEMORY {case} {label}: out of device memory")
-        torch.cuda.empty_cache()
+        return q, k, v, d_out, peak, ms
+
+    measured = _unless_unavailable(torch, case, label, forward)
+    if measured is None:
         return False
-    except RuntimeError as e:
-        print(f"SKIP {case} {label}: this backend cannot run here: {str(e).splitlines()[0]}")
-        return False
+    q, k, v, d_out, peak, ms = measured
     flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
     io_bytes = 4 * q.numel() * q.element_size()  # Q, K, V read, O written
     course_tools.bench(case, label, ms, io_bytes, flops, peer=True, seq=s, peak_bytes=peak,
                        alloc_bytes=peak + io_bytes)
     if backward:
         leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-        try:
+
+        def backward_pass():
             out = run_backend(torch, backend, *leaves, causal)
-            ms = course_tools.time_ms(lambda: torch.autograd.grad(out, leaves, d_out, retain_graph=True),
-                                      repeats=repeats)
-        except torch.cuda.OutOfMemoryError:
-            print(f"MEMORY {case} backward {label}: out of device memory")
-            torch.cuda.empty_cache()
+            return out, course_tools.time_ms(lambda: torch.autograd.grad(out, leaves, d_out, retain_graph=True),
+                                             repeats=repeats)
+
+        measured = _unless_unavailable(torch, f"{case} backward", label, backward_pass)
+        if measured is None:
             return True
-        except RuntimeError as e:
-            print(f"SKIP {case} backward {label}: this backend cannot run here: {str(e).splitlines()[0]}")
-            return True
+        out, ms = measured
         # The usual backward count: five matrix products to the forward's two.
         course_tools.bench(f"{case} backward", label, ms, 8 * q.numel() * q.element_size(), 2.5 * flops,
                            peer=True, seq=s)

@@ -3,7 +3,8 @@
 // tensor maps that TMA copies need plus the check that the sm_90a code is the code that runs.
 //
 // Taught in docs/fast-matmul-fft/wgmma.md and docs/fast-matmul-fft/hopper-gemm.md; included by
-// kernels/matmul/gemm_wgmma.cu, kernels/matmul/gemm_hopper.cu and kernels/attention/flash_hopper.cu.
+// kernels/matmul/gemm_wgmma.cu, kernels/matmul/gemm_hopper.cu and kernels/attention/flash_hopper.cu
+// (and by kernels/memory-model/async_copy.cu, for get_encode).
 //   device (namespace course::hopper, compiled only where __CUDA_ARCH_FEAT_SM90_ALL is defined, i.e. in
 //   the compute_90a pass; a program that includes this header still builds for sm_75 to sm_100):
 //     smem_u32, mbar_init, fence_mbarrier_init, mbar_expect_bytes, mbar_arrive, mbar_arrive_cluster,
@@ -295,33 +296,25 @@ __device__ __forceinline__ void wgmma_64x128x16_ss(float* d, uint64_t desc_a, ui
 // 4 per thread in mma.sync's A-fragment layout (warp w: rows 16w + l/4 and + 8, columns 2(l%4), +1, +8,
 // +9); B from shared memory, N-major (imm-trans-b = 1): its 16 rows of k each hold N contiguous values,
 // as V's rows hold the head dimension. N = 64 or 128.
+// The instruction's text for both N, written once: REGS names the N / 2 accumulators, A_B the four A
+// registers and B's descriptor (the operands after them); scale-d is on (D += A B), nothing is negated,
+// and B is transposed (N-major).
+#define HOPPER_WGMMA_RS(N_TEXT, REGS, A_B, ACC, a, desc_b)                                              \
+  asm volatile("{\n"                                                                                     \
+               ".reg .pred p;\n"                                                                         \
+               "setp.ne.b32 p, 1, 0;\n"                                                                  \
+               "wgmma.mma_async.sync.aligned.m64n" N_TEXT "k16.f32.bf16.bf16 {" REGS "}, " A_B            \
+               ", p, 1, 1, 1;\n"                                                                         \
+               "}\n"                                                                                     \
+               : ACC                                                                                     \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b))
 template <int N>
-__device__ __forceinline__ void wgmma_64xNx16_rs(float* d, const unsigned* a, uint64_t desc_b);
-template <>
-__device__ __forceinline__ void wgmma_64xNx16_rs<128>(float* d, const unsigned* a, uint64_t desc_b) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, 1, 0;\n"  // scale-d = true: D += A B
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      HOPPER_REGS_0_63
-      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n"  // not negated; B transposed (N-major)
-      "}\n"
-      : HOPPER_ACC64(d, 0)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
-}
-template <>
-__device__ __forceinline__ void wgmma_64xNx16_rs<64>(float* d, const unsigned* a, uint64_t desc_b) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, 1, 0;\n"  // scale-d = true: D += A B
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      HOPPER_REGS_0_31
-      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n"  // not negated; B transposed (N-major)
-      "}\n"
-      : HOPPER_ACC32(d, 0)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+__device__ __forceinline__ void wgmma_64xNx16_rs(float* d, const unsigned* a, uint64_t desc_b) {
+  static_assert(N == 64 || N == 128, "wgmma_64xNx16_rs: N is 64 or 128");
+  if constexpr (N == 128)
+    HOPPER_WGMMA_RS("128", HOPPER_REGS_0_63, "{%64, %65, %66, %67}, %68", HOPPER_ACC64(d, 0), a, desc_b);
+  else
+    HOPPER_WGMMA_RS("64", HOPPER_REGS_0_31, "{%32, %33, %34, %35}, %36", HOPPER_ACC32(d, 0), a, desc_b);
 }
 // --8<-- [end:wgmma_rs]
 
@@ -336,6 +329,8 @@ __device__ __forceinline__ T* align_1k(unsigned char* p) {
 // A TMA descriptor for a row-major rows x cols matrix, copied in boxes of box_rows x box_cols (at most 256
 // each; with the 128-byte swizzle a box row may hold at most 128 bytes). Elements outside the matrix read
 // as zero and are not written by stores. The row stride cols * elem_bytes must be a multiple of 16 bytes.
+// --8<-- [start:encode]
+// The driver's cuTensorMapEncodeTiled, reached through the runtime (no -lcuda needed), looked up once.
 inline PFN_cuTensorMapEncodeTiled_v12000 get_encode() {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
     void* fn = nullptr;
@@ -349,6 +344,7 @@ inline PFN_cuTensorMapEncodeTiled_v12000 get_encode() {
   }();
   return encode;
 }
+// --8<-- [end:encode]
 inline CUtensorMap make_tensor_map_2d(CUtensorMapDataType type, size_t elem_bytes, const void* ptr, int rows,
                                       int cols, int box_rows, int box_cols, CUtensorMapSwizzle swizzle) {
   CUtensorMap map{};

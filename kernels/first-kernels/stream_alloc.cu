@@ -112,11 +112,8 @@ int main(int argc, char** argv) {
   std::vector<float> h_x(n), got(n), want(n);
   course::fill_uniform(h_x, seed);
   steps_cpu(h_x, want, steps);
-  float *d_x = nullptr, *d_out = nullptr, *d_once = nullptr;
-  CUDA_CHECK(cudaMalloc(&d_x, n * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&d_once, n * sizeof(float)));
-  CUDA_CHECK(cudaMemcpy(d_x, h_x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  float* d_x = course::to_device(h_x);
+  float *d_out = course::device_alloc<float>(n), *d_once = course::device_alloc<float>(n);
   cudaStream_t s;
   CUDA_CHECK(cudaStreamCreate(&s));  // blocking: the timer's events on the default stream wait for it
   const Buffers b{d_x, d_out, d_once, keeping, n};
@@ -152,8 +149,6 @@ int main(int argc, char** argv) {
 
   CUDA_CHECK(cudaStreamDestroy(s));
   CUDA_CHECK(cudaMemPoolDestroy(keeping));
-  CUDA_CHECK(cudaFree(d_x));
-  CUDA_CHECK(cudaFree(d_out));
-  CUDA_CHECK(cudaFree(d_once));
+  course::device_free({d_x, d_out, d_once});
   return ok ? 0 : course::kExitFail;
 }

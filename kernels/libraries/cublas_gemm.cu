@@ -107,25 +107,20 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
   course::fill_uniform(B, seed + 1);
   course::quiet_rows(A, m, k);  // every third row of A 2^20 times smaller: small outputs beside large ones
   const std::vector<double> atol = gemm_atol(m, n, k, A, B, 0), atol_tf32 = gemm_atol(m, n, k, A, B, 0x1p-10);
-  float *dA, *dB, *dC;
-  CUDA_CHECK(cudaMalloc(&dA, A.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&dB, B.size() * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&dC, C.size() * sizeof(float)));
-  CUDA_CHECK(cudaMemcpy(dA, A.data(), A.size() * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dB, B.data(), B.size() * sizeof(float), cudaMemcpyHostToDevice));
+  float *dA = course::to_device(A), *dB = course::to_device(B), *dC = course::device_alloc<float>(C.size());
   course::gemm_reference(m, n, k, A.data(), B.data(), want.data());
 
   // fp32 in, fp32 math: only summation order differs from the reference.
   course::poison(dC, C.size() * sizeof(float));
   sgemm_row_major(h, dA, dB, dC, m, n, k);
-  CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  C = course::to_host(dC, C.size());
   ok &= course::check_close_each_planted("sgemm_row_major", C.data(), want.data(), atol.data(), C.size(), 0,
                                          plant ? 1e-4 : 0);
 
   // TF32: inputs lose 13 mantissa bits, so each product moves by up to 2^-9 of its size.
   course::poison(dC, C.size() * sizeof(float));
   gemm_ex_row_major(h, dA, dB, dC, m, n, k, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32);
-  CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  C = course::to_host(dC, C.size());
   ok &= course::check_close_each_planted("gemm_tf32", C.data(), want.data(), atol_tf32.data(), C.size(), 0,
                                          plant ? 2e-2 : 0);
 
@@ -136,14 +131,10 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
   course::gemm_reference(m, n, k, A16.data(), B16.data(), want16.data());
   course::gemm_reference(m, n, k, course::abs_values(A16).data(), course::abs_values(B16).data(), sum_abs16.data());
   const std::vector<double> atol16 = course::sum_atol(sum_abs16, k, 0x1p-23);
-  __nv_bfloat16 *dA16, *dB16;
-  CUDA_CHECK(cudaMalloc(&dA16, A16.size() * sizeof(__nv_bfloat16)));
-  CUDA_CHECK(cudaMalloc(&dB16, B16.size() * sizeof(__nv_bfloat16)));
-  CUDA_CHECK(cudaMemcpy(dA16, A16.data(), A16.size() * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dB16, B16.data(), B16.size() * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice));
+  __nv_bfloat16 *dA16 = course::to_device(A16), *dB16 = course::to_device(B16);
   course::poison(dC, C.size() * sizeof(float));
   gemm_ex_row_major(h, dA16, dB16, dC, m, n, k, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F);
-  CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  C = course::to_host(dC, C.size());
   ok &= course::check_close_each_planted("gemm_bf16_fp32_out", C.data(), want16.data(), atol16.data(), C.size(), 0,
                                          plant ? 1e-4 : 0);
 
@@ -162,21 +153,15 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
                            sum_absb.data() + (size_t)b * m * n);
   }
   const std::vector<double> atolb = course::sum_atol(sum_absb, k, 0x1p-23);
-  __nv_bfloat16 *dAb, *dBb;
-  float* dCb;
-  CUDA_CHECK(cudaMalloc(&dAb, Ab16.size() * sizeof(__nv_bfloat16)));
-  CUDA_CHECK(cudaMalloc(&dBb, Bb16.size() * sizeof(__nv_bfloat16)));
-  CUDA_CHECK(cudaMalloc(&dCb, Cb.size() * sizeof(float)));
-  CUDA_CHECK(cudaMemcpy(dAb, Ab16.data(), Ab16.size() * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dBb, Bb16.data(), Bb16.size() * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice));
+  __nv_bfloat16 *dAb = course::to_device(Ab16), *dBb = course::to_device(Bb16);
+  float* dCb = course::device_alloc<float>(Cb.size());
   course::poison(dCb, Cb.size() * sizeof(float));
   gemm_strided_batched(h, dAb, dBb, dCb, m, n, k, batch);
-  CUDA_CHECK(cudaMemcpy(Cb.data(), dCb, Cb.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  Cb = course::to_host(dCb, Cb.size());
   ok &= course::check_close_each_planted("gemm_strided_batched_bf16", Cb.data(), wantb.data(), atolb.data(), Cb.size(),
                                          0, plant ? 1e-4 : 0);
 
-  for (void* p : {(void*)dA, (void*)dB, (void*)dC, (void*)dA16, (void*)dB16, (void*)dAb, (void*)dBb, (void*)dCb})
-    CUDA_CHECK(cudaFree(p));
+  course::device_free({dA, dB, dC, dA16, dB16, dAb, dBb, dCb});
   return ok;
 }
 
@@ -189,14 +174,10 @@ static void bench_line(const char* case_name, const char* impl, float ms, double
 static void bench(cublasHandle_t h) {
   const int big = 8192, mid = 4096;
   const size_t nbig = (size_t)big * big;
-  float *A, *B, *C;
-  CUDA_CHECK(cudaMalloc(&A, nbig * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&B, nbig * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&C, nbig * sizeof(float)));
-  __nv_bfloat16 *A16, *B16, *C16;
-  CUDA_CHECK(cudaMalloc(&A16, nbig * sizeof(__nv_bfloat16)));
-  CUDA_CHECK(cudaMalloc(&B16, nbig * sizeof(__nv_bfloat16)));
-  CUDA_CHECK(cudaMalloc(&C16, nbig * sizeof(__nv_bfloat16)));
+  float *A = course::device_alloc<float>(nbig), *B = course::device_alloc<float>(nbig),
+        *C = course::device_alloc<float>(nbig);
+  __nv_bfloat16 *A16 = course::device_alloc<__nv_bfloat16>(nbig), *B16 = course::device_alloc<__nv_bfloat16>(nbig),
+                *C16 = course::device_alloc<__nv_bfloat16>(nbig);
   fill_device(A, nbig, 1u); fill_device(B, nbig, 2u);
   fill_device(A16, nbig, 3u); fill_device(B16, nbig, 4u);
 
@@ -226,7 +207,7 @@ static void bench(cublasHandle_t h) {
   course::print_bench("256 GEMMs of 256^3, bf16", "strided batched, one call", tb, bytes, flops, true);
   course::print_bench("256 GEMMs of 256^3, bf16", "loop of 256 calls", tl, bytes, flops);
   // --8<-- [end:bench]
-  for (void* p : {(void*)A, (void*)B, (void*)C, (void*)A16, (void*)B16, (void*)C16}) CUDA_CHECK(cudaFree(p));
+  course::device_free({A, B, C, A16, B16, C16});
 }
 
 int main(int argc, char** argv) {

@@ -49,26 +49,25 @@ static void thrust_ops(const std::vector<int>& keys, std::vector<int>& sorted, s
 // CUB: every device-wide algorithm is called twice. The first call, with a null temp pointer,
 // only writes the scratch size it needs; the second does the work. You own the scratch, so you
 // can allocate it once and reuse it, and nothing synchronises unless you ask.
-static void cub_sort(const int* in, int* out, int n, void*& temp, size_t& temp_bytes) {
+// `algorithm(temp, bytes)` is one CUB call with its scratch arguments filled in.
+template <typename Algorithm>
+static void cub_two_phase(Algorithm algorithm, void*& temp, size_t& temp_bytes) {
   size_t need = 0;
-  CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, need, in, out, n));
+  CUDA_CHECK(algorithm(nullptr, need));  // phase 1: only the size
   if (need > temp_bytes) {
     if (temp) CUDA_CHECK(cudaFree(temp));
     CUDA_CHECK(cudaMalloc(&temp, need));
     temp_bytes = need;
   }
-  CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, in, out, n));
+  CUDA_CHECK(algorithm(temp, temp_bytes));  // phase 2: the work
+}
+
+static void cub_sort(const int* in, int* out, int n, void*& temp, size_t& temp_bytes) {
+  cub_two_phase([&](void* t, size_t& b) { return cub::DeviceRadixSort::SortKeys(t, b, in, out, n); }, temp, temp_bytes);
 }
 
 static void cub_scan(const int* in, int* out, int n, void*& temp, size_t& temp_bytes) {
-  size_t need = 0;
-  CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, need, in, out, n));
-  if (need > temp_bytes) {
-    if (temp) CUDA_CHECK(cudaFree(temp));
-    CUDA_CHECK(cudaMalloc(&temp, need));
-    temp_bytes = need;
-  }
-  CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp, temp_bytes, in, out, n));
+  cub_two_phase([&](void* t, size_t& b) { return cub::DeviceScan::InclusiveSum(t, b, in, out, n); }, temp, temp_bytes);
 }
 
 struct Widen {
@@ -78,14 +77,7 @@ struct Widen {
 static void cub_sum(const int* in, long long* out, int n, void*& temp, size_t& temp_bytes) {
   // Sum ints into a 64-bit total: a transform iterator widens each element as it is read.
   auto wide = thrust::make_transform_iterator(in, Widen{});
-  size_t need = 0;
-  CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, need, wide, out, n));
-  if (need > temp_bytes) {
-    if (temp) CUDA_CHECK(cudaFree(temp));
-    CUDA_CHECK(cudaMalloc(&temp, need));
-    temp_bytes = need;
-  }
-  CUDA_CHECK(cub::DeviceReduce::Sum(temp, temp_bytes, wide, out, n));
+  cub_two_phase([&](void* t, size_t& b) { return cub::DeviceReduce::Sum(t, b, wide, out, n); }, temp, temp_bytes);
 }
 // --8<-- [end:cub]
 

@@ -51,33 +51,31 @@ constexpr int APAD = BK + 8, BPAD = BN + 8;  // +16 bytes per row: rows start in
 constexpr int A_STAGE = BM * APAD, B_STAGE = BK * BPAD;  // elements per stage
 constexpr size_t kSmemBytes = (STAGES * (A_STAGE + B_STAGE)) * sizeof(bf16) + 8 * 256 * sizeof(float);
 
-// Copies one BM x BK tile of A and one BK x BN tile of B into stage buffers. ALIGNED: K and N are
-// multiples of 8, so every 16-byte chunk of a row is aligned and either fully inside or fully outside.
+// Copies the TR x TC tile at (r0, c0) of a row-major rows x cols matrix into shared memory (row pitch
+// PITCH), with zeros past the matrix's edges. ALIGNED: cols is a multiple of 8, so every 16-byte chunk of
+// a row is aligned and either fully inside or fully outside.
+template <int TR, int TC, int PITCH, bool ALIGNED>
+__device__ void load_tile(bf16* tile, const bf16* src, int rows, int cols, int r0, int c0, int tid) {
+  for (int c = tid; c < TR * TC / 8; c += THREADS) {  // 8 bf16 per 16-byte chunk
+    const int r = c / (TC / 8), col = (c % (TC / 8)) * 8, gr = r0 + r, gc = c0 + col;
+    bf16* dst = tile + r * PITCH + col;
+    if (ALIGNED) {
+      const bool in = gr < rows && gc < cols;
+      cp_async16(dst, in ? &src[static_cast<size_t>(gr) * cols + gc] : src, in ? 16 : 0);
+    } else {
+      for (int e = 0; e < 8; ++e)
+        dst[e] = (gr < rows && gc + e < cols) ? src[static_cast<size_t>(gr) * cols + gc + e] : __float2bfloat16(0.0f);
+    }
+  }
+}
+
+// Copies one BM x BK tile of A and one BK x BN tile of B into stage buffers (ALIGNED: K and N are
+// multiples of 8).
 template <bool ALIGNED>
 __device__ void load_tiles(bf16* as, bf16* bs, const bf16* A, const bf16* B, int M, int N, int K, int brow,
                            int bcol, int k0, int tid) {
-  for (int c = tid; c < BM * BK / 8; c += THREADS) {  // 8 bf16 per 16-byte chunk
-    const int r = c / (BK / 8), col = (c % (BK / 8)) * 8, gr = brow + r, gc = k0 + col;
-    bf16* dst = as + r * APAD + col;
-    if (ALIGNED) {
-      const bool in = gr < M && gc < K;
-      cp_async16(dst, in ? &A[static_cast<size_t>(gr) * K + gc] : A, in ? 16 : 0);
-    } else {
-      for (int e = 0; e < 8; ++e)
-        dst[e] = (gr < M && gc + e < K) ? A[static_cast<size_t>(gr) * K + gc + e] : __float2bfloat16(0.0f);
-    }
-  }
-  for (int c = tid; c < BK * BN / 8; c += THREADS) {
-    const int r = c / (BN / 8), col = (c % (BN / 8)) * 8, gr = k0 + r, gc = bcol + col;
-    bf16* dst = bs + r * BPAD + col;
-    if (ALIGNED) {
-      const bool in = gr < K && gc < N;
-      cp_async16(dst, in ? &B[static_cast<size_t>(gr) * N + gc] : B, in ? 16 : 0);
-    } else {
-      for (int e = 0; e < 8; ++e)
-        dst[e] = (gr < K && gc + e < N) ? B[static_cast<size_t>(gr) * N + gc + e] : __float2bfloat16(0.0f);
-    }
-  }
+  load_tile<BM, BK, APAD, ALIGNED>(as, A, M, K, brow, k0, tid);
+  load_tile<BK, BN, BPAD, ALIGNED>(bs, B, K, N, k0, bcol, tid);
 }
 
 // --8<-- [start:wmma_kernel]

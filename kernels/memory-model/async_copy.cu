@@ -25,13 +25,12 @@
 // course: run --height 517 --width 1001
 // course: run --height 1 --width 4
 // course: bench --bench
-#include <cuda.h>  // CUtensorMap (the driver API type; the function comes from the runtime, below)
-#include <cudaTypedefs.h>
 
 #include <cuda/pipeline>
 #include <cuda/ptx>
 
 #include "../common/course.cuh"
+#include "../common/hopper.cuh"  // get_encode: cuTensorMapEncodeTiled from the driver
 
 constexpr int kRadius = 2;                     // 5 x 5 box
 constexpr int kTileW = 64, kTileH = 16;        // outputs per tile
@@ -228,23 +227,16 @@ __global__ void __launch_bounds__(kThreads) blur_tma(const __grid_constant__ CUt
 // --8<-- [end:tma]
 
 // --8<-- [start:tensor_map]
-// The driver's cuTensorMapEncodeTiled, reached through the runtime (no -lcuda needed): a
-// description of the image (sizes, row pitch in bytes: a multiple of 16) and of the box one copy
-// moves (72 x 20 floats: 288 bytes a row, a multiple of 16 as well).
+// The driver's cuTensorMapEncodeTiled (hopper.cuh's get_encode): a description of the image
+// (sizes, row pitch in bytes: a multiple of 16) and of the box one copy moves (72 x 20 floats: 288 bytes
+// a row, a multiple of 16 as well).
 static CUtensorMap make_tensor_map(const float* image, int H, int W, size_t pitch_bytes) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
-  if (found != cudaDriverEntryPointSuccess || fn == nullptr) {
-    std::fprintf(stderr, "error: the driver does not provide cuTensorMapEncodeTiled\n");
-    std::exit(course::kExitFail);
-  }
   CUtensorMap map{};
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(W), static_cast<cuuint64_t>(H)};  // innermost first
   const cuuint64_t pitch[1] = {static_cast<cuuint64_t>(pitch_bytes)};
   const cuuint32_t box[2] = {kTmaInW, kInH};
   const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)(
+  const CUresult r = course::hopper::get_encode()(
       &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(image), dims, pitch, box, elem_strides,
       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // FILL_NONE: out-of-bounds elements read as zero

@@ -139,12 +139,8 @@ int main(int argc, char** argv) {
     course::fill_uniform(h_x, seed + 2 * k);
     course::fill_uniform(h_table, seed + 2 * k + 1);
     gather_cpu(h_x, h_table, want);
-    float *x = nullptr, *table = nullptr, *out = nullptr;
-    CUDA_CHECK(cudaMalloc(&x, bytes));
-    CUDA_CHECK(cudaMalloc(&table, table_bytes));
-    CUDA_CHECK(cudaMalloc(&out, bytes));
-    CUDA_CHECK(cudaMemcpy(x, h_x.data(), bytes, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(table, h_table.data(), table_bytes, cudaMemcpyHostToDevice));
+    float *x = course::to_device(h_x), *table = course::to_device(h_table);
+    float* out = course::device_alloc<float>(h_x.size());
     const unsigned tsize = static_cast<unsigned>(c.table_floats);
     const int blocks = static_cast<int>(std::min<long long>(course::ceil_div<long long>(c.n / 4 + 1, 256), 8LL * sms));
     char case_name[96];
@@ -185,9 +181,7 @@ int main(int argc, char** argv) {
       }
     }
     release_persistence();
-    CUDA_CHECK(cudaFree(x));
-    CUDA_CHECK(cudaFree(table));
-    CUDA_CHECK(cudaFree(out));
+    course::device_free({x, table, out});
   }
   return ok ? 0 : course::kExitFail;
 }

@@ -139,13 +139,39 @@ __global__ void __launch_bounds__(kLossThreads)
   }
 }
 
+// --8<-- [start:schedule]
+// The learning rate of step t (from 0) of a run of total_steps: a linear warm-up over warmup_steps,
+// then half a cosine from peak down to 0 at the run's end; total_steps = 0 means the constant peak.
+// mnist_torch.py's lr_at is the same function, so both sides train with the same recipe.
+struct LrSchedule {
+  float peak;
+  int warmup_steps, total_steps;
+  __host__ __device__ float at(int t) const {
+    if (total_steps <= 0) return peak;
+    if (t < warmup_steps) return peak * static_cast<float>(t + 1) / static_cast<float>(warmup_steps);
+    const int decay = total_steps - warmup_steps;
+    const float progress = decay > 0 ? fminf(1.0f, static_cast<float>(t - warmup_steps) / decay) : 1.0f;
+    return 0.5f * peak * (1.0f + cosf(3.14159265f * progress));
+  }
+};
+
+// One thread, before SGD: this step's learning rate into *lr, and the run's step counter on by one
+// (a kernel of its own, so that no thread of the SGD kernel reads the counter while another moves it).
+__global__ void next_learning_rate(LrSchedule schedule, int* __restrict__ run_step, float* __restrict__ lr) {
+  *lr = schedule.at(*run_step);
+  *run_step += 1;
+}
+// --8<-- [end:schedule]
+
 // SGD on the fp32 master weights, and their bf16 copy for the next step's tensor-core products, in
-// one pass. The first thread also advances the step counter (as naive::sgd_update does).
+// one pass, with the learning rate that next_learning_rate wrote. The first thread also advances the
+// step counter (as naive::sgd_update does).
 __global__ void sgd_update_bf16(float* __restrict__ params, const float* __restrict__ grads,
-                                __nv_bfloat16* __restrict__ params_bf16, float lr, int n, int* __restrict__ step) {
+                                __nv_bfloat16* __restrict__ params_bf16, const float* __restrict__ lr, int n,
+                                int* __restrict__ step) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
-    const float p = params[i] - lr * grads[i];
+    const float p = params[i] - *lr * grads[i];
     params[i] = p;
     params_bf16[i] = __float2bfloat16_rn(p);
   }

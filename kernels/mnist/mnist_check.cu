@@ -462,7 +462,8 @@ static bool check_tc_small_kernels(cudaStream_t st) {
   float* d_g0 = course::to_device(g0);
   __nv_bfloat16* d_p16 = course::device_alloc<__nv_bfloat16>(n_params);
   course::poison(d_p16, n_params * sizeof(__nv_bfloat16));
-  tc::sgd_update_bf16<<<course::ceil_div(n_params, 256), 256, 0, st>>>(d_p, d_g0, d_p16, 0.05f, n_params, d_step);
+  float* d_lr = course::to_device(std::vector<float>{0.05f});
+  tc::sgd_update_bf16<<<course::ceil_div(n_params, 256), 256, 0, st>>>(d_p, d_g0, d_p16, d_lr, n_params, d_step);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaStreamSynchronize(st));
   std::vector<double> p1(n_params);
@@ -473,8 +474,25 @@ static bool check_tc_small_kernels(cudaStream_t st) {
   ok &= course::check_close("v4_sgd_fp32_vs_fp64", course::to_host(d_p, n_params).data(), p1.data(), n_params, 1e-6, 1e-7);
   ok &= course::check_close("v4_sgd_bf16_copy_vs_fp64", p16f.data(), p1.data(), n_params, std::ldexp(1.0, -8), 0.0);
   ok &= course::check_true("v4_sgd_advances_step", course::to_host(d_step, 1)[0] == 1, 1);
+
+  // The learning-rate schedule, step by step, against the same function in float64: a warm-up of 3
+  // steps to 0.1, then half a cosine to 0 over the remaining 9 of 12 steps.
+  const tc::LrSchedule schedule{0.1f, 3, 12};
+  int* d_run_step = course::to_device(std::vector<int>{0});
+  std::vector<float> lr_got;
+  std::vector<double> lr_want;
+  for (int t = 0; t < 12; ++t) {
+    course::poison(d_lr, sizeof(float));
+    tc::next_learning_rate<<<1, 1, 0, st>>>(schedule, d_run_step, d_lr);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaStreamSynchronize(st));
+    lr_got.push_back(course::to_host(d_lr, 1)[0]);
+    lr_want.push_back(t < 3 ? 0.1 * (t + 1) / 3 : 0.05 * (1.0 + std::cos(M_PI * (t - 3) / 9.0)));
+  }
+  ok &= course::check_close("v4_lr_schedule_vs_fp64", lr_got.data(), lr_want.data(), 12, 1e-5, 1e-7);
+  ok &= course::check_true("v4_lr_schedule_counts_steps", course::to_host(d_run_step, 1)[0] == 12, 1);
   course::device_free({d_hpre, d_b3, d_w4, d_b4, d_labels, d_step, d_h, d_logits, d_dlogits, d_loss, d_part, d_done,
-                       d_dhpre, d_g, d_gpart, d_p, d_g0, d_p16});
+                       d_dhpre, d_g, d_gpart, d_p, d_g0, d_p16, d_lr, d_run_step});
   return ok;
 }
 // --8<-- [end:tc_checks]
@@ -532,6 +550,46 @@ static bool versions_agree(Net& n, DeviceData& d, int B) {
   }
   return ok;
 }
+
+// --8<-- [start:deterministic]
+// Version 4 is deterministic: every sum across blocks is written part by part and the parts added in
+// a fixed order (reduce_parts), never with float atomics, whose order depends on which block finishes
+// first. So the same weights and batches give the same bits: ten steps of the captured step, from the
+// same weights on the same batches, twice, and the weights and the ten losses must match bit for bit.
+// At a batch of 61 and of 1000 (where fc1's weight gradient is split over the batch as well).
+static bool v4_steps_bitwise_repeatable(Net& n, DeviceData& d, int B) {
+  constexpr int kSteps = 10;
+  static_assert(kSteps <= 16, "the check's Net keeps 16 losses");
+  const std::vector<float> init = init_params(11);
+  std::vector<float> params[2], losses[2];
+  for (int run = 0; run < 2; ++run) {
+    std::mt19937_64 rng(5);  // the same batches in both runs
+    std::vector<int> perm_host;
+    const Source src{d.train_images, d.train_labels, d.perm, n.step, d.train_count / B};
+    upload_params(n, init);
+    course::poison(n.grads, kTotalParams * sizeof(float));
+    course::poison(n.loss_hist, kSteps * sizeof(float));
+    new_epoch(n, d, rng, perm_host);
+    cudaGraphExec_t exec = capture_step(n, kTc, src, B, kLearningRate);
+    for (int s = 0; s < kSteps; ++s) CUDA_CHECK(cudaGraphLaunch(exec, n.st));
+    CUDA_CHECK(cudaStreamSynchronize(n.st));
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    params[run] = course::to_host(n.params, kTotalParams);
+    losses[run] = course::to_host(n.loss_hist, kSteps);
+  }
+  int differ = 0;
+  for (int i = 0; i < kTotalParams; ++i)
+    differ += std::memcmp(&params[0][i], &params[1][i], sizeof(float)) != 0;
+  const bool same_losses = std::memcmp(losses[0].data(), losses[1].data(), kSteps * sizeof(float)) == 0;
+  bool finite = true;
+  for (float l : losses[0]) finite &= std::isfinite(l);
+  char name[64], detail[128];
+  std::snprintf(name, sizeof(name), "v4_%d_steps_bitwise_repeatable_batch_%d", kSteps, B);
+  std::snprintf(detail, sizeof(detail), "weights_differing=%d of %d losses_identical=%s last_loss=%.6f", differ,
+                kTotalParams, same_losses ? "yes" : "no", losses[0][kSteps - 1]);
+  return course::check_true(name, differ == 0 && same_losses && finite, kTotalParams + kSteps, detail);
+}
+// --8<-- [end:deterministic]
 
 // --8<-- [start:plant]
 // --plant zeros-small: the gradient comparison must reject a result that is right except for zeros
@@ -595,6 +653,8 @@ int main(int argc, char** argv) {
     ok &= check_tc_convs(n.st);
     ok &= check_tc_linears(n.sms, n.st);
     ok &= check_tc_small_kernels(n.st);
+    ok &= v4_steps_bitwise_repeatable(n, d, batch);
+    ok &= v4_steps_bitwise_repeatable(n, d, 1000);
   }
   ok &= versions_agree(n, d, batch);
   return ok ? 0 : course::kExitFail;

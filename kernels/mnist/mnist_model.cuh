@@ -67,6 +67,9 @@ struct Net {
   float4 *coef1, *coef2, *bcoef1, *bcoef2;  // fused: per-channel BN coefficients (forward, backward)
   double* stats;  // fused: sums for BN: [sum1 32 | sumsq1 32 | sum2 64 | sumsq2 64 | dsum1, dsumx1, dsum2, dsumx2]
   int* step;      // device step counter: which batch of the epoch the next step gathers
+  int* run_step;  // version 4: the run's step counter (step + 1), which the learning-rate schedule reads
+  float* lr_now;  // version 4: this step's learning rate (tc::next_learning_rate)
+  int lr_warmup_steps = 0, lr_total_steps = 0;  // version 4's schedule (tc::LrSchedule); 0: constant
   float* params_backup;
   int* step_backup;
   __nv_bfloat16* params_bf16;  // version 4: the bf16 copy of params that the tensor cores read
@@ -118,11 +121,13 @@ struct Net {
     bcoef1 = course::device_alloc<float4>(32);
     coef2 = course::device_alloc<float4>(64);
     bcoef2 = course::device_alloc<float4>(64);
-    step = course::device_alloc<int>(1);
+    step = course::device_alloc<int>(2);
+    run_step = step + 1;
+    lr_now = course::device_alloc<float>(1);
     params_backup = course::device_alloc<float>(kTotalParams);
-    step_backup = course::device_alloc<int>(1);
+    step_backup = course::device_alloc<int>(2);
     loss_hist = course::device_alloc<float>(loss_capacity);
-    CUDA_CHECK(cudaMemset(step, 0, sizeof(int)));
+    CUDA_CHECK(cudaMemset(step, 0, 2 * sizeof(int)));
     params_bf16 = course::device_alloc<__nv_bfloat16>(kTotalParams);
     p1_bf16 = course::device_alloc<__nv_bfloat16>(B * 32 * 196);
     p2_bf16 = course::device_alloc<__nv_bfloat16>(B * 3136);
@@ -387,11 +392,15 @@ inline void backward(const Net& n, Version v, int B) {
 inline void train_step(const Net& n, Version v, const Source& src, int B, float lr) {
   forward(n, v, src, B, n.loss_hist, n.loss_cap);
   backward(n, v, B);
-  if (v == kTc)  // the fp32 master weights and, in the same pass, their bf16 copy for the next step
-    tc::sgd_update_bf16<<<blocks(kTotalParams), 256, 0, n.st>>>(n.params, n.grads, n.params_bf16, lr, kTotalParams,
-                                                                n.step);
-  else
+  if (v == kTc) {  // this step's learning rate (the schedule's, or the constant lr), then the fp32
+                   // master weights and, in the same pass, their bf16 copy for the next step
+    tc::next_learning_rate<<<1, 1, 0, n.st>>>(tc::LrSchedule{lr, n.lr_warmup_steps, n.lr_total_steps}, n.run_step,
+                                              n.lr_now);
+    tc::sgd_update_bf16<<<blocks(kTotalParams), 256, 0, n.st>>>(n.params, n.grads, n.params_bf16, n.lr_now,
+                                                                kTotalParams, n.step);
+  } else {
     naive::sgd_update<<<blocks(kTotalParams), 256, 0, n.st>>>(n.params, n.grads, lr, kTotalParams, n.step);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
@@ -405,12 +414,12 @@ inline void refresh_bf16(const Net& n) {
 // and cuBLAS calls with one call, and their launch costs overlap on the GPU.
 inline cudaGraphExec_t capture_step(const Net& n, Version v, const Source& src, int B, float lr) {
   // One eager step first, so that every kernel and cuBLAS routine is loaded before the capture;
-  // the weights and the step counter are put back afterwards.
+  // the weights and the step counters are put back afterwards.
   CUDA_CHECK(cudaMemcpyAsync(n.params_backup, n.params, kTotalParams * sizeof(float), cudaMemcpyDeviceToDevice, n.st));
-  CUDA_CHECK(cudaMemcpyAsync(n.step_backup, n.step, sizeof(int), cudaMemcpyDeviceToDevice, n.st));
+  CUDA_CHECK(cudaMemcpyAsync(n.step_backup, n.step, 2 * sizeof(int), cudaMemcpyDeviceToDevice, n.st));
   train_step(n, v, src, B, lr);
   CUDA_CHECK(cudaMemcpyAsync(n.params, n.params_backup, kTotalParams * sizeof(float), cudaMemcpyDeviceToDevice, n.st));
-  CUDA_CHECK(cudaMemcpyAsync(n.step, n.step_backup, sizeof(int), cudaMemcpyDeviceToDevice, n.st));
+  CUDA_CHECK(cudaMemcpyAsync(n.step, n.step_backup, 2 * sizeof(int), cudaMemcpyDeviceToDevice, n.st));
   refresh_bf16(n);
   CUDA_CHECK(cudaStreamSynchronize(n.st));
   cudaGraph_t graph;

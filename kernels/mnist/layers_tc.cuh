@@ -431,7 +431,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 // s = 0, 1, 2: Bs[s][c][P] = Ipad[c][P + s], Ipad the input with its zero border.
 // Each block sums over its images (a slice of the batch) in registers and writes its partial
 // gradient to partial[blockIdx.x]; reduce_parts adds the slices in a fixed order: no atomics on the
-// 18,432 outputs from hundreds of blocks, and the same bits in every run. Warps: 2 along m (32 rows each) x 4 along the 288 outputs (72 each).
+// 18,432 outputs from hundreds of blocks, and the same bits in every run. Warps: 2 along m (32 rows
+// each) x 4 along the 288 outputs (72 each).
 template <int H, int CIN, int COUT>
 struct WgradShape {
   static constexpr int PW = H + 2, HW = H * H, Q = 9 * CIN;

@@ -282,8 +282,9 @@ __global__ void __launch_bounds__(kThreads)
 // --8<-- [start:wgrad_c1]
 // The first convolution has one input channel, so its weight gradient is a 32 x 9 matrix: a GEMM
 // tile of 64 x 64 would waste most of its work. One block per (output channel, slice of images)
-// keeps nine sums per thread instead. dw must be zeroed first.
-__global__ void conv3x3_wgrad_c1(const float* __restrict__ dout, const float* __restrict__ in, float* __restrict__ dw,
+// keeps nine sums per thread instead, and writes them to part[slice][m][9]; reduce_parts adds the
+// slices in a fixed order (no atomics: the same bits in every run).
+__global__ void conv3x3_wgrad_c1(const float* __restrict__ dout, const float* __restrict__ in, float* __restrict__ part,
                                  int N, int M, int H, int W, int images_per_block) {
   const int m = blockIdx.y, HW = H * W;
   const int nbegin = blockIdx.x * images_per_block, nend = min(N, nbegin + images_per_block);
@@ -301,7 +302,7 @@ __global__ void conv3x3_wgrad_c1(const float* __restrict__ dout, const float* __
 #pragma unroll
   for (int rs = 0; rs < 9; ++rs) {
     const float total = block_sum(acc[rs]);
-    if (threadIdx.x == 0) atomicAdd(&dw[m * 9 + rs], total);
+    if (threadIdx.x == 0) part[(blockIdx.x * M + m) * 9 + rs] = total;
   }
 }
 // --8<-- [end:wgrad_c1]
@@ -344,14 +345,29 @@ inline void backward_data(const float* dout, const float* w, float* din, int N, 
   else launch_conv<64, true, false>(tf32, dout, w, din, N, K, C, H, W, st, nullptr, nullptr);
 }
 
-// dw[k][c][3][3] (zeroed here) from dout[n][k] and in[n][c].
+// conv3x3_wgrad_c1's slices of the batch (about 64, fewer than 128) and the floats of their parts.
+inline int wgrad_c1_slices(int N) { return course::ceil_div(N, std::max(1, N / 64)); }
+inline size_t wgrad_c1_part_floats(int max_batch, int K) {
+  int most = 1;
+  for (int n = 1; n <= max_batch; ++n) most = std::max(most, wgrad_c1_slices(n));
+  return static_cast<size_t>(most) * K * 9;
+}
+
+// dw[k][c][3][3] (written) from dout[n][k] and in[n][c]. With one input channel (C == 1), part holds
+// wgrad_c1_part_floats(N, K) floats.
 inline void backward_weight(const float* dout, const float* in, float* dw, int N, int C, int K, int H, int W,
-                            cudaStream_t st, bool tf32 = false) {
-  CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * K * C * 9, st));
+                            cudaStream_t st, bool tf32 = false, float* part = nullptr) {
   if (C == 1) {
-    const int per_block = std::max(1, N / 64);  // about 64 slices of images per channel
-    conv3x3_wgrad_c1<<<dim3(course::ceil_div(N, per_block), K), 256, 0, st>>>(dout, in, dw, N, K, H, W, per_block);
+    if (!part) {
+      std::fprintf(stderr, "error: igemm::backward_weight with one input channel needs its part buffer\n");
+      std::exit(course::kExitFail);
+    }
+    const int per_block = std::max(1, N / 64), slices = wgrad_c1_slices(N);
+    conv3x3_wgrad_c1<<<dim3(slices, K), 256, 0, st>>>(dout, in, part, N, K, H, W, per_block);
+    CUDA_CHECK_LAUNCH();
+    reduce_parts(part, slices, K * 9, dw, st);
   } else {
+    CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * K * C * 9, st));
     const int J = N * H * W, tiles = course::ceil_div(C * 9, 64) * course::ceil_div(K, 64);
     const int slices = std::max(1, std::min(course::ceil_div(J, 256), 640 / tiles));
     const int slice = course::ceil_div(course::ceil_div(J, slices), 16) * 16;

@@ -77,12 +77,13 @@ __global__ void bn_relu_pool_forward(const float* __restrict__ conv, const float
 // --8<-- [start:backward]
 // Pass 1: per channel, sum(dy) and sum(dy * xhat), where dy, the gradient at the batch norm's
 // output, is the pooled gradient at each window's winner (if the ReLU let it through) and 0
-// elsewhere: only a quarter of the positions contribute. Grid: (slices, C). dsum, dsumx zeroed.
+// elsewhere: only a quarter of the positions contribute. Grid: (slices, C). Each block writes its
+// two sums to part[slice][c] and part[slice][C + c]; reduce_parts adds the slices in a fixed order.
 template <typename T>
 __global__ void bn_relu_pool_backward_reduce(const float* __restrict__ dpooled, const T* __restrict__ pooled,
                                              const uint8_t* __restrict__ arg, const float* __restrict__ conv,
-                                             const float4* __restrict__ coef, double* __restrict__ dsum,
-                                             double* __restrict__ dsumx, int N, int C, int H, int W) {
+                                             const float4* __restrict__ coef, double* __restrict__ part, int N,
+                                             int C, int H, int W) {
   const int c = blockIdx.y, PW = W / 2, PHW = (H / 2) * PW;
   const float mean = coef[c].z, rstd = coef[c].w;
   float sg = 0.0f, sgx = 0.0f;
@@ -99,8 +100,8 @@ __global__ void bn_relu_pool_backward_reduce(const float* __restrict__ dpooled, 
   sg = block_sum(sg);
   sgx = block_sum(sgx);
   if (threadIdx.x == 0) {
-    atomicAdd(&dsum[c], static_cast<double>(sg));
-    atomicAdd(&dsumx[c], static_cast<double>(sgx));
+    part[static_cast<size_t>(blockIdx.x) * 2 * C + c] = sg;
+    part[static_cast<size_t>(blockIdx.x) * 2 * C + C + c] = sgx;
   }
 }
 

@@ -56,6 +56,38 @@ __device__ inline float block_sum(float v) {
   return part[0];
 }
 
+// --8<-- [start:sum_parts]
+// A deterministic reduction across blocks: each block writes its partial sums to part[block][count]
+// (plain stores), and out[i] = part[0][i] + part[1][i] + ... + part[parts - 1][i], always grouped
+// the same way, so a run gives the same bits every time (float atomics add in whatever order the
+// blocks finish, and float addition is not associative). A block is 32 outputs x 8 groups of parts:
+// group g adds parts g, g + 8, g + 16, ... in order, then group 0 adds the 8 group sums in order.
+constexpr int kPartsThreads = 256;
+template <typename T>
+__global__ void __launch_bounds__(kPartsThreads)
+    sum_parts(const T* __restrict__ part, T* __restrict__ out, int count, int parts) {
+  __shared__ T group_sum[kPartsThreads / 32][32];
+  const int lane = threadIdx.x & 31, group = threadIdx.x >> 5, i = blockIdx.x * 32 + lane;
+  T s = 0;
+  if (i < count)
+    for (int p = group; p < parts; p += kPartsThreads / 32) s += part[static_cast<size_t>(p) * count + i];
+  group_sum[group][lane] = s;
+  __syncthreads();
+  if (group == 0 && i < count) {
+    T t = group_sum[0][lane];
+    for (int g = 1; g < kPartsThreads / 32; ++g) t += group_sum[g][lane];
+    out[i] = t;
+  }
+}
+
+// out (count values, written, not added to) from parts x count partial sums.
+template <typename T>
+inline void reduce_parts(const T* part, int parts, int count, T* out, cudaStream_t st) {
+  sum_parts<T><<<course::ceil_div(count, 32), kPartsThreads, 0, st>>>(part, out, count, parts);
+  CUDA_CHECK_LAUNCH();
+}
+// --8<-- [end:sum_parts]
+
 namespace naive {
 
 // --8<-- [start:conv_forward]

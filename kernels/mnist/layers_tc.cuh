@@ -69,7 +69,7 @@ __device__ inline uint32_t ld_pair(const __nv_bfloat16* p) { return *reinterpret
 // consecutive addresses. Shared memory holds the tile as As[m][k] and Bs[n][k] (k contiguous), the
 // layout the mma fragments read with one 32-bit load per register.
 // Grid: x = column tiles, y = row tiles, z = slices of k of length k_split (split-K; Op::store then
-// adds with atomicAdd).
+// writes the slice's part, blockIdx.z, and reduce_parts adds the parts).
 template <int BM, int BN, int WARPS_M, int WARPS_N, class Op>
 __global__ void __launch_bounds__(kThreads, 2) gemm_bf16(const Op op, int M, int N, int K, int k_split) {
   static_assert(WARPS_M * WARPS_N * 32 == kThreads, "8 warps");
@@ -194,22 +194,23 @@ __device__ inline void load_chunk(const __nv_bfloat16* p, __nv_bfloat16 (&v)[8])
 // byte). Here a block stages one image with its zero border in shared memory (once), and each of 196
 // threads computes 4 positions (one column, rows 7 apart) for all 32 channels: a warp's stores are
 // 32 consecutive floats. Each output adds its 9 products in the order (r, s), one fused multiply-add
-// each, as version 3's kernel does. The batch-norm sums stay in registers across the block's images
-// and are added with one atomic per channel per block (sum, sumsq zeroed by the caller).
+// each, as version 3's kernel does. The batch-norm sums stay in registers across the block's images;
+// each warp's sums go to its own slot in shared memory, and the block adds its 7 warps in order and
+// writes part[block] = {32 sums, 32 sums of squares} (no atomics: reduce_parts adds the blocks in a
+// fixed order, so the sums are the same bits in every run).
 constexpr int kConv1Threads = 224, kConv1Active = 196;  // 7 full warps (for the shuffles), 196 compute
 __global__ void __launch_bounds__(kConv1Threads)
     conv3x3_c1(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out, int N,
-               double* __restrict__ sum, double* __restrict__ sumsq) {
-  constexpr int H = 28, HW = H * H, PW = H + 2, C = 32, ROWS = HW / kConv1Active;
+               double* __restrict__ part) {
+  constexpr int H = 28, HW = H * H, PW = H + 2, C = 32, ROWS = HW / kConv1Active, WARPS = kConv1Threads / 32;
   static_assert(ROWS * kConv1Active == HW && kConv1Active % H == 0, "4 whole rows of positions per thread");
   __shared__ float img[PW * PW];
   __shared__ float ws[C * 9];
-  __shared__ double ssum[C], ssq[C];
+  __shared__ double wsum[WARPS][C], wsq[WARPS][C];
   const int tid = threadIdx.x, col = tid % H, row = tid / H;  // positions (row + 7 k, col), k < 4
   const bool active = tid < kConv1Active;
   for (int i = tid; i < C * 9; i += kConv1Threads) ws[i] = w[i];
   for (int i = tid; i < PW * PW; i += kConv1Threads) img[i] = 0.0f;  // the border stays 0
-  if (tid < C) ssum[tid] = ssq[tid] = 0.0;
   float s1[C] = {}, s2[C] = {};
   // The next image's 4 values are loaded into registers while this one is computed (one block per
   // SM: the registers of s1, s2 and the 36 inputs leave room for no second block to hide that latency).
@@ -246,7 +247,6 @@ __global__ void __launch_bounds__(kConv1Threads)
         s2[c] += a * a;
       }
   }
-  __syncthreads();  // ssum's zeroing is done even in a block that had no image
 #pragma unroll
   for (int c = 0; c < C; ++c) {  // every warp is full: the idle lanes add zeros
     float a = s1[c], b = s2[c];
@@ -255,14 +255,16 @@ __global__ void __launch_bounds__(kConv1Threads)
       b += __shfl_xor_sync(0xffffffffu, b, o);
     }
     if ((tid & 31) == 0) {
-      atomicAdd(&ssum[c], static_cast<double>(a));
-      atomicAdd(&ssq[c], static_cast<double>(b));
+      wsum[tid / 32][c] = a;
+      wsq[tid / 32][c] = b;
     }
   }
   __syncthreads();
   if (tid < C) {
-    atomicAdd(&sum[tid], ssum[tid]);
-    atomicAdd(&sumsq[tid], ssq[tid]);
+    double a = 0.0, b = 0.0;
+    for (int k = 0; k < WARPS; ++k) a += wsum[k][tid], b += wsq[k][tid];
+    part[blockIdx.x * 2 * C + tid] = a;
+    part[blockIdx.x * 2 * C + C + tid] = b;
   }
 }
 // --8<-- [end:conv1]
@@ -284,8 +286,9 @@ __global__ void __launch_bounds__(kConv1Threads)
 // Warps: all 8 along the positions (25 fragments of 8 for 196 positions, warp w takes w, w + 8, ...),
 // each with all COUT rows (COUT / 16 fragments of 16). Grid: at most two blocks per SM, each looping
 // over images, so that one block's image loads overlap the other's products.
-// STATS: each channel's sum and sum of squares of the stored outputs into sum[], sumsq[] (doubles,
-// zeroed by the caller): per image in shared memory, then one atomic per channel per block.
+// STATS: each channel's sum and sum of squares of the stored outputs, per warp in its own slots of
+// shared memory (added image after image), then the block's 8 warps added in order and written to
+// part[block] = {COUT sums, COUT sums of squares}: no atomics, the same bits in every run.
 template <int H, int CIN, int COUT>
 struct ConvShape {
   static constexpr int PW = H + 2, HW = H * H, K = 9 * CIN;
@@ -299,14 +302,15 @@ struct ConvShape {
 template <int H, int CIN, int COUT, bool FLIP, bool STATS, class TIn>
 __global__ void __launch_bounds__(kThreads, 2)
     conv3x3_tc(const __nv_bfloat16* __restrict__ w, const TIn* __restrict__ in, float* __restrict__ out, int N,
-               double* __restrict__ sum, double* __restrict__ sumsq) {
+               double* __restrict__ part) {
   using S = ConvShape<H, CIN, COUT>;
   constexpr int PW = S::PW, HW = S::HW, K = S::K, LDW = S::LDW, LDI = S::LDI, MF = S::MF, NF = S::NF;
   static_assert((CIN * HW) % kChunk<TIn> == 0, "an image is whole 16-byte chunks");
   extern __shared__ __align__(16) unsigned char smem[];
   __nv_bfloat16* Ws = reinterpret_cast<__nv_bfloat16*>(smem);  // [COUT][LDW], k = (r, s, c)
   __nv_bfloat16* Is = Ws + COUT * LDW;                          // [PW * PW][LDI]
-  __shared__ double ssum[STATS ? COUT : 1], ssq[STATS ? COUT : 1];
+  constexpr int kWarps = kThreads / 32;
+  __shared__ double wsum[STATS ? kWarps : 1][STATS ? COUT : 1], wsq[STATS ? kWarps : 1][STATS ? COUT : 1];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
 
   // The weights, read in their global order (coalesced) and stored with k reordered to (r, s, c).
@@ -322,7 +326,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int e = tid; e < PW * PW * LDI / 8; e += kThreads)  // the zero border (and padding), once
     reinterpret_cast<uint4*>(Is)[e] = make_uint4(0, 0, 0, 0);
   if constexpr (STATS)
-    for (int m = tid; m < COUT; m += kThreads) ssum[m] = ssq[m] = 0.0;
+    for (int e = tid; e < kWarps * COUT; e += kThreads) wsum[e / COUT][e % COUT] = wsq[e / COUT][e % COUT] = 0.0;
 
   // This lane's ldmatrix rows: for A, row lane % 16 and k-half lane / 16 of each 16 x 16 fragment;
   // for B, position lane % 8 of each fragment of 8 positions (clamped to the last position past the
@@ -398,9 +402,9 @@ __global__ void __launch_bounds__(kThreads, 2)
           b += __shfl_xor_sync(0xffffffffu, b, 1);
           a += __shfl_xor_sync(0xffffffffu, a, 2);
           b += __shfl_xor_sync(0xffffffffu, b, 2);
-          if (t4 == 0) {
-            atomicAdd(&ssum[i * 16 + g + 8 * h], static_cast<double>(a));
-            atomicAdd(&ssq[i * 16 + g + 8 * h], static_cast<double>(b));
+          if (t4 == 0) {  // this lane alone owns the warp's slot of row i * 16 + g + 8 h
+            wsum[warp][i * 16 + g + 8 * h] += a;
+            wsq[warp][i * 16 + g + 8 * h] += b;
           }
         }
     }
@@ -408,8 +412,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   if constexpr (STATS) {
     __syncthreads();
     for (int m = tid; m < COUT; m += kThreads) {
-      atomicAdd(&sum[m], ssum[m]);
-      atomicAdd(&sumsq[m], ssq[m]);
+      double a = 0.0, b = 0.0;
+      for (int k = 0; k < kWarps; ++k) a += wsum[k][m], b += wsq[k][m];
+      part[blockIdx.x * 2 * COUT + m] = a;
+      part[blockIdx.x * 2 * COUT + COUT + m] = b;
     }
   }
 }
@@ -424,8 +430,9 @@ __global__ void __launch_bounds__(kThreads, 2)
 // positions (PW = 16: aligned), a shift by s is not, so the input is staged three times, shifted by
 // s = 0, 1, 2: Bs[s][c][P] = Ipad[c][P + s], Ipad the input with its zero border.
 // Each block sums over its images (a slice of the batch) in registers and writes its partial
-// gradient to partial[blockIdx.x]; sum_slices adds the slices: no atomics on the 18,432 outputs
-// from hundreds of blocks. Warps: 2 along m (32 rows each) x 4 along the 288 outputs (72 each).
+// gradient to partial[blockIdx.x]; reduce_parts adds the slices in a fixed order: no atomics on the
+// 18,432 outputs from hundreds of blocks, and the same bits in every run. Warps: 2 along m (32 rows
+// each) x 4 along the 288 outputs (72 each).
 template <int H, int CIN, int COUT>
 struct WgradShape {
   static constexpr int PW = H + 2, HW = H * H, Q = 9 * CIN;
@@ -513,30 +520,23 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
 }
 
-// out[i] += the sum over `slices` of partial[slice][i]. Grid: (count / 256 rounded up, a few groups of
-// slices); each thread adds its group's slices, then one atomic per group (out zeroed by the caller).
-__global__ void sum_slices(const float* __restrict__ partial, float* __restrict__ out, int count, int slices) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  float s = 0.0f;
-  for (int b = blockIdx.y; b < slices; b += gridDim.y) s += partial[static_cast<size_t>(b) * count + i];
-  atomicAdd(&out[i], s);
-}
 // --8<-- [end:conv_wgrad]
 
 // --8<-- [start:operands]
-// Linear forward without bias: y[b][o] += sum_i x[b][i] w[o][i] (split-K: y zeroed; the bias and
-// ReLU are applied by the next kernel, fc2_loss_and_backward). M = batch, N = O, K = I.
+// The split-K products store each slice of k's result to its own part, part + slice * rows * cols;
+// reduce_parts adds the slices in a fixed order (with one slice, part is the output itself).
+// Linear forward without bias: y[b][o] = sum_i x[b][i] w[o][i] (the bias and ReLU are applied by
+// the next kernel, fc2_loss_and_backward). M = batch, N = O, K = I.
 template <class TIn>
 struct LinFwd {
   static constexpr bool kAKFast = true, kBKFast = true;
   const TIn* x;
   const __nv_bfloat16* w;
-  float* y;
-  int I, O;
+  float* part;
+  int I, O, B;
   __device__ float a(int b, int i) const { return to_float(x[static_cast<size_t>(b) * I + i]); }
   __device__ float b(int i, int o) const { return __bfloat162float(w[static_cast<size_t>(o) * I + i]); }
-  __device__ void store(int b, int o, float v) const { atomicAdd(&y[b * O + o], v); }
+  __device__ void store(int b, int o, float v) const { part[(static_cast<size_t>(blockIdx.z) * B + b) * O + o] = v; }
 };
 
 // Input gradient: dx[b][i] = sum_o dy[b][o] w[o][i]. M = batch, N = I, K = O.
@@ -551,27 +551,32 @@ struct LinDgrad {
   __device__ void store(int b, int i, float v) const { dx[static_cast<size_t>(b) * I + i] = v; }
 };
 
-// Weight gradient: dw[o][i] += sum over b of dy[b][o] x[b][i] (split over the batch; dw zeroed).
-// M = O, N = I, K = batch.
+// Weight gradient: dw[o][i] = sum over b of dy[b][o] x[b][i] (split over the batch). M = O, N = I,
+// K = batch.
 template <class TIn>
 struct LinWgrad {
   static constexpr bool kAKFast = false, kBKFast = false;
   const float* dy;
   const TIn* x;
-  float* dw;
+  float* part;
   int I, O;
   __device__ float a(int o, int b) const { return dy[b * O + o]; }
   __device__ float b(int b, int i) const { return to_float(x[static_cast<size_t>(b) * I + i]); }
-  __device__ void store(int o, int i, float v) const { atomicAdd(&dw[static_cast<size_t>(o) * I + i], v); }
+  __device__ void store(int o, int i, float v) const {
+    part[(static_cast<size_t>(blockIdx.z) * O + o) * I + i] = v;
+  }
 };
 // --8<-- [end:operands]
 
 // --- launchers ------------------------------------------------------------------------------------
 
-// A grid of `splits` slices of k (each a whole number of k-tiles).
+// Split-K: `splits` asked for, each slice a whole number of k-tiles; k_slices is how many the grid has.
+inline int k_split_length(int K, int splits) { return course::ceil_div(course::ceil_div(K, std::max(1, splits)), kBK) * kBK; }
+inline int k_slices(int K, int splits) { return course::ceil_div(K, k_split_length(K, splits)); }
+
 template <int BM, int BN, int WARPS_M, int WARPS_N, class Op>
 inline void gemm(const Op& op, int M, int N, int K, int splits, cudaStream_t st) {
-  const int k_split = course::ceil_div(course::ceil_div(K, std::max(1, splits)), kBK) * kBK;
+  const int k_split = k_split_length(K, splits);
   const dim3 grid(course::ceil_div(N, BN), course::ceil_div(M, BM), course::ceil_div(K, k_split));
   gemm_bf16<BM, BN, WARPS_M, WARPS_N><<<grid, kThreads, 0, st>>>(op, M, N, K, k_split);
   CUDA_CHECK_LAUNCH();
@@ -590,24 +595,33 @@ inline void allow_shared_memory(Kernel kernel, int bytes) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
-// conv1 forward (28 x 28, 1 -> 32 channels) with batch-norm sums (into sum, sumsq, zeroed by the caller):
-// one block per SM (its registers leave room for one), each looping over images.
-inline void conv1_forward(const float* x, const float* w, float* out, int N, double* sum, double* sumsq, int sms,
+// The blocks of conv1's and conv2's forward kernels (each writes one part of the batch-norm sums),
+// and the doubles those parts need: at most 2 sms blocks of 2 x 64 channels.
+inline int conv1_blocks(int N, int sms) { return std::max(1, std::min(N, sms)); }
+inline int conv_blocks(int N, int sms) { return std::max(1, std::min(N, 2 * sms)); }
+inline size_t bn_stat_part_doubles(int sms) { return static_cast<size_t>(2 * sms) * 2 * 64; }
+
+// conv1 forward (28 x 28, 1 -> 32 channels) with batch-norm sums: sums[0..32) the channels' sums,
+// sums[32..64) their sums of squares (written; part holds bn_stat_part_doubles(sms) doubles).
+// One block per SM (its registers leave room for one), each looping over images.
+inline void conv1_forward(const float* x, const float* w, float* out, int N, double* part, double* sums, int sms,
                           cudaStream_t st) {
-  conv3x3_c1<<<std::max(1, std::min(N, sms)), kConv1Threads, 0, st>>>(x, w, out, N, sum, sumsq);
+  conv3x3_c1<<<conv1_blocks(N, sms), kConv1Threads, 0, st>>>(x, w, out, N, part);
   CUDA_CHECK_LAUNCH();
+  reduce_parts(part, conv1_blocks(N, sms), 2 * 32, sums, st);
 }
 
-// conv2 forward with batch-norm sums (into sum, sumsq, zeroed by the caller).
+// conv2 forward with batch-norm sums: sums[0..COUT) and sums[COUT..2 COUT) (written), as conv1_forward.
 template <int H, int CIN, int COUT, class TIn>
-inline void conv_forward(const __nv_bfloat16* w, const TIn* in, float* out, int N, double* sum, double* sumsq,
+inline void conv_forward(const __nv_bfloat16* w, const TIn* in, float* out, int N, double* part, double* sums,
                          int sms, cudaStream_t st) {
+  static_assert(COUT <= 64, "bn_stat_part_doubles holds 64 channels per block");
   constexpr int bytes = ConvShape<H, CIN, COUT>::kSmemBytes;
   static const bool ready = (allow_shared_memory(conv3x3_tc<H, CIN, COUT, false, true, TIn>, bytes), true);
   (void)ready;
-  conv3x3_tc<H, CIN, COUT, false, true, TIn>
-      <<<std::max(1, std::min(N, 2 * sms)), kThreads, bytes, st>>>(w, in, out, N, sum, sumsq);
+  conv3x3_tc<H, CIN, COUT, false, true, TIn><<<conv_blocks(N, sms), kThreads, bytes, st>>>(w, in, out, N, part);
   CUDA_CHECK_LAUNCH();
+  reduce_parts(part, conv_blocks(N, sms), 2 * COUT, sums, st);
 }
 
 // conv2 input gradient din (N x CIN) from dout (N x COUT); w is the forward weight [COUT][CIN][3][3].
@@ -618,7 +632,7 @@ inline void conv_backward_data(const __nv_bfloat16* w, const float* dout, float*
   static const bool ready = (allow_shared_memory(conv3x3_tc<H, COUT, CIN, true, false, float>, bytes), true);
   (void)ready;
   conv3x3_tc<H, COUT, CIN, true, false, float>
-      <<<std::max(1, std::min(N, 2 * sms)), kThreads, bytes, st>>>(w, dout, din, N, nullptr, nullptr);
+      <<<conv_blocks(N, sms), kThreads, bytes, st>>>(w, dout, din, N, nullptr);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -628,8 +642,8 @@ inline size_t conv_wgrad_partial_floats(int N, int sms, int Cin, int Cout) {
   return static_cast<size_t>(conv_wgrad_slices(N, sms)) * Cout * Cin * 9;
 }
 
-// conv2 weight gradient (dw zeroed by the caller): partial sums per slice of the batch, then their sum.
-// partial holds conv_wgrad_partial_floats(N, sms, CIN, COUT) floats.
+// conv2 weight gradient dw (written): partial sums per slice of the batch, then their sum in a fixed
+// order. partial holds conv_wgrad_partial_floats(N, sms, CIN, COUT) floats.
 template <int H, int CIN, int COUT, class TIn>
 inline void conv_backward_weight(const float* dout, const TIn* in, float* dw, float* partial, int N, int sms,
                                  cudaStream_t st) {
@@ -639,16 +653,38 @@ inline void conv_backward_weight(const float* dout, const TIn* in, float* dw, fl
   const int slices = conv_wgrad_slices(N, sms);
   conv3x3_wgrad_tc<H, CIN, COUT, TIn><<<slices, kThreads, bytes, st>>>(dout, in, partial, N);
   CUDA_CHECK_LAUNCH();
-  sum_slices<<<dim3(course::ceil_div(count, 256), std::min(slices, 8)), 256, 0, st>>>(partial, dw, count, slices);
-  CUDA_CHECK_LAUNCH();
+  reduce_parts(partial, slices, count, dw, st);
 }
 
-// fc1 forward into zeroed y (B x O): 64 x 128 tiles, k = I split so that small batches fill the GPU.
+// fc1's splits of k asked of gemm: the forward splits k = I so that small batches fill the GPU
+// (64 x 128 tiles), the weight gradient splits k = the batch; k_slices(K, splits) is how many slices
+// (parts) that gives. And the floats of the parts both need, at any batch up to max_batch (a product
+// of one slice writes its output directly and needs none).
+inline int linear_forward_splits(int B, int I, int O, int sms) {
+  return split_for(course::ceil_div(B, 64) * course::ceil_div(O, 128), I, sms, 2 * kBK);
+}
+inline int linear_wgrad_splits(int B, int I, int O, int sms) {
+  return split_for(course::ceil_div(O, 64) * course::ceil_div(I, 128), B, 2 * sms, 4 * kBK);
+}
+inline size_t linear_part_floats(int max_batch, int I, int O, int sms) {
+  size_t most = 1;
+  for (int b = 1; b <= max_batch; ++b) {
+    const int fwd = k_slices(I, linear_forward_splits(b, I, O, sms));
+    const int wgrad = k_slices(b, linear_wgrad_splits(b, I, O, sms));
+    if (fwd > 1) most = std::max(most, static_cast<size_t>(fwd) * b * O);
+    if (wgrad > 1) most = std::max(most, static_cast<size_t>(wgrad) * O * I);
+  }
+  return most;
+}
+
+// fc1 forward y (B x O, written); part holds linear_part_floats(B, I, O, sms) floats.
 template <class TIn>
-inline void linear_forward(const TIn* x, const __nv_bfloat16* w, float* y, int B, int I, int O, int sms,
+inline void linear_forward(const TIn* x, const __nv_bfloat16* w, float* y, float* part, int B, int I, int O, int sms,
                            cudaStream_t st) {
-  const int tiles = course::ceil_div(B, 64) * course::ceil_div(O, 128);
-  gemm<64, 128, 2, 4>(LinFwd<TIn>{x, w, y, I, O}, B, O, I, split_for(tiles, I, sms, 2 * kBK), st);
+  const int splits = linear_forward_splits(B, I, O, sms), slices = k_slices(I, splits);
+  float* dst = slices > 1 ? part : y;
+  gemm<64, 128, 2, 4>(LinFwd<TIn>{x, w, dst, I, O, B}, B, O, I, splits, st);
+  if (slices > 1) reduce_parts(part, slices, B * O, y, st);
 }
 
 // fc1 input gradient dx (B x I) = dy (B x O) W (O x I): K = O = 128, no split.
@@ -657,12 +693,14 @@ inline void linear_backward_data(const float* dy, const __nv_bfloat16* w, float*
   gemm<64, 128, 2, 4>(LinDgrad{dy, w, dx, I, O}, B, I, O, 1, st);
 }
 
-// fc1 weight gradient (dw zeroed by the caller): O x I, k = batch split.
+// fc1 weight gradient dw (O x I, written); part holds linear_part_floats(B, I, O, sms) floats.
 template <class TIn>
-inline void linear_backward_weight(const float* dy, const TIn* x, float* dw, int B, int I, int O, int sms,
-                                   cudaStream_t st) {
-  const int tiles = course::ceil_div(O, 64) * course::ceil_div(I, 128);
-  gemm<64, 128, 2, 4>(LinWgrad<TIn>{dy, x, dw, I, O}, O, I, B, split_for(tiles, B, 2 * sms, 4 * kBK), st);
+inline void linear_backward_weight(const float* dy, const TIn* x, float* dw, float* part, int B, int I, int O,
+                                   int sms, cudaStream_t st) {
+  const int splits = linear_wgrad_splits(B, I, O, sms), slices = k_slices(B, splits);
+  float* dst = slices > 1 ? part : dw;
+  gemm<64, 128, 2, 4>(LinWgrad<TIn>{dy, x, dst, I, O}, O, I, B, splits, st);
+  if (slices > 1) reduce_parts(part, slices, O * I, dw, st);
 }
 
 }  // namespace tc

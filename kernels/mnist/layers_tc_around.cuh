@@ -1,6 +1,6 @@
 // layers_tc_around.cuh: version 4's fp32 kernels around the tensor-core products (layers_tc.cuh):
-// fc2 with the loss and fc2's backward in one kernel, SGD that also writes the bf16 weight copy, the
-// zeroing of what the step adds into, and the bf16 copy of uploaded weights.
+// fc2 with the loss and fc2's backward in one kernel, SGD that also writes the bf16 weight copy, and
+// the bf16 copy of uploaded weights.
 //
 // Taught in docs/mnist/tensor-cores.md. Included by layers_tc.cuh, so that whoever includes that file
 // has the whole of version 4.
@@ -20,20 +20,23 @@ namespace tc {
 // fc2 forward and backward, with fc1's bias and ReLU in front and fc1's ReLU mask behind, one warp
 // per row: h = relu(h_pre + b3), logits = h W4^T + b4, dlogits = (softmax - onehot) / N, the batch's
 // mean loss at loss_hist[step % cap]; then, while the row is still in registers, fc2's backward:
-// dh_pre = (dlogits W4) where h > 0, else 0, and, added into zeroed gradients, dW4 = dlogits^T h,
-// db4 = sum dlogits, db3 = sum dh_pre (each block sums its rows in shared memory first).
+// dh_pre = (dlogits W4) where h > 0, else 0, and the block's share of the gradients db3 = sum dh_pre,
+// dW4 = dlogits^T h, db4 = sum dlogits: its warps add theirs in shared memory one warp after the
+// other, and the block writes them to grad_part[block] = {db3 128 | dW4 1280 | db4 10}, the layout
+// of those gradients in the parameter buffer; reduce_parts adds the blocks in a fixed order.
 // Tiny (10 x 128 per row), so on the CUDA cores, W4 in shared memory. Several blocks share the rows;
 // each writes its partial loss, and the last block to finish (a counter in global memory, reset by
 // that block) adds them up in a fixed order: the loss is the same from run to run.
 // Grid: fc2_loss_blocks(N) blocks of kLossThreads threads.
 constexpr int kLossBlocks = 128, kLossThreads = 256;
+constexpr int kFc2Grads = 128 + 1280 + 10;  // db3, dW4, db4: one part per block
 inline int fc2_loss_blocks(int N) { return std::min(kLossBlocks, (N + kLossThreads / 32 - 1) / (kLossThreads / 32)); }
 
 __global__ void __launch_bounds__(kLossThreads)
     fc2_loss_and_backward(const float* __restrict__ h_pre, const float* __restrict__ b3, const float* __restrict__ w4,
                           const float* __restrict__ b4, const int* __restrict__ labels, float* __restrict__ h,
                           float* __restrict__ logits, float* __restrict__ dlogits, float* __restrict__ dh_pre,
-                          float* __restrict__ db3, float* __restrict__ dw4, float* __restrict__ db4, int N,
+                          float* __restrict__ grad_part, int N,
                           const int* __restrict__ step, float* __restrict__ loss_hist, int cap,
                           float* __restrict__ loss_part, unsigned* __restrict__ blocks_done) {
   __shared__ float w[10][128];
@@ -101,18 +104,24 @@ __global__ void __launch_bounds__(kLossThreads)
       gb3[u] += d;
     }
   }
-  // The block's gradient sums: its warps add in shared memory, then one global atomic per value.
+  // The block's gradient sums: warp 0 adds its sums in shared memory, then warp 1, ... (a fixed
+  // order, no atomics: within a warp every lane owns different elements).
+  for (int turn = 0; turn < warps; ++turn) {
+    if (threadIdx.x / 32 == turn) {
 #pragma unroll
-  for (int u = 0; u < 4; ++u) {
+      for (int u = 0; u < 4; ++u) {
 #pragma unroll
-    for (int k = 0; k < 10; ++k) atomicAdd(&sum_dw4[k][lane + 32 * u], gw[k][u]);
-    atomicAdd(&sum_db3[lane + 32 * u], gb3[u]);
+        for (int k = 0; k < 10; ++k) sum_dw4[k][lane + 32 * u] += gw[k][u];
+        sum_db3[lane + 32 * u] += gb3[u];
+      }
+      if (lane < 10) sum_db4[lane] += gb4;
+    }
+    __syncthreads();
   }
-  if (lane < 10) atomicAdd(&sum_db4[lane], gb4);
-  total = block_sum(total);  // its __syncthreads also order the shared-memory sums before the reads below
-  for (int i = threadIdx.x; i < 1280; i += blockDim.x) atomicAdd(&dw4[i], sum_dw4[i / 128][i % 128]);
-  for (int i = threadIdx.x; i < 128; i += blockDim.x) atomicAdd(&db3[i], sum_db3[i]);
-  for (int i = threadIdx.x; i < 10; i += blockDim.x) atomicAdd(&db4[i], sum_db4[i]);
+  total = block_sum(total);
+  float* part = grad_part + static_cast<size_t>(blockIdx.x) * kFc2Grads;
+  for (int i = threadIdx.x; i < kFc2Grads; i += blockDim.x)
+    part[i] = i < 128 ? sum_db3[i] : i < 1408 ? sum_dw4[(i - 128) / 128][(i - 128) % 128] : sum_db4[i - 1408];
   if (threadIdx.x == 0) {
     loss_part[blockIdx.x] = total;
     __threadfence();  // the partial is visible to every block before the counter says so
@@ -130,29 +139,43 @@ __global__ void __launch_bounds__(kLossThreads)
   }
 }
 
+// --8<-- [start:schedule]
+// The learning rate of step t (from 0) of a run of total_steps: a linear warm-up over warmup_steps,
+// then half a cosine from peak down to 0 at the run's end; total_steps = 0 means the constant peak.
+// mnist_torch.py's lr_at is the same function, so both sides train with the same recipe.
+struct LrSchedule {
+  float peak;
+  int warmup_steps, total_steps;
+  __host__ __device__ float at(int t) const {
+    if (total_steps <= 0) return peak;
+    if (t < warmup_steps) return peak * static_cast<float>(t + 1) / static_cast<float>(warmup_steps);
+    const int decay = total_steps - warmup_steps;
+    const float progress = decay > 0 ? fminf(1.0f, static_cast<float>(t - warmup_steps) / decay) : 1.0f;
+    return 0.5f * peak * (1.0f + cosf(3.14159265f * progress));
+  }
+};
+
+// One thread, before SGD: this step's learning rate into *lr, and the run's step counter on by one
+// (a kernel of its own, so that no thread of the SGD kernel reads the counter while another moves it).
+__global__ void next_learning_rate(LrSchedule schedule, int* __restrict__ run_step, float* __restrict__ lr) {
+  *lr = schedule.at(*run_step);
+  *run_step += 1;
+}
+// --8<-- [end:schedule]
+
 // SGD on the fp32 master weights, and their bf16 copy for the next step's tensor-core products, in
-// one pass. The first thread also advances the step counter (as naive::sgd_update does).
+// one pass, with the learning rate that next_learning_rate wrote. The first thread also advances the
+// step counter (as naive::sgd_update does).
 __global__ void sgd_update_bf16(float* __restrict__ params, const float* __restrict__ grads,
-                                __nv_bfloat16* __restrict__ params_bf16, float lr, int n, int* __restrict__ step) {
+                                __nv_bfloat16* __restrict__ params_bf16, const float* __restrict__ lr, int n,
+                                int* __restrict__ step) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
-    const float p = params[i] - lr * grads[i];
+    const float p = params[i] - *lr * grads[i];
     params[i] = p;
     params_bf16[i] = __float2bfloat16_rn(p);
   }
   if (i == 0) *step += 1;
-}
-
-// Everything version 4's step adds into (the batch-norm sums of both directions, fc1's k-slices, the
-// gradients from conv2's weight on) zeroed by one kernel instead of four memsets: at batch 64 the
-// step is short enough that each node of the graph counts.
-__global__ void zero_accumulators(double* __restrict__ stats, int n_stats, float* __restrict__ h_pre, int n_h,
-                                  float* __restrict__ grads, int n_grads) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n_stats + n_h + n_grads; i += gridDim.x * blockDim.x) {
-    if (i < n_stats) stats[i] = 0.0;
-    else if (i < n_stats + n_h) h_pre[i - n_stats] = 0.0f;
-    else grads[i - n_stats - n_h] = 0.0f;
-  }
 }
 
 // The bf16 copy of weights that were uploaded or restored (the first step of a run needs it too).

@@ -95,19 +95,19 @@ static void bench_tc_layers(const Net& n, int B, const char* impl) {
     course::print_bench(name, impl, ms, bytes, flops);
   };
   row("conv1 forward (CUDA cores)", 2 * b * 784 * 32 * 9, b * 784 * 4 + b * 32 * 784 * 4 + 288 * 4,
-      [&] { tc::conv1_forward(n.x, n.param(W1), n.c1, B, s, s + 32, n.sms, n.st); });
+      [&] { tc::conv1_forward(n.x, n.param(W1), n.c1, B, n.stat_part, s, n.sms, n.st); });
   row("conv2 forward", 2 * b * 196 * 64 * 288, b * 32 * 196 * 2 + 18432 * 2 + b * 64 * 196 * 4,
-      [&] { tc::conv_forward<14, 32, 64>(n.param_bf16(W2), n.p1_bf16, n.c2, B, s + 64, s + 128, n.sms, n.st); });
+      [&] { tc::conv_forward<14, 32, 64>(n.param_bf16(W2), n.p1_bf16, n.c2, B, n.stat_part, s + 64, n.sms, n.st); });
   row("conv2 input gradient", 2 * b * 196 * 64 * 288, b * 64 * 196 * 4 + 18432 * 2 + b * 32 * 196 * 4,
       [&] { tc::conv_backward_data<14, 32, 64>(n.param_bf16(W2), n.dc2, n.dp1, B, n.sms, n.st); });
   row("conv2 weight gradient", 2 * b * 196 * 64 * 288, b * 64 * 196 * 4 + b * 32 * 196 * 2 + 18432 * 4,
       [&] { tc::conv_backward_weight<14, 32, 64>(n.dc2, n.p1_bf16, n.grad(W2), n.wgrad_part, B, n.sms, n.st); });
   row("fc1 forward", 2 * b * 3136 * 128, b * 3136 * 2 + 401408 * 2 + b * 128 * 4,
-      [&] { tc::linear_forward(n.p2_bf16, n.param_bf16(W3), n.h_pre, B, 3136, 128, n.sms, n.st); });
+      [&] { tc::linear_forward(n.p2_bf16, n.param_bf16(W3), n.h_pre, n.fc1_part, B, 3136, 128, n.sms, n.st); });
   row("fc1 input gradient", 2 * b * 3136 * 128, b * 128 * 4 + 401408 * 2 + b * 3136 * 4,
       [&] { tc::linear_backward_data(n.dh_pre, n.param_bf16(W3), n.dp2, B, 3136, 128, n.st); });
   row("fc1 weight gradient", 2 * b * 3136 * 128, b * 128 * 4 + b * 3136 * 2 + 401408 * 4,
-      [&] { tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), B, 3136, 128, n.sms, n.st); });
+      [&] { tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), n.fc1_wgrad_part, B, 3136, 128, n.sms, n.st); });
 }
 // --8<-- [end:layer_bench]
 

@@ -246,15 +246,16 @@ static bool check_tc_convs(cudaStream_t st) {
   float* d_din = course::device_alloc<float>(N * C * HW);
   float* d_dw = course::device_alloc<float>(K * C * 9);
   double* d_stats = course::device_alloc<double>(2 * K);
+  double* d_stat_part = course::device_alloc<double>(tc::bn_stat_part_doubles(sms));
   const size_t part_floats = tc::conv_wgrad_partial_floats(N, sms, C, K);
   float* d_part = course::device_alloc<float>(part_floats);
   course::poison(d_part, part_floats * sizeof(float));  // every slice's partial must be written
+  course::poison(d_stat_part, tc::bn_stat_part_doubles(sms) * sizeof(double));
   course::poison(d_out, N * K * HW * sizeof(float));
   course::poison(d_din, N * C * HW * sizeof(float));
-  course::poison(d_dw, K * C * 9 * sizeof(float));
-  CUDA_CHECK(cudaMemset(d_dw, 0, K * C * 9 * sizeof(float)));
-  CUDA_CHECK(cudaMemset(d_stats, 0, 2 * K * sizeof(double)));
-  tc::conv_forward<H, C, K>(d_w, d_in, d_out, N, d_stats, d_stats + K, sms, st);
+  course::poison(d_dw, K * C * 9 * sizeof(float));  // outputs are written, not added to: no zeroing
+  course::poison(d_stats, 2 * K * sizeof(double));
+  tc::conv_forward<H, C, K>(d_w, d_in, d_out, N, d_stat_part, d_stats, sms, st);
   tc::conv_backward_data<H, C, K>(d_w, d_dout, d_din, N, sms, st);
   tc::conv_backward_weight<H, C, K>(d_dout, d_in, d_dw, d_part, N, sms, st);
   CUDA_CHECK(cudaStreamSynchronize(st));
@@ -302,6 +303,7 @@ static bool check_tc_convs(cudaStream_t st) {
   ok &= check_scaled("v4_conv2_weight_grad_vs_fp64", course::to_host(d_dw, dw.size()).data(), dw.data(), dw.size(), 0.0,
                             bf16_atol(N * HW, 1, 1), kBf16Noise * bf16_atol(N * HW, 1, 1));
   course::device_free({d_in, d_dout, d_w, d_out, d_din, d_dw, d_stats, d_part});
+  course::device_free({d_stat_part});
   return ok;
 }
 
@@ -313,9 +315,11 @@ static bool check_tc_conv1(cudaStream_t st) {
   const std::vector<float> x = random_vector(N * HW, 111), w = random_vector(C * 9, 112, -1.0f / 3, 1.0f / 3);
   float *d_x = course::to_device(x), *d_w = course::to_device(w), *d_out = course::device_alloc<float>(N * C * HW);
   double* d_stats = course::device_alloc<double>(2 * C);
+  double* d_stat_part = course::device_alloc<double>(tc::bn_stat_part_doubles(sms));
   course::poison(d_out, N * C * HW * sizeof(float));
-  CUDA_CHECK(cudaMemset(d_stats, 0, 2 * C * sizeof(double)));
-  tc::conv1_forward(d_x, d_w, d_out, N, d_stats, d_stats + C, sms, st);
+  course::poison(d_stats, 2 * C * sizeof(double));
+  course::poison(d_stat_part, tc::bn_stat_part_doubles(sms) * sizeof(double));
+  tc::conv1_forward(d_x, d_w, d_out, N, d_stat_part, d_stats, sms, st);
   CUDA_CHECK(cudaStreamSynchronize(st));
   std::vector<double> out(N * C * HW, 0.0);
   for (int n = 0; n < N; ++n)
@@ -343,7 +347,7 @@ static bool check_tc_conv1(cudaStream_t st) {
   const double max_abs = *std::max_element(sum_abs.begin(), sum_abs.end());
   ok &= course::check_close("v4_conv1_bn_sum_vs_stored", stats.data(), sum.data(), C, 1e-5, 1e-5 * max_abs);
   ok &= course::check_close("v4_conv1_bn_sumsq_vs_stored", stats.data() + C, sumsq.data(), C, 1e-5, 1e-6);
-  course::device_free({d_x, d_w, d_out, d_stats});
+  course::device_free({d_x, d_w, d_out, d_stats, d_stat_part});
   return ok;
 }
 
@@ -357,14 +361,15 @@ static bool check_tc_linears(int sms, cudaStream_t st) {
   float* d_y = course::device_alloc<float>(B * O);
   float* d_dx = course::device_alloc<float>(B * I);
   float* d_dw = course::device_alloc<float>(O * I);
-  course::poison(d_y, B * O * sizeof(float));
+  const size_t part_floats = tc::linear_part_floats(B, I, O, sms);
+  float* d_part = course::device_alloc<float>(part_floats);
+  course::poison(d_part, part_floats * sizeof(float));  // every slice of k must write its part
+  course::poison(d_y, B * O * sizeof(float));  // outputs are written, not added to: no zeroing
   course::poison(d_dx, B * I * sizeof(float));
   course::poison(d_dw, O * I * sizeof(float));
-  CUDA_CHECK(cudaMemset(d_y, 0, B * O * sizeof(float)));
-  CUDA_CHECK(cudaMemset(d_dw, 0, O * I * sizeof(float)));
-  tc::linear_forward(d_x, d_w, d_y, B, I, O, sms, st);
+  tc::linear_forward(d_x, d_w, d_y, d_part, B, I, O, sms, st);
   tc::linear_backward_data(d_dy, d_w, d_dx, B, I, O, st);
-  tc::linear_backward_weight(d_dy, d_x, d_dw, B, I, O, sms, st);
+  tc::linear_backward_weight(d_dy, d_x, d_dw, d_part, B, I, O, sms, st);
   CUDA_CHECK(cudaStreamSynchronize(st));
   std::vector<double> y(B * O), dx(B * I), dw(O * I);
   std::vector<float> dy_t(O * B);  // dy transposed: dw = dy^T x
@@ -380,7 +385,7 @@ static bool check_tc_linears(int sms, cudaStream_t st) {
                             bf16_atol(O, 1, 1), kBf16Noise * bf16_atol(O, 1, 1));
   ok &= check_scaled("v4_fc1_weight_grad_vs_fp64", course::to_host(d_dw, dw.size()).data(), dw.data(), dw.size(), 0.0,
                             bf16_atol(B, 1, 1), kBf16Noise * bf16_atol(B, 1, 1));
-  course::device_free({d_x, d_dy, d_w, d_y, d_dx, d_dw});
+  course::device_free({d_x, d_dy, d_w, d_y, d_dx, d_dw, d_part});
   return ok;
 }
 
@@ -397,18 +402,21 @@ static bool check_tc_small_kernels(cudaStream_t st) {
   float *d_h = course::device_alloc<float>(B * 128), *d_logits = course::device_alloc<float>(B * 10), *d_dlogits = course::device_alloc<float>(B * 10);
   float *d_loss = course::device_alloc<float>(1), *d_part = course::device_alloc<float>(tc::kLossBlocks);
   unsigned* d_done = course::to_device(std::vector<unsigned>{0});
-  float *d_dhpre = course::device_alloc<float>(B * 128), *d_g = course::device_alloc<float>(128 + 1280 + 10);  // db3 | dw4 | db4
+  float *d_dhpre = course::device_alloc<float>(B * 128), *d_g = course::device_alloc<float>(tc::kFc2Grads);  // db3 | dw4 | db4
+  const size_t grad_part_floats = static_cast<size_t>(tc::fc2_loss_blocks(B)) * tc::kFc2Grads;
+  float* d_gpart = course::device_alloc<float>(grad_part_floats);
+  course::poison(d_gpart, grad_part_floats * sizeof(float));  // every block must write its part
   course::poison(d_loss, sizeof(float));
   course::poison(d_h, B * 128 * sizeof(float));
   course::poison(d_logits, B * 10 * sizeof(float));
   course::poison(d_dlogits, B * 10 * sizeof(float));
   course::poison(d_dhpre, B * 128 * sizeof(float));
-  course::poison(d_g, 1418 * sizeof(float));
-  CUDA_CHECK(cudaMemset(d_g, 0, 1418 * sizeof(float)));  // sums: zeroed by the step before the kernel
+  course::poison(d_g, tc::kFc2Grads * sizeof(float));  // written by the parts' sum, not added to
   tc::fc2_loss_and_backward<<<tc::fc2_loss_blocks(B), tc::kLossThreads, 0, st>>>(
-      d_hpre, d_b3, d_w4, d_b4, d_labels, d_h, d_logits, d_dlogits, d_dhpre, d_g, d_g + 128, d_g + 1408, B, d_step,
-      d_loss, 1, d_part, d_done);
+      d_hpre, d_b3, d_w4, d_b4, d_labels, d_h, d_logits, d_dlogits, d_dhpre, d_gpart, B, d_step, d_loss, 1, d_part,
+      d_done);
   CUDA_CHECK_LAUNCH();
+  reduce_parts(d_gpart, tc::fc2_loss_blocks(B), tc::kFc2Grads, d_g, st);
   CUDA_CHECK(cudaStreamSynchronize(st));
 
   std::vector<double> h(B * 128), z(B * 10), dz(B * 10), dhpre(B * 128), g(1418, 0.0);
@@ -454,7 +462,8 @@ static bool check_tc_small_kernels(cudaStream_t st) {
   float* d_g0 = course::to_device(g0);
   __nv_bfloat16* d_p16 = course::device_alloc<__nv_bfloat16>(n_params);
   course::poison(d_p16, n_params * sizeof(__nv_bfloat16));
-  tc::sgd_update_bf16<<<course::ceil_div(n_params, 256), 256, 0, st>>>(d_p, d_g0, d_p16, 0.05f, n_params, d_step);
+  float* d_lr = course::to_device(std::vector<float>{0.05f});
+  tc::sgd_update_bf16<<<course::ceil_div(n_params, 256), 256, 0, st>>>(d_p, d_g0, d_p16, d_lr, n_params, d_step);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaStreamSynchronize(st));
   std::vector<double> p1(n_params);
@@ -465,8 +474,25 @@ static bool check_tc_small_kernels(cudaStream_t st) {
   ok &= course::check_close("v4_sgd_fp32_vs_fp64", course::to_host(d_p, n_params).data(), p1.data(), n_params, 1e-6, 1e-7);
   ok &= course::check_close("v4_sgd_bf16_copy_vs_fp64", p16f.data(), p1.data(), n_params, std::ldexp(1.0, -8), 0.0);
   ok &= course::check_true("v4_sgd_advances_step", course::to_host(d_step, 1)[0] == 1, 1);
+
+  // The learning-rate schedule, step by step, against the same function in float64: a warm-up of 3
+  // steps to 0.1, then half a cosine to 0 over the remaining 9 of 12 steps.
+  const tc::LrSchedule schedule{0.1f, 3, 12};
+  int* d_run_step = course::to_device(std::vector<int>{0});
+  std::vector<float> lr_got;
+  std::vector<double> lr_want;
+  for (int t = 0; t < 12; ++t) {
+    course::poison(d_lr, sizeof(float));
+    tc::next_learning_rate<<<1, 1, 0, st>>>(schedule, d_run_step, d_lr);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaStreamSynchronize(st));
+    lr_got.push_back(course::to_host(d_lr, 1)[0]);
+    lr_want.push_back(t < 3 ? 0.1 * (t + 1) / 3 : 0.05 * (1.0 + std::cos(M_PI * (t - 3) / 9.0)));
+  }
+  ok &= course::check_close("v4_lr_schedule_vs_fp64", lr_got.data(), lr_want.data(), 12, 1e-5, 1e-7);
+  ok &= course::check_true("v4_lr_schedule_counts_steps", course::to_host(d_run_step, 1)[0] == 12, 1);
   course::device_free({d_hpre, d_b3, d_w4, d_b4, d_labels, d_step, d_h, d_logits, d_dlogits, d_loss, d_part, d_done,
-                       d_dhpre, d_g, d_p, d_g0, d_p16});
+                       d_dhpre, d_g, d_gpart, d_p, d_g0, d_p16, d_lr, d_run_step});
   return ok;
 }
 // --8<-- [end:tc_checks]
@@ -524,6 +550,46 @@ static bool versions_agree(Net& n, DeviceData& d, int B) {
   }
   return ok;
 }
+
+// --8<-- [start:deterministic]
+// Version 4 is deterministic: every sum across blocks is written part by part and the parts added in
+// a fixed order (reduce_parts), never with float atomics, whose order depends on which block finishes
+// first. So the same weights and batches give the same bits: ten steps of the captured step, from the
+// same weights on the same batches, twice, and the weights and the ten losses must match bit for bit.
+// At a batch of 61 and of 1000 (where fc1's weight gradient is split over the batch as well).
+static bool v4_steps_bitwise_repeatable(Net& n, DeviceData& d, int B) {
+  constexpr int kSteps = 10;
+  static_assert(kSteps <= 16, "the check's Net keeps 16 losses");
+  const std::vector<float> init = init_params(11);
+  std::vector<float> params[2], losses[2];
+  for (int run = 0; run < 2; ++run) {
+    std::mt19937_64 rng(5);  // the same batches in both runs
+    std::vector<int> perm_host;
+    const Source src{d.train_images, d.train_labels, d.perm, n.step, d.train_count / B};
+    upload_params(n, init);
+    course::poison(n.grads, kTotalParams * sizeof(float));
+    course::poison(n.loss_hist, kSteps * sizeof(float));
+    new_epoch(n, d, rng, perm_host);
+    cudaGraphExec_t exec = capture_step(n, kTc, src, B, kLearningRate);
+    for (int s = 0; s < kSteps; ++s) CUDA_CHECK(cudaGraphLaunch(exec, n.st));
+    CUDA_CHECK(cudaStreamSynchronize(n.st));
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    params[run] = course::to_host(n.params, kTotalParams);
+    losses[run] = course::to_host(n.loss_hist, kSteps);
+  }
+  int differ = 0;
+  for (int i = 0; i < kTotalParams; ++i)
+    differ += std::memcmp(&params[0][i], &params[1][i], sizeof(float)) != 0;
+  const bool same_losses = std::memcmp(losses[0].data(), losses[1].data(), kSteps * sizeof(float)) == 0;
+  bool finite = true;
+  for (float l : losses[0]) finite &= std::isfinite(l);
+  char name[64], detail[128];
+  std::snprintf(name, sizeof(name), "v4_%d_steps_bitwise_repeatable_batch_%d", kSteps, B);
+  std::snprintf(detail, sizeof(detail), "weights_differing=%d of %d losses_identical=%s last_loss=%.6f", differ,
+                kTotalParams, same_losses ? "yes" : "no", losses[0][kSteps - 1]);
+  return course::check_true(name, differ == 0 && same_losses && finite, kTotalParams + kSteps, detail);
+}
+// --8<-- [end:deterministic]
 
 // --8<-- [start:plant]
 // --plant zeros-small: the gradient comparison must reject a result that is right except for zeros
@@ -587,6 +653,8 @@ int main(int argc, char** argv) {
     ok &= check_tc_convs(n.st);
     ok &= check_tc_linears(n.sms, n.st);
     ok &= check_tc_small_kernels(n.st);
+    ok &= v4_steps_bitwise_repeatable(n, d, batch);
+    ok &= v4_steps_bitwise_repeatable(n, d, 1000);
   }
   ok &= versions_agree(n, d, batch);
   return ok ? 0 : course::kExitFail;

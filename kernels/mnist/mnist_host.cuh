@@ -142,7 +142,8 @@ inline void load_data(const std::string& dir, Split& train_split, Split& test_sp
 
 // --8<-- [start:train]
 struct TrainResult {
-  std::vector<double> accuracy;
+  std::vector<double> accuracy;       // after each epoch
+  std::vector<double> epoch_seconds;  // each epoch's training time (its evaluation not included)
   std::vector<float> losses;  // every step's loss
   std::vector<int> pred;
   double seconds;
@@ -152,11 +153,23 @@ struct TrainResult {
 // reference prints (one batch's loss is noisy), then the last step's loss.
 constexpr int kMeanSteps = 50;
 
-inline TrainResult train(Net& n, DeviceData& d, Runner r, int epochs, int B, float lr, uint64_t seed) {
+// schedule (version 4 only): the learning rate warms up over kWarmupSteps and decays to 0 at the
+// run's last step (tc::LrSchedule, peak lr); otherwise it is lr throughout.
+constexpr int kWarmupSteps = 100;
+
+inline TrainResult train(Net& n, DeviceData& d, Runner r, int epochs, int B, float lr, uint64_t seed,
+                         bool schedule = false) {
   upload_params(n, init_params(seed));
   std::mt19937_64 rng(seed);
   std::vector<int> perm_host;
   const int steps = d.train_count / B;  // the last partial batch is dropped, as in the reference
+  if (schedule && r.v != kTc) {
+    std::fprintf(stderr, "error: the learning-rate schedule is version 4's (tc::LrSchedule)\n");
+    std::exit(course::kExitFail);
+  }
+  n.lr_warmup_steps = schedule ? kWarmupSteps : 0;  // read when the step is captured, below
+  n.lr_total_steps = schedule ? epochs * steps : 0;
+  CUDA_CHECK(cudaMemset(n.run_step, 0, sizeof(int)));
   const Source src{d.train_images, d.train_labels, d.perm, n.step, steps};
   cudaGraphExec_t exec = nullptr;
   TrainResult res;
@@ -177,6 +190,7 @@ inline TrainResult train(Net& n, DeviceData& d, Runner r, int epochs, int B, flo
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
     train_ms += ms;
+    res.epoch_seconds.push_back(ms / 1e3);
     const std::vector<float> l = course::to_host(n.loss_hist, steps);  // loss_cap >= steps
     res.losses.insert(res.losses.end(), l.begin(), l.end());
     res.accuracy.push_back(evaluate(n, d, r.v, res.pred));
@@ -188,6 +202,7 @@ inline TrainResult train(Net& n, DeviceData& d, Runner r, int epochs, int B, flo
   CUDA_CHECK(cudaEventDestroy(t0));
   CUDA_CHECK(cudaEventDestroy(t1));
   if (exec) CUDA_CHECK(cudaGraphExecDestroy(exec));
+  n.lr_warmup_steps = n.lr_total_steps = 0;
   res.seconds = train_ms / 1e3;
   return res;
 }

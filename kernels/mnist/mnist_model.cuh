@@ -44,6 +44,9 @@ constexpr int offset_of(int p) { return p == 0 ? 0 : offset_of(p - 1) + kParamSi
 constexpr int kTotalParams = offset_of(kNumParams);  // 421,738
 // --8<-- [end:layout]
 
+// The most slices of the batch that a batch-norm backward's sums are split into (one part each).
+constexpr int kBnBackwardSlices = 32;
+
 // kTf32: kFused with TF32 tensor-core convolutions; kTc: version 4 (bf16 tensor cores).
 enum Version { kNaive, kLibraries, kFused, kTf32, kTc };
 constexpr const char* kVersionName[] = {"naive", "libraries", "fused", "tf32", "tc"};
@@ -64,11 +67,21 @@ struct Net {
   float4 *coef1, *coef2, *bcoef1, *bcoef2;  // fused: per-channel BN coefficients (forward, backward)
   double* stats;  // fused: sums for BN: [sum1 32 | sumsq1 32 | sum2 64 | sumsq2 64 | dsum1, dsumx1, dsum2, dsumx2]
   int* step;      // device step counter: which batch of the epoch the next step gathers
+  int* run_step;  // version 4: the run's step counter (step + 1), which the learning-rate schedule reads
+  float* lr_now;  // version 4: this step's learning rate (tc::next_learning_rate)
+  int lr_warmup_steps = 0, lr_total_steps = 0;  // version 4's schedule (tc::LrSchedule); 0: constant
   float* params_backup;
   int* step_backup;
   __nv_bfloat16* params_bf16;  // version 4: the bf16 copy of params that the tensor cores read
   __nv_bfloat16 *p1_bf16, *p2_bf16;  // version 4: the pooled activations, read only by bf16 products
-  float* wgrad_part;  // version 4: conv2's weight gradient, one partial sum per slice of the batch
+  // Deterministic sums: every reduction across blocks writes one part per block, and reduce_parts
+  // adds the parts in a fixed order (no atomics): a step gives the same bits in every run.
+  double* stat_part;     // the batch-norm sums' parts (versions 3 and 4, forward and backward)
+  float* wgrad_part;     // version 4: conv2's weight gradient, one partial sum per slice of the batch
+  float* fc1_part;       // version 4: fc1 forward's slices of k
+  float* fc1_wgrad_part;  // version 4: fc1's weight gradient's slices of the batch (on the side stream)
+  float* fc2_part;       // version 4: fc2's and fc1's bias gradients, one part per block
+  float* c1_wgrad_part;  // conv1's weight gradient's slices of the batch (versions 2 to 4)
   float* loss_part;            // version 4: per-block partial losses, and the counter that finds the
   unsigned* loss_blocks_done;  // last block (tc::fc2_loss_and_backward)
   int sms;
@@ -108,11 +121,13 @@ struct Net {
     bcoef1 = course::device_alloc<float4>(32);
     coef2 = course::device_alloc<float4>(64);
     bcoef2 = course::device_alloc<float4>(64);
-    step = course::device_alloc<int>(1);
+    step = course::device_alloc<int>(2);
+    run_step = step + 1;
+    lr_now = course::device_alloc<float>(1);
     params_backup = course::device_alloc<float>(kTotalParams);
-    step_backup = course::device_alloc<int>(1);
+    step_backup = course::device_alloc<int>(2);
     loss_hist = course::device_alloc<float>(loss_capacity);
-    CUDA_CHECK(cudaMemset(step, 0, sizeof(int)));
+    CUDA_CHECK(cudaMemset(step, 0, 2 * sizeof(int)));
     params_bf16 = course::device_alloc<__nv_bfloat16>(kTotalParams);
     p1_bf16 = course::device_alloc<__nv_bfloat16>(B * 32 * 196);
     p2_bf16 = course::device_alloc<__nv_bfloat16>(B * 3136);
@@ -121,6 +136,11 @@ struct Net {
     CUDA_CHECK(cudaMemset(loss_blocks_done, 0, sizeof(unsigned)));
     sms = igemm::sm_count();
     wgrad_part = course::device_alloc<float>(tc::conv_wgrad_partial_floats(max_b, sms, 32, 64));
+    stat_part = course::device_alloc<double>(std::max<size_t>(tc::bn_stat_part_doubles(sms), kBnBackwardSlices * 128));
+    fc1_part = course::device_alloc<float>(tc::linear_part_floats(max_b, 3136, 128, sms));
+    fc1_wgrad_part = course::device_alloc<float>(tc::linear_part_floats(max_b, 3136, 128, sms));
+    fc2_part = course::device_alloc<float>(static_cast<size_t>(tc::kLossBlocks) * tc::kFc2Grads);
+    c1_wgrad_part = course::device_alloc<float>(igemm::wgrad_c1_part_floats(max_b, 32));
     CUDA_CHECK(cudaStreamCreate(&side));
     for (cudaEvent_t* e : {&fork_fc1, &fork_conv2, &join})
       CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
@@ -198,15 +218,19 @@ inline void bn_relu_pool_backward_unfused(const Net& n, const float* dp, const u
   CUDA_CHECK_LAUNCH();
 }
 
-// Fused version: pass 1 (per-channel sums) and pass 2 (every element) of the block's backward.
+// Fused version: pass 1 (per-channel sums, one part per slice, added in a fixed order into dsum[0..C)
+// and dsum[C..2C)) and pass 2 (every element) of the block's backward.
 template <typename T>  // the pooled activations: float (version 3) or bf16 (version 4)
 inline void bn_relu_pool_backward_fused(const Net& n, const float* dp, const T* p, const uint8_t* arg, const float* c,
-                                 const float4* coef, float4* bcoef, double* dsum, double* dsumx, int gamma, int beta,
-                                 float* dc, int B, int C, int H) {
+                                 const float4* coef, float4* bcoef, double* dsum, int gamma, int beta, float* dc,
+                                 int B, int C, int H) {
   const int pooled_per_channel = B * (H / 2) * (H / 2);
-  const int slices = std::max(1, std::min(32, course::ceil_div(pooled_per_channel, 2048)));
-  fused::bn_relu_pool_backward_reduce<<<dim3(slices, C), 256, 0, n.st>>>(dp, p, arg, c, coef, dsum, dsumx, B, C, H, H);
-  fused::bn_backward_finalize<<<1, C, 0, n.st>>>(dsum, dsumx, coef, C, B * H * H, bcoef, n.grad(gamma), n.grad(beta));
+  const int slices = std::max(1, std::min(kBnBackwardSlices, course::ceil_div(pooled_per_channel, 2048)));
+  fused::bn_relu_pool_backward_reduce<<<dim3(slices, C), 256, 0, n.st>>>(dp, p, arg, c, coef, n.stat_part, B, C, H, H);
+  CUDA_CHECK_LAUNCH();
+  reduce_parts(n.stat_part, slices, 2 * C, dsum, n.st);
+  fused::bn_backward_finalize<<<1, C, 0, n.st>>>(dsum, dsum + C, coef, C, B * H * H, bcoef, n.grad(gamma),
+                                                 n.grad(beta));
   fused::bn_relu_pool_backward_apply<<<blocks(B * C * H * H), 256, 0, n.st>>>(dp, p, arg, c, coef, bcoef, dc, B, C, H,
                                                                               H);
   CUDA_CHECK_LAUNCH();
@@ -221,42 +245,40 @@ inline void forward_tc(const Net& n, const Source& src, int B, float* loss_out, 
   gather_batch<<<blocks(B * 784), 256, 0, n.st>>>(src, B, n.x, n.y);
   CUDA_CHECK_LAUNCH();
   double* s = n.stats;
-  // Zero what the step adds into: the eight BN sums (forward and backward), fc1's k-slices, and every
-  // gradient from conv2's weight on (bn2's two, in that range, are simply overwritten).
-  const int n_grads = kTotalParams - offset_of(W2);
-  tc::zero_accumulators<<<blocks(n_grads, 1024), 1024, 0, n.st>>>(s, 384, n.h_pre, B * 128, n.grad(W2), n_grads);
-  tc::conv1_forward(n.x, n.param(W1), n.c1, B, s, s + 32, n.sms, n.st);
+  // Nothing to zero: every sum across blocks (batch-norm statistics, split-K products, gradients) is
+  // written, part by part, then added in a fixed order (reduce_parts).
+  tc::conv1_forward(n.x, n.param(W1), n.c1, B, n.stat_part, s, n.sms, n.st);
   fused::bn_finalize<<<1, 32, 0, n.st>>>(s, s + 32, n.param(G1), n.param(BE1), 32, B * 784, n.coef1);
   fused::bn_relu_pool_forward<<<blocks(B * 32 * 196), 256, 0, n.st>>>(n.c1, n.coef1, n.p1_bf16, n.arg1, B, 32, 28, 28);
-  tc::conv_forward<14, 32, 64>(n.param_bf16(W2), n.p1_bf16, n.c2, B, s + 64, s + 128, n.sms, n.st);
+  tc::conv_forward<14, 32, 64>(n.param_bf16(W2), n.p1_bf16, n.c2, B, n.stat_part, s + 64, n.sms, n.st);
   fused::bn_finalize<<<1, 64, 0, n.st>>>(s + 64, s + 128, n.param(G2), n.param(BE2), 64, B * 196, n.coef2);
   fused::bn_relu_pool_forward<<<blocks(B * 3136), 256, 0, n.st>>>(n.c2, n.coef2, n.p2_bf16, n.arg2, B, 64, 14, 14);
-  tc::linear_forward(n.p2_bf16, n.param_bf16(W3), n.h_pre, B, 3136, 128, n.sms, n.st);
+  tc::linear_forward(n.p2_bf16, n.param_bf16(W3), n.h_pre, n.fc1_part, B, 3136, 128, n.sms, n.st);
   tc::fc2_loss_and_backward<<<tc::fc2_loss_blocks(B), tc::kLossThreads, 0, n.st>>>(
-      n.h_pre, n.param(B3), n.param(W4), n.param(B4), n.y, n.h, n.logits, n.dlogits, n.dh_pre, n.grad(B3), n.grad(W4),
-      n.grad(B4), B, src.step, loss_out, cap, n.loss_part, n.loss_blocks_done);
+      n.h_pre, n.param(B3), n.param(W4), n.param(B4), n.y, n.h, n.logits, n.dlogits, n.dh_pre, n.fc2_part, B,
+      src.step, loss_out, cap, n.loss_part, n.loss_blocks_done);
   CUDA_CHECK_LAUNCH();
+  // fc1's bias, fc2's weight and bias: adjacent in the gradient buffer, in the parts' layout.
+  static_assert(offset_of(W4) == offset_of(B3) + 128 && offset_of(B4) == offset_of(W4) + 1280, "db3 | dW4 | db4");
+  reduce_parts(n.fc2_part, tc::fc2_loss_blocks(B), tc::kFc2Grads, n.grad(B3), n.st);
 }
 
 inline void backward_tc(const Net& n, int B) {
-  // fc2's backward ran with the loss (forward_tc); the gradient sums and the gradients this adds
-  // into were zeroed there too. The weight gradients of fc1 and conv2 feed nothing but SGD: they run
+  // fc2's backward ran with the loss (forward_tc). The weight gradients of fc1 and conv2 feed nothing but SGD: they run
   // on a second stream beside the chain of input gradients (a fork and a join in the captured graph),
   // so that at small batches, where one kernel leaves most SMs idle, they overlap.
   double* s = n.stats;
   CUDA_CHECK(cudaEventRecord(n.fork_fc1, n.st));
   CUDA_CHECK(cudaStreamWaitEvent(n.side, n.fork_fc1, 0));
-  tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), B, 3136, 128, n.sms, n.side);
+  tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), n.fc1_wgrad_part, B, 3136, 128, n.sms, n.side);
   tc::linear_backward_data(n.dh_pre, n.param_bf16(W3), n.dp2, B, 3136, 128, n.st);
-  bn_relu_pool_backward_fused(n, n.dp2, n.p2_bf16, n.arg2, n.c2, n.coef2, n.bcoef2, s + 256, s + 320, G2, BE2, n.dc2, B, 64,
-                              14);
+  bn_relu_pool_backward_fused(n, n.dp2, n.p2_bf16, n.arg2, n.c2, n.coef2, n.bcoef2, s + 256, G2, BE2, n.dc2, B, 64, 14);
   CUDA_CHECK(cudaEventRecord(n.fork_conv2, n.st));
   CUDA_CHECK(cudaStreamWaitEvent(n.side, n.fork_conv2, 0));
   tc::conv_backward_weight<14, 32, 64>(n.dc2, n.p1_bf16, n.grad(W2), n.wgrad_part, B, n.sms, n.side);
   tc::conv_backward_data<14, 32, 64>(n.param_bf16(W2), n.dc2, n.dp1, B, n.sms, n.st);
-  bn_relu_pool_backward_fused(n, n.dp1, n.p1_bf16, n.arg1, n.c1, n.coef1, n.bcoef1, s + 192, s + 224, G1, BE1, n.dc1, B, 32,
-                              28);
-  igemm::backward_weight(n.dc1, n.x, n.grad(W1), B, 1, 32, 28, 28, n.st);
+  bn_relu_pool_backward_fused(n, n.dp1, n.p1_bf16, n.arg1, n.c1, n.coef1, n.bcoef1, s + 192, G1, BE1, n.dc1, B, 32, 28);
+  igemm::backward_weight(n.dc1, n.x, n.grad(W1), B, 1, 32, 28, 28, n.st, false, n.c1_wgrad_part);
   CUDA_CHECK(cudaEventRecord(n.join, n.side));  // SGD waits for the side stream
   CUDA_CHECK(cudaStreamWaitEvent(n.st, n.join, 0));
 }
@@ -338,9 +360,7 @@ inline void backward(const Net& n, Version v, int B) {
   CUDA_CHECK_LAUNCH();
 
   if (v >= kFused) {
-    CUDA_CHECK(cudaMemsetAsync(s + 192, 0, 192 * sizeof(double), n.st));  // the four gradient sums
-    bn_relu_pool_backward_fused(n, n.dp2, n.p2, n.arg2, n.c2, n.coef2, n.bcoef2, s + 256, s + 320, G2, BE2, n.dc2, B, 64,
-                                14);
+    bn_relu_pool_backward_fused(n, n.dp2, n.p2, n.arg2, n.c2, n.coef2, n.bcoef2, s + 256, G2, BE2, n.dc2, B, 64, 14);
   } else {
     bn_relu_pool_backward_unfused(n, n.dp2, n.arg2, n.dr2, n.a2, n.da2, n.c2, n.mean2, n.rstd2, G2, BE2, n.dc2, B, 64,
                                   14);
@@ -353,8 +373,7 @@ inline void backward(const Net& n, Version v, int B) {
     igemm::backward_weight(n.dc2, n.p1, n.grad(W2), B, 32, 64, 14, 14, n.st, v == kTf32);
   }
   if (v >= kFused) {
-    bn_relu_pool_backward_fused(n, n.dp1, n.p1, n.arg1, n.c1, n.coef1, n.bcoef1, s + 192, s + 224, G1, BE1, n.dc1, B, 32,
-                                28);
+    bn_relu_pool_backward_fused(n, n.dp1, n.p1, n.arg1, n.c1, n.coef1, n.bcoef1, s + 192, G1, BE1, n.dc1, B, 32, 28);
   } else {
     bn_relu_pool_backward_unfused(n, n.dp1, n.arg1, n.dr1, n.a1, n.da1, n.c1, n.mean1, n.rstd1, G1, BE1, n.dc1, B, 32,
                                   28);
@@ -362,7 +381,7 @@ inline void backward(const Net& n, Version v, int B) {
   if (v == kNaive) {
     naive::conv3x3_backward_weight<<<32 * 9, 256, 0, n.st>>>(n.dc1, n.x, n.grad(W1), B, 1, 32, 28, 28);
   } else {
-    igemm::backward_weight(n.dc1, n.x, n.grad(W1), B, 1, 32, 28, 28, n.st, v == kTf32);
+    igemm::backward_weight(n.dc1, n.x, n.grad(W1), B, 1, 32, 28, 28, n.st, v == kTf32, n.c1_wgrad_part);
   }
   CUDA_CHECK_LAUNCH();
 }
@@ -373,11 +392,15 @@ inline void backward(const Net& n, Version v, int B) {
 inline void train_step(const Net& n, Version v, const Source& src, int B, float lr) {
   forward(n, v, src, B, n.loss_hist, n.loss_cap);
   backward(n, v, B);
-  if (v == kTc)  // the fp32 master weights and, in the same pass, their bf16 copy for the next step
-    tc::sgd_update_bf16<<<blocks(kTotalParams), 256, 0, n.st>>>(n.params, n.grads, n.params_bf16, lr, kTotalParams,
-                                                                n.step);
-  else
+  if (v == kTc) {  // this step's learning rate (the schedule's, or the constant lr), then the fp32
+                   // master weights and, in the same pass, their bf16 copy for the next step
+    tc::next_learning_rate<<<1, 1, 0, n.st>>>(tc::LrSchedule{lr, n.lr_warmup_steps, n.lr_total_steps}, n.run_step,
+                                              n.lr_now);
+    tc::sgd_update_bf16<<<blocks(kTotalParams), 256, 0, n.st>>>(n.params, n.grads, n.params_bf16, n.lr_now,
+                                                                kTotalParams, n.step);
+  } else {
     naive::sgd_update<<<blocks(kTotalParams), 256, 0, n.st>>>(n.params, n.grads, lr, kTotalParams, n.step);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
@@ -391,12 +414,12 @@ inline void refresh_bf16(const Net& n) {
 // and cuBLAS calls with one call, and their launch costs overlap on the GPU.
 inline cudaGraphExec_t capture_step(const Net& n, Version v, const Source& src, int B, float lr) {
   // One eager step first, so that every kernel and cuBLAS routine is loaded before the capture;
-  // the weights and the step counter are put back afterwards.
+  // the weights and the step counters are put back afterwards.
   CUDA_CHECK(cudaMemcpyAsync(n.params_backup, n.params, kTotalParams * sizeof(float), cudaMemcpyDeviceToDevice, n.st));
-  CUDA_CHECK(cudaMemcpyAsync(n.step_backup, n.step, sizeof(int), cudaMemcpyDeviceToDevice, n.st));
+  CUDA_CHECK(cudaMemcpyAsync(n.step_backup, n.step, 2 * sizeof(int), cudaMemcpyDeviceToDevice, n.st));
   train_step(n, v, src, B, lr);
   CUDA_CHECK(cudaMemcpyAsync(n.params, n.params_backup, kTotalParams * sizeof(float), cudaMemcpyDeviceToDevice, n.st));
-  CUDA_CHECK(cudaMemcpyAsync(n.step, n.step_backup, sizeof(int), cudaMemcpyDeviceToDevice, n.st));
+  CUDA_CHECK(cudaMemcpyAsync(n.step, n.step_backup, 2 * sizeof(int), cudaMemcpyDeviceToDevice, n.st));
   refresh_bf16(n);
   CUDA_CHECK(cudaStreamSynchronize(n.st));
   cudaGraph_t graph;

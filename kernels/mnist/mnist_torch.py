@@ -10,6 +10,8 @@
 #        python kernels/mnist/mnist_torch.py --bench --batch 64        (checks and times the grid)
 #        python kernels/mnist/mnist_torch.py --configs list            (the configurations, in running order)
 #        python kernels/mnist/mnist_torch.py --bench --batch 64 --configs 'bf16-nhwc-*-graph'   (some of them)
+#        python kernels/mnist/mnist_torch.py --time-to-99 --seeds 5 --epochs 3   (the seed runs' recipe in the
+#                                              fastest configuration: each seed to >= 99%, the time to 99%)
 # The data directory is --data-dir, else $MNIST_DIR, else data/mnist (the four standard IDX files,
 # gzipped or not; see docs/mnist/data.md for where to get them).
 #
@@ -18,6 +20,7 @@
 # course: bench --bench --batch 64 --budget-s 70
 # course: bench --bench --batch 256 --budget-s 70
 # course: bench --bench --batch 1024 --budget-s 70
+# course: bench --time-to-99 --seeds 5 --epochs 3
 import time
 
 T_START = time.perf_counter()   # a benchmark's budget counts from here: start-up and loading included
@@ -154,6 +157,120 @@ def train(data, device, epochs, batch, seed=0, log_every=10):
     return {"loss_every": log_every, "loss": losses, "test_accuracy": accs,
             "misclassified": [[i, int(pred[i]), int(te_y[i])] for i in wrong]}
 # --8<-- [end:train]
+
+
+# --8<-- [start:time_to_99]
+# The recipe of the seed runs (mnist_train.cu --seeds, the same on both sides): plain SGD, the learning
+# rate warmed up linearly over WARMUP_STEPS steps to PEAK_LR, then decayed to 0 along half a cosine at
+# the run's last step. Timed here with the grid's fastest configuration at batch 64 in the record.
+PEAK_LR = 0.1
+WARMUP_STEPS = 100
+TIME_TO_99_CONFIG = "bf16-nhwc-bench-model-default-graph"
+
+
+def lr_at(t, total: int, peak: float = PEAK_LR, warmup: int = WARMUP_STEPS):
+    """The learning rate of step t (from 0) of a run of `total` steps, as tc::LrSchedule::at computes it.
+    t is an int, or a tensor on the GPU (inside a captured step, which reads the step from the device)."""
+    if isinstance(t, torch.Tensor):
+        tf = t.float()
+        progress = ((tf - warmup) / max(1, total - warmup)).clamp(0.0, 1.0)
+        return torch.where(tf < warmup, peak * (tf + 1) / warmup, 0.5 * peak * (1 + torch.cos(math.pi * progress)))
+    if t < warmup:
+        return peak * (t + 1) / warmup
+    return 0.5 * peak * (1 + math.cos(math.pi * min(1.0, (t - warmup) / max(1, total - warmup))))
+
+
+def time_to_99(data, device, key: str, seeds: int, epochs: int, batch: int) -> bool:
+    """Trains configuration `key` from seeds 1..seeds with the schedule, evaluating after every epoch;
+    each run must end at 99.0% or more. BENCH rows: each run's training time and final accuracy, and the
+    time to 99% (training time, evaluation and the one-time compile and capture not included, up to the
+    end of the first epoch at 99.0% or more; the median over the seeds that got there)."""
+    cfg = next(c for c in GRID if c.key == key)
+    precision = PRECISIONS[cfg.precision]
+    tr_x = torch.from_numpy(data["train_images"].copy()).to(device)
+    tr_y = torch.from_numpy(data["train_labels"].astype(np.int64)).to(device)
+    te_x = torch.from_numpy(data["test_images"].copy()).to(device)
+    te_y = torch.from_numpy(data["test_labels"].astype(np.int64)).to(device)
+    n = tr_x.shape[0]
+    steps = n // batch
+    total = epochs * steps
+    ok, to_99 = True, []
+    with settings(precision, cfg.cudnn_benchmark):
+        model, opt = make_model(0, device, channels_last=cfg.channels_last)
+        for group in opt.param_groups:
+            group["lr"] = PEAK_LR
+        configured = AsConfigured(model, cfg.channels_last, precision.bf16_autocast)
+        net = torch.compile(configured, mode=cfg.mode, dynamic=False) if cfg.compile == "model" else configured
+        run_step = torch.zeros((), dtype=torch.long, device=device)  # the run's step, read by the schedule
+
+        def step_fn(idx):
+            x, y = gather(tr_x, tr_y, idx)
+            loss = F.cross_entropy(net(x), y)
+            opt.zero_grad(set_to_none=True)
+            # Plain SGD moves each weight by lr x its gradient, so the loss scaled by lr_at(t) / PEAK_LR
+            # with the optimizer at PEAK_LR is the schedule's step, computed on the GPU from run_step:
+            # a captured step replays it with each step's own learning rate.
+            (loss * (lr_at(run_step, total) / PEAK_LR)).backward()
+            opt.step()
+            run_step.add_(1)
+            return loss
+
+        perm = torch.arange(n, device=device)
+        graph = GraphStep(step_fn, opt, perm, batch) if cfg.graph else None   # compiles and captures
+        for _ in range(0 if cfg.graph else 3):      # compiles (the weights are reset below)
+            step_fn(perm[:batch])
+        for seed in range(1, seeds + 1):
+            torch.manual_seed(seed)
+            fresh = Net()                                  # make_model(seed)'s initial weights
+            with torch.no_grad():
+                for p, q in zip(model.parameters(), fresh.parameters()):
+                    p.copy_(q)
+            run_step.zero_()
+            gen = torch.Generator(device=device).manual_seed(seed)
+            accs, seconds = [], []
+            for _ in range(epochs):
+                order = torch.randperm(n, device=device, generator=gen)
+                if graph is not None:
+                    graph.perm.copy_(order)
+                    graph.step_no.zero_()
+                start = time.perf_counter()
+                if device.type == "cuda":
+                    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    a.record()
+                for s in range(steps):
+                    if graph is not None:
+                        graph()
+                    else:
+                        step_fn(order[s * batch:(s + 1) * batch])
+                if device.type == "cuda":
+                    b.record()
+                    b.synchronize()
+                    seconds.append(a.elapsed_time(b) / 1e3)
+                else:
+                    seconds.append(time.perf_counter() - start)
+                accs.append(evaluate(configured, te_x, te_y)[0])
+            reached = next((e + 1 for e, acc in enumerate(accs) if acc >= 99.0), 0)
+            if reached:
+                to_99.append((sum(seconds[:reached]), reached))
+            print(f"seed {seed}: test accuracy by epoch " + ", ".join(f"{acc:.2f}%" for acc in accs)
+                  + f"; trained in {sum(seconds):.3f} s", flush=True)
+            ok &= course_tools.check_true(f"torch_seed_{seed}_test_accuracy_at_least_99_after_{epochs}_epochs",
+                                          accs[-1] >= 99.0, 10000,
+                                          f"seed={seed} accuracy={accs[-1]:.2f}% first_at_99_epoch={reached} "
+                                          f"epochs={epochs} batch={batch} config={key}")
+            course_tools.bench(f"seed {seed}, {epochs} epochs, batch {batch}", cfg.impl, sum(seconds) * 1e3,
+                               total * step_bytes(batch, sum(p.numel() for p in model.parameters())),
+                               total * step_flops(batch), peer=True, batch=batch, seed=seed,
+                               test_accuracy=round(accs[-1], 2), **cfg.fields())
+    if to_99:
+        secs, reached = sorted(to_99)[(len(to_99) - 1) // 2]   # the lower median: a seed's own time
+        print(f"time to 99%: {secs:.3f} s (median of {len(to_99)} seeds that reached it)", flush=True)
+        course_tools.bench(f"time to 99%, batch {batch}", cfg.impl, secs * 1e3,
+                           reached * steps * step_bytes(batch, sum(p.numel() for p in model.parameters())),
+                           reached * steps * step_flops(batch), peer=True, batch=batch, epochs=reached,
+                           **cfg.fields())
+    return ok
+# --8<-- [end:time_to_99]
 
 
 def step_flops(b: int) -> float:
@@ -687,15 +804,25 @@ def main():
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # run_worker's child process
     ap.add_argument("--curves", help="write the training curves and misclassified digits to this JSON file")
     ap.add_argument("--cpu", action="store_true", help="train on the CPU (slow; for machines without a GPU)")
+    ap.add_argument("--time-to-99", action="store_true",
+                    help="train --seeds seeds for --epochs epochs with the seed runs' schedule, in the "
+                         f"configuration --configs names (default {TIME_TO_99_CONFIG}): BENCH rows, time to 99%%")
+    ap.add_argument("--seeds", type=int, default=5, help="with --time-to-99: seeds 1..N")
     args = ap.parse_args()
     if not (1 <= args.epochs <= 1000 and (args.batch is None or 1 <= args.batch <= 60000)
             and 1 <= args.repeats <= 100000):
         ap.error("--epochs must be in [1, 1000], --batch in [1, 60000] and --repeats in [1, 100000]")
     if args.cpu and args.bench:
         ap.error("--bench times the GPU; it cannot be combined with --cpu")
+    if args.time_to_99 and (args.train or args.bench or args.configs == "list"):
+        ap.error("--time-to-99 is a mode of its own: give it without --train, --bench and --configs list")
+    if args.time_to_99 and not 1 <= args.seeds <= 100:
+        ap.error("--seeds must be in [1, 100]")
     configs = GRID
     if args.configs is not None and args.configs != "list":
         configs = select_configs(ap, args.configs)
+    if args.time_to_99 and args.configs is not None and len(configs) != 1:
+        ap.error("--time-to-99 trains one configuration: --configs must name exactly one")
     values = {"both": (True, False), "on": (True,), "off": (False,)}[args.cudnn_benchmark]
     configs = tuple(c for c in configs if c.cudnn_benchmark in values)
     if args.configs == "list":
@@ -709,7 +836,7 @@ def main():
         return
     for name, given in (("--configs", args.configs is not None), ("--budget-s", args.budget_s is not None),
                         ("--cudnn-benchmark", args.cudnn_benchmark != "both"), ("--worker", args.worker)):
-        if given and not args.bench:
+        if given and not args.bench and not (name == "--configs" and args.time_to_99):
             ap.error(f"{name} belongs to the benchmark; use it with --bench")
     if args.worker and (args.batch is None or args.cudnn_benchmark == "both"):
         ap.error("--worker runs one batch size with one cudnn.benchmark value")
@@ -726,6 +853,11 @@ def main():
     set_precision()
     device = torch.device("cpu" if args.cpu else "cuda")
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}", flush=True)
+    if args.time_to_99:
+        key = configs[0].key if args.configs is not None else TIME_TO_99_CONFIG
+        if not time_to_99(data, device, key, args.seeds, args.epochs, args.batch or BATCH):
+            sys.exit("error: a seed run ended below 99% test accuracy (see CHECK FAIL)")
+        return
     if args.train or not args.bench:
         batch = args.batch or BATCH
         t0 = time.perf_counter()

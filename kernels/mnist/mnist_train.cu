@@ -14,11 +14,14 @@
 //                                                    misclassified test digits, as JSON)
 //        ./build/mnist/mnist_train --loss-curve DIR --version 4   (initial weights and 50 steps' losses
 //                                                    for loss_curve.py)
+//        ./build/mnist/mnist_train --seeds 5 --epochs 3 [--bench]   (version 4 from seeds 1 to 5 with
+//                                                    the learning-rate schedule: each ends at >= 99%)
 //
 // course: gpu
 // course: libs cublas
 // course: run
 // course: run --train --version 4 --epochs 5 --save build/mnist/v4-weights.bin --predict build/mnist/v4-weights.bin
+// course: bench --bench --seeds 5 --epochs 3
 // course: sanitizer-skip all a run trains whole epochs, too long under the sanitizer; mnist_check.cu runs the same step (mnist_model.cuh) of every version under all four tools
 #include <algorithm>
 #include <cctype>
@@ -28,6 +31,7 @@
 #include <fstream>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mnist_host.cuh"
@@ -244,6 +248,51 @@ static void loss_curve(Net& n, DeviceData& d, const std::string& dir, int only_v
 }
 // --8<-- [end:loss_curve]
 
+// --8<-- [start:seeds]
+// --seeds N: version 4 trained from seeds 1 to N (the initial weights and the shuffles) for --epochs
+// epochs, with the learning rate warmed up over kWarmupSteps steps to kSchedulePeak and then decayed
+// to 0 along half a cosine (tc::LrSchedule; mnist_torch.py --time-to-99 trains with the same recipe).
+// Each run must end at 99.0% test accuracy or more. With --bench each run is a BENCH row (its training
+// time, its final accuracy), and one more row is the time to 99%: the training time (evaluation and
+// the one-time graph capture not included) up to the end of the first epoch at 99.0% or more, the
+// median over the seeds that got there. The step is deterministic, so a seed gives the same accuracy
+// in every run (mnist_check.cu checks that ten steps repeat bit for bit).
+constexpr float kSchedulePeak = 0.1f;
+
+static bool seeds_mode(Net& n, DeviceData& d, int seeds, int epochs, int B, bool bench) {
+  const Runner r{kTc, true};
+  const int steps_per_epoch = d.train_count / B;
+  bool ok = true;
+  std::vector<std::pair<double, int>> to_99;  // (seconds, epochs) of each seed that reached 99%
+  for (int seed = 1; seed <= seeds; ++seed) {
+    std::printf("seed %d, %d epochs, learning rate: %d steps of warm-up to %g, then a cosine to 0\n", seed, epochs,
+                kWarmupSteps, kSchedulePeak);
+    const TrainResult t = train(n, d, r, epochs, B, kSchedulePeak, seed, true);
+    int reached = 0;
+    double seconds = 0.0;
+    for (size_t e = 0; e < t.accuracy.size() && !reached; ++e) {
+      seconds += t.epoch_seconds[e];
+      if (t.accuracy[e] >= 99.0) reached = static_cast<int>(e) + 1;
+    }
+    if (reached) to_99.emplace_back(seconds, reached);
+    char name[96], detail[128], kind[64];
+    std::snprintf(name, sizeof(name), "v4_seed_%d_test_accuracy_at_least_99_after_%d_epochs", seed, epochs);
+    std::snprintf(detail, sizeof(detail), "seed=%d accuracy=%.2f%% first_at_99_epoch=%d epochs=%d batch=%d", seed,
+                  t.accuracy.back(), reached, epochs, B);
+    ok &= course::check_true(name, t.accuracy.back() >= 99.0, 10000, detail);
+    std::snprintf(kind, sizeof(kind), "seed %d, %d epochs", seed, epochs);
+    if (bench) print_run_bench(kind, B, r.name(), t.seconds * 1e3, epochs * steps_per_epoch, t.accuracy.back());
+  }
+  std::sort(to_99.begin(), to_99.end());
+  if (!to_99.empty()) {
+    const auto median = to_99[(to_99.size() - 1) / 2];  // the lower median: a seed's own time
+    std::printf("time to 99%%: %.3f s (median of %zu seeds that reached it)\n", median.first, to_99.size());
+    if (bench) print_run_bench("time to 99%", B, r.name(), median.first * 1e3, median.second * steps_per_epoch);
+  }
+  return ok;
+}
+// --8<-- [end:seeds]
+
 // --train: the accuracy runs (or the one --version names), with the weights saved and read back.
 struct TrainOptions {
   int epochs, batch, only_version;
@@ -290,6 +339,8 @@ int main(int argc, char** argv) {
   o.predict_path = args.get_str("--predict", "");
   o.image_path = args.get_str("--image", "");
   const std::string curve_dir = args.get_str("--loss-curve", "");
+  const int seeds = static_cast<int>(args.get_int("--seeds", 0, 0, 100));  // 0: no seed runs
+  const bool bench = args.has("--bench");
   args.finish();
   auto usage_error = [](const char* why) {
     std::fprintf(stderr, "error: %s\n", why);
@@ -305,12 +356,15 @@ int main(int argc, char** argv) {
     return usage_error("--save writes the weights that --train trained; give --train too");
   if ((!o.curves[0].empty() || !o.curves[1].empty()) && !train_flag)
     return usage_error("--curves and --curves-tf32 write a --train run's curves; give --train too");
+  if (seeds && (train_flag || !o.predict_path.empty() || !curve_dir.empty() || (o.only_version && o.only_version != 4)))
+    return usage_error("--seeds trains version 4 alone; give it without --train, --predict and --loss-curve");
+  if (bench && !seeds) return usage_error("--bench prints the BENCH rows of the --seeds runs; give --seeds too");
   // A weights file that cannot be read is an error before any GPU work.
   const std::vector<float> saved =
       o.predict_path.empty() || train_flag ? std::vector<float>{} : load_weights(o.predict_path);
   Split train_split, test_split;
   load_data(data_dir, train_split, test_split);
-  if (o.only_version == 4)
+  if (o.only_version == 4 || seeds)
     course::require_compute_capability(8, 0, "version 4 multiplies on bf16 tensor cores (mma.sync m16n8k16.bf16)");
 
   Net n(1024, 60000);
@@ -326,6 +380,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (train_flag) return train_mode(n, d, test_split, o, predict_version) ? 0 : course::kExitFail;
+  if (seeds) return seeds_mode(n, d, seeds, o.epochs, o.batch, bench) ? 0 : course::kExitFail;
 
   // The checked run: one epoch of version 3 (as a CUDA graph) and, where the GPU has it, version 4
   // learns. Every layer and the versions' agreement are mnist_check.cu's checks.

@@ -60,7 +60,8 @@ GROUPS = [
     ("conv1 on CUDA cores", ("conv3x3",)),
     ("batch norm, ReLU, pool", ("bn_",)),
     ("fc2 and the loss", ("fc2_", "softmax")),
-    ("SGD and the bf16 copy", ("sgd", "to_bf16")),
+    ("SGD and the bf16 copy", ("sgd", "to_bf16", "next_learning_rate")),
+    ("sums of the blocks' parts", ("sum_parts",)),
     ("gather, zeroing", ("gather", "zero_")),
 ]
 # --8<-- [end:metrics]

@@ -295,6 +295,334 @@ def online_softmax() -> str:
     return s.render()
 
 
+def _grid(s, x, y, w, h, cols, rows, stroke=MUTED, width=0.5):
+    """Thin lines dividing the rectangle (x, y, w, h) into cols x rows cells."""
+    for c in range(1, cols):
+        s.line(x + c * w / cols, y, x + c * w / cols, y + h, stroke=stroke, width=width)
+    for r in range(1, rows):
+        s.line(x, y + r * h / rows, x + w, y + r * h / rows, stroke=stroke, width=width)
+
+
+def sgemm_register_blocking() -> str:
+    s = Svg(760, 450, "v5, 2D register blocking: 256 threads each own an 8 x 8 tile of the block's 128 x 128 "
+                      "tile of C; for each k a thread loads 8 values of A from a column of As and 8 of B from "
+                      "a row of Bs into registers and does their 64 multiply-adds, an outer product")
+    s.text(380, 26, "v5: each thread keeps an 8 x 8 tile of C in registers (BM = BN = 128, BK = 8, TM = TN = 8)",
+           14, weight="bold")
+    # The block tile of C, 128 x 128 drawn 256 px: one thread tile (8 x 8) is 16 px.
+    cx, cy, side, bk = 90, 110, 240, 48
+    trow, tcol, k = 5, 9, 3
+    cell = side / 16
+    s.rect(cx, cy - bk - 12, side, bk, fill=ORANGE, rx=0)                    # Bs: BK x BN
+    _grid(s, cx, cy - bk - 12, side, bk, 1, 8)
+    s.rect(cx + tcol * cell, cy - bk - 12 + k * bk / 8, cell, bk / 8, fill="#d9822b", rx=0, width=1.2)
+    s.text(cx + side + 8, cy - bk / 2 - 8, "Bs [BK][BN]", 12, anchor="start", weight="bold")
+    s.rect(cx - bk - 12, cy, bk, side, fill=BLUE, rx=0)                      # As: BM x BK
+    _grid(s, cx - bk - 12, cy, bk, side, 8, 1)
+    s.rect(cx - bk - 12 + k * bk / 8, cy + trow * cell, bk / 8, cell, fill=STRONG_BLUE, rx=0, width=1.2)
+    s.text(cx - bk / 2 - 12, cy + side + 18, "As [BM][BK]", 12, weight="bold")
+    s.rect(cx, cy, side, side, fill=GREY, rx=0, width=1.2)
+    _grid(s, cx, cy, side, side, 16, 16)
+    s.rect(cx + tcol * cell, cy + trow * cell, cell, cell, fill=GREEN, stroke=STRONG_GREEN, width=2.5, rx=0)
+    s.text(cx + side / 2, cy + side + 18, "C block tile: 16 x 16 thread tiles", 12, weight="bold")
+    s.text(cx + side / 2, cy + side + 36, "thread tid: trow = tid / 16, tcol = tid % 16", 12)
+    # One thread's registers: a_reg (column), b_reg (row), acc (8 x 8), their outer product.
+    rx0, ry0, r = 500, 130, 22
+    s.text(rx0 + 4 * r, 72, "one thread, one k", 13, weight="bold")
+    s.rect(rx0, ry0 - r - 10, 8 * r, r, fill=ORANGE, rx=0)
+    _grid(s, rx0, ry0 - r - 10, 8 * r, r, 8, 1)
+    s.text(rx0 + 4 * r, ry0 - r - 16, "b_reg[8] = Bs[k][tcol * 8 + j]", 12)
+    s.rect(rx0 - r - 10, ry0, r, 8 * r, fill=BLUE, rx=0)
+    _grid(s, rx0 - r - 10, ry0, r, 8 * r, 1, 8)
+    s.text(rx0 - r - 14, ry0 + 8 * r + 18, "a_reg[8] = As[trow * 8 + i][k]", 12, anchor="start")
+    s.rect(rx0, ry0, 8 * r, 8 * r, fill=GREEN, rx=0)
+    _grid(s, rx0, ry0, 8 * r, 8 * r, 8, 8)
+    s.text(rx0 - r - 14, ry0 + 8 * r + 36, "acc[8][8] += a_reg[i] * b_reg[j]", 12, anchor="start")
+    s.text(rx0 - r - 14, ry0 + 8 * r + 54, "16 loads, 64 multiply-adds", 12, anchor="start", weight="bold")
+    s.line(cx + tcol * cell + cell, cy + trow * cell + cell / 2, rx0 - r - 14, ry0 + 4 * r, stroke=STRONG_GREEN,
+           arrow=True, dash="4,3")
+    s.text(380, 432, "The block walks K in steps of BK = 8: load As and Bs, __syncthreads(), eight outer "
+           "products, __syncthreads().", 12, fill=MUTED, italic=True)
+    return s.render()
+
+
+def sgemm_warp_tiling() -> str:
+    s = Svg(760, 470, "v7, warp tiling with the first configuration: a 128 x 128 block tile is four 64 x 64 "
+                      "warp tiles; a warp covers its tile in four passes of 64 x 16, each pass 32 threads of "
+                      "8 x 4 results; per k a thread loads 8 floats of As and 16 of Bs and updates 8 x 16 "
+                      "accumulators")
+    s.text(380, 26, "v7: block tile, warp tiles, thread tiles (BM = BN = 128, WM = WN = 64, TM = 8, TN = 4)",
+           14, weight="bold")
+    # Panel 1: the block tile (128 px per 64 elements would be too big: 200 px for 128).
+    bx, by, side, strip = 70, 120, 200, 30
+    s.text(bx + side / 2, 56, "block: 4 warps (128 threads)", 13, weight="bold")
+    s.rect(bx, by - strip - 10, side, strip, fill=ORANGE, rx=0)
+    s.rect(bx + side / 2, by - strip - 10, side / 2, strip, fill="#d9822b", rx=0, width=1.2)
+    s.text(bx + side / 2, by - strip - 18, "Bs: BK x BN", 12)
+    s.rect(bx - strip - 10, by, strip, side, fill=BLUE, rx=0)
+    s.rect(bx - strip - 10, by, strip, side / 2, fill=STRONG_BLUE, rx=0, width=1.2)
+    s.text(bx - strip - 14, by + side / 4 + 4, "As", 12, anchor="end")
+    for w in range(4):
+        wr, wc = w // 2, w % 2
+        fill = GREEN if w == 1 else GREY
+        s.rect(bx + wc * side / 2, by + wr * side / 2, side / 2, side / 2, fill=fill, rx=0, width=1.2,
+               stroke=STRONG_GREEN if w == 1 else INK)
+        s.text(bx + wc * side / 2 + side / 4, by + wr * side / 2 + side / 4 + 4, f"warp {w}", 12)
+        s.text(bx + wc * side / 2 + side / 4, by + wr * side / 2 + side / 4 + 20, f"({wr}, {wc})", 12)
+    s.text(bx + side / 2, by + side + 18, "(wrow, wcol) = (warp / 2, warp % 2)", 12)
+    s.text(bx + side / 2, by + side + 36, "As: BK x BM (k-major), BK = 16", 12)
+    # Panel 2: warp 1's tile, 64 x 64 drawn 224 px: WNI = 4 passes of 64 x 16, 8 x 4 thread blocks each.
+    wx, wy, ws = 330, 120, 224
+    s.text(wx + ws / 2, 56, "warp tile 64 x 64: 4 passes", 13, weight="bold")
+    s.line(bx + side, by, wx - 4, wy, stroke=STRONG_GREEN, dash="4,3")
+    s.line(bx + side, by + side / 2, wx - 4, wy + ws, stroke=STRONG_GREEN, dash="4,3")
+    pw = ws / 4
+    for wn in range(4):
+        s.rect(wx + wn * pw, wy, pw, ws, fill=GREEN, rx=0, width=1.2)
+        _grid(s, wx + wn * pw, wy, pw, ws, 4, 8)
+        s.rect(wx + wn * pw + 1 * pw / 4, wy + 2 * ws / 8, pw / 4, ws / 8, fill=PURPLE, stroke=INK, width=2, rx=0)
+        s.text(wx + wn * pw + pw / 2, wy - 8, f"wn = {wn}", 12)
+    s.text(wx + ws / 2, wy + ws + 18, "a pass: 64 x 16, 8 x 4 lanes of 8 x 4 each", 12)
+    s.text(wx + ws / 2, wy + ws + 36, "lane 9: trow = 9 / 4 = 2, tcol = 9 % 4 = 1", 12)
+    # Panel 3: lane 9's registers for one k.
+    tx, ty, c = 614, 150, 7
+    s.text(680, 56, "lane 9, one k", 13, weight="bold")
+    s.rect(tx, ty - c - 12, 16 * c, c, fill=ORANGE, rx=0)
+    _grid(s, tx, ty - c - 12, 16 * c, c, 4, 1, stroke=INK, width=1)
+    s.text(tx + 8 * c, ty - c - 18, "b_reg[16]: 4 float4", 12)
+    s.rect(tx - c - 8, ty, c, 8 * c, fill=BLUE, rx=0)
+    s.text(tx - c - 12, ty + 4 * c + 4, "a_reg[8]", 12, anchor="end")
+    s.rect(tx, ty, 16 * c, 8 * c, fill=PURPLE, rx=0)
+    _grid(s, tx, ty, 16 * c, 8 * c, 4, 1, stroke=INK, width=1)
+    s.text(tx + 8 * c, ty + 8 * c + 18, "acc[8][16]", 12)
+    s.text(tx + 8 * c, ty + 8 * c + 34, "128 results", 12)
+    s.text(tx + 8 * c, ty + 8 * c + 50, "24 loads, 128 FMAs", 12, weight="bold")
+    # The reads, in the kernel's own indices.
+    y0 = 406
+    s.text(30, y0, "a_reg[i] = As[k * BM + wrow * WM + trow * TM + i]     (two float4 loads)", 12, anchor="start")
+    s.text(30, y0 + 20, "b_reg[wn * TN + j] = Bs[k * BN + wcol * WN + wn * 16 + tcol * TN + j]     "
+           "(a float4 a pass)", 12, anchor="start")
+    s.text(380, y0 + 52, "A warp's lanes read As 8 floats apart and Bs 4 apart; equal addresses are broadcast.",
+           12, fill=MUTED, italic=True)
+    return s.render()
+
+
+def flash_tile_loop() -> str:
+    s = Svg(760, 470, "The FlashAttention v2 tile loop: a block of 4 warps holds 64 query rows of Q in "
+                      "registers, 16 per warp; tiles of 64 keys and values stream through two shared-memory "
+                      "stages; for each tile every warp updates its running maximum m, running sum l and "
+                      "accumulator o, and divides o by l once at the end")
+    s.text(380, 26, "The tile loop of flash v2: Q stays, K and V stream past it", 15, weight="bold")
+    # Global memory: K and V of one head, tiles of 64 keys.
+    gx, gy, tw = 300, 72, 48
+    s.text(gx - 10, gy + 18, "K, V in global memory", 12, anchor="end", weight="bold")
+    s.text(gx - 10, gy + 34, "(one head)", 12, anchor="end")
+    for j in range(8):
+        fill = "#d9822b" if j == 3 else (ORANGE if j < 3 else GREY)
+        s.rect(gx + j * tw, gy, tw - 4, 40, fill=fill, rx=2, width=0.8)
+        s.text(gx + j * tw + tw / 2 - 2, gy + 25, f"tile {j}" if j < 7 else "...", 12)
+    s.text(gx + 4 * tw, gy - 10, "tiles of kBlockN = 64 keys (and their 64 values); n = 3 is in use", 12)
+    # Shared memory: two stages.
+    sx, sy = 300, 152
+    s.rect(sx - 10, sy - 12, 390, 96, fill="#f7f9fc", width=1.0)
+    s.text(sx, sy + 4, "shared memory: two stages (rows padded to d + 8)", 12, anchor="start", weight="bold")
+    s.box(sx, sy + 16, 170, 52, "stage n & 1: tile n", ORANGE, size=12)
+    s.box(sx + 200, sy + 16, 170, 52, "stage (n+1) & 1: tile n+1", GREY, size=12)
+    s.text(sx + 85, sy + 62, "being read", 12, fill=MUTED)
+    s.text(sx + 285, sy + 62, "cp.async landing", 12, fill=MUTED)
+    s.line(gx + 3 * tw + 20, gy + 42, sx + 85, sy + 14, arrow=True)
+    s.line(gx + 4 * tw + 20, gy + 42, sx + 285, sy + 14, arrow=True, dash="4,3")
+    # The block: 4 warps, 16 query rows each, Q in registers.
+    qx, qy = 40, 150
+    s.text(qx + 95, qy - 22, "block: 64 query rows", 13, weight="bold")
+    for w in range(4):
+        s.box(qx, qy + w * 40, 190, 34, f"warp {w}: Q rows {16 * w}-{16 * w + 15}", BLUE, size=12)
+    s.text(qx + 95, qy + 178, "Q loaded once into registers", 12)
+    s.text(qx + 95, qy + 194, "(the mma's A-operand layout)", 12)
+    # The update per tile, for one warp's 16 rows.
+    ux, uy = 290, 268
+    s.rect(ux, uy, 450, 140, fill=GREEN, width=1.2)
+    s.text(ux + 12, uy + 20, "each warp, for tile n (its 16 rows x 64 keys):", 12, anchor="start", weight="bold")
+    steps = ["S = Q K^T (masked scores: -inf)",
+             "m' = max(m, row max of S);  alpha = exp2(m - m')",
+             "P = exp2(S - m');  l = alpha * l + row sum of P",
+             "o = alpha * o + P V   (P stays in registers)",
+             "m = m'; then wait for tile n + 1"]
+    for i, text in enumerate(steps):
+        s.text(ux + 24, uy + 44 + i * 20, f"{i + 1}. {text}", 12, anchor="start")
+    s.line(qx + 190, qy + 60, ux - 2, uy + 40, stroke=STRONG_BLUE, arrow=True)
+    s.line(sx + 85, sy + 70, sx + 85, uy - 2, arrow=True)
+    s.rect(40, 420, 700, 30, fill=ORANGE, width=1.0)
+    s.text(390, 440, "After the last tile: O = o / l (one division per row) and logsumexp = m + ln l for the "
+           "backward", 12)
+    s.text(40, 372, "running, per row:", 12, anchor="start", weight="bold")
+    s.text(40, 390, "m (max), l (sum), o (fp32)", 12, anchor="start")
+    return s.render()
+
+
+def hopper_pipeline() -> str:
+    s = Svg(760, 540, "The warp-specialised Hopper GEMM (v2 to v5): a producer warpgroup's elected thread "
+                      "waits on empty[s], sets the expected bytes on full[s] and issues TMA loads of A and B "
+                      "into a ring of four shared-memory stages; two consumer warpgroups wait on full[s], "
+                      "issue wgmma from the stage and arrive on empty[s] when done; k-step it uses stage "
+                      "it % 4 with phase parity (it / 4) & 1")
+    s.text(380, 26, "The producer/consumer ring: TMA fills stages, wgmma drains them (STAGES = 4)", 15,
+           weight="bold")
+    # Producer.
+    s.box(40, 50, 680, 50, "Producer: warpgroup 0 (setmaxnreg.dec to 40); one elected thread",
+          ORANGE, size=13, weight="bold", sub=None)
+    s.text(380, 120, "for k-step it:  s = it % 4;  wait empty[s] (parity ((it / 4) & 1) ^ 1);  "
+           "expect 48 KiB on full[s];  TMA A, B -> stage s", 12)
+    # The ring of stages.
+    y = 150
+    for st in range(4):
+        x = 40 + st * 175
+        s.rect(x, y, 160, 150, fill="#f7f9fc", width=1.2)
+        s.text(x + 80, y + 18, f"stage {st}", 13, weight="bold")
+        s.box(x + 10, y + 28, 140, 28, "A: 128 x 64 bf16", BLUE, size=12)
+        s.box(x + 10, y + 60, 140, 28, "B: 256 x 64 bf16", BLUE, size=12)
+        s.box(x + 10, y + 98, 66, 36, f"full[{st}]", GREEN, size=12)
+        s.box(x + 84, y + 98, 66, 36, f"empty[{st}]", RED, size=12)
+        s.line(x + 80, 128, x + 80, y - 2, arrow=True, stroke="#b36b1f", width=1.5)
+        s.line(x + 80, y + 150, x + 80, 318, stroke=STRONG_BLUE, width=1.5)
+    s.line(120, 318, 645, 318, stroke=STRONG_BLUE, width=1.5)   # every stage feeds both consumers
+    for x in (205, 555):
+        s.line(x, 318, x, 338, arrow=True, stroke=STRONG_BLUE, width=1.5)
+    # Consumers.
+    s.box(40, 340, 330, 48, "Consumer: warpgroup 1, tile rows 0-63", PURPLE, size=13, weight="bold")
+    s.box(390, 340, 330, 48, "Consumer: warpgroup 2, tile rows 64-127", PURPLE, size=13, weight="bold")
+    lines = ["for k-step it:  wait full[s] (parity (it / 4) & 1);  4 x wgmma 64 x 256 x 16 from stage s;  commit;",
+             "wgmma_wait<1>: the batch of it - 1 is done, so each warp arrives on empty[previous stage].",
+             "setmaxnreg.inc to 232: the 64 x 256 fp32 accumulator is 128 registers a thread.",
+             "Arrivals expected: full[s] 1 (the producer) plus the TMA's 48 KiB; empty[s] 8 (one per consumer warp).",
+             "Phases: it = 0-3 use stages 0-3 in phase 0, it = 4-7 the same stages in phase 1, it = 8-11 phase 0 ..."]
+    for i, text in enumerate(lines):
+        s.text(40, 410 + i * 20, text, 12, anchor="start")
+    s.text(380, 522, "The counter it runs on across tiles, never reset: the same slot and parity sequence "
+           "in the producer and in the consumers.", 12, fill=MUTED, italic=True)
+    return s.render()
+
+
+def reduction_tree() -> str:
+    s = Svg(760, 530, "Two ways a block of 256 threads sums its values: version 2 halves the active threads "
+                      "eight times in shared memory (thread t < s adds partial[t + s], then a barrier); "
+                      "version 3 sums each warp with five shuffle steps (offsets 16, 8, 4, 2, 1, all 32 "
+                      "lanes active), writes 8 warp sums to shared memory, and warp 0 shuffles them")
+    s.text(380, 26, "Reducing a block of 256 values: a tree in shared memory, or warp shuffles", 15,
+           weight="bold")
+    # Version 2: the first steps drawn for 16 of the slots, then the table of steps.
+    s.text(40, 56, "Version 2: partial[t] += partial[t + s] for t < s, then __syncthreads()", 13,
+           anchor="start", weight="bold")
+    x0, cw, n = 40, 26, 16
+    rows = [("load", n), ("s = 8", 8), ("s = 4", 4), ("s = 2", 2), ("s = 1", 1)]
+    for r, (label, active) in enumerate(rows):
+        y = 70 + r * 36
+        s.text(x0 + n * cw + 10, y + 17, label if r == 0 else f"{label}: threads 0-{active - 1}" if active > 1
+               else f"{label}: thread 0", 12, anchor="start")
+        for t in range(n):
+            live = t < active
+            s.rect(x0 + t * cw, y, cw - 4, 22, fill=(BLUE if r == 0 else GREEN) if live else GREY, rx=2, width=0.7)
+            if r == 0:
+                s.text(x0 + t * cw + (cw - 4) / 2, y + 16, str(t), 12)
+        if r:
+            for t in range(active):
+                s.line(x0 + (t + active) * cw + (cw - 4) / 2, y - 13, x0 + t * cw + (cw - 4) / 2 + 3, y - 1,
+                       stroke=STRONG_GREEN, width=0.9)
+    s.text(40, 270, "drawn for 16 slots; with 256: s = 128, 64, 32, 16, 8, 4, 2, 1, eight steps and eight "
+           "barriers,", 12, anchor="start")
+    s.text(40, 288, "and the active threads halve each step (from s = 16 down, fewer than a warp's 32 "
+           "are busy)", 12, anchor="start")
+    # Version 3: warp shuffles (xor butterfly over 32 lanes), then warp 0 over the 8 warp sums.
+    s.text(40, 328, "Version 3: v += __shfl_xor_sync(0xffffffff, v, offset), offset = 16, 8, 4, 2, 1", 13,
+           anchor="start", weight="bold")
+    lx, lw = 40, 19
+    for r, off in enumerate([16, 8]):
+        y = 346 + r * 44
+        for lane in range(32):
+            s.rect(lx + lane * lw, y, lw - 4, 18, fill=PURPLE, rx=2, width=0.6)
+        for lane in range(0, 32, 1):
+            partner = lane ^ off
+            if lane < partner and lane < 4:
+                s.line(lx + lane * lw + 8, y + 19, lx + partner * lw + 8, y + 42, stroke=STRONG_BLUE, width=0.8)
+                s.line(lx + partner * lw + 8, y + 19, lx + lane * lw + 8, y + 42, stroke=STRONG_BLUE, width=0.8)
+        s.text(lx + 32 * lw + 4, y + 14, f"offset {off}", 12, anchor="start")
+    y = 346 + 2 * 44
+    for lane in range(32):
+        s.rect(lx + lane * lw, y, lw - 4, 18, fill=PURPLE, rx=2, width=0.6)
+    s.text(lx + 32 * lw + 4, y + 14, "... 4, 2, 1", 12, anchor="start")
+    s.text(40, 478, "Every lane of every step is active: after 5 steps each lane holds its warp's sum. Lane 0 "
+           "of the 8 warps", 12, anchor="start")
+    s.text(40, 496, "writes warp_sums[warp], one __syncthreads(), then warp 0 shuffles the 8 sums the same way.",
+           12, anchor="start")
+    s.text(380, 514, "(exchanges drawn for lanes 0-3 and their partners only)", 12, fill=MUTED, italic=True)
+    return s.render()
+
+
+CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
+    "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
+    "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
+    "mem": ("Memory model", 3, 1), "libs": ("CUDA libraries", 3, 2), "fast": ("Matmul and FFT", 2, 2),
+    "attn": ("Attention", 2, 3), "triton": ("Triton", 1, 3), "ext": ("PyTorch extensions", 0, 3),
+    "mnist": ("Final project: MNIST", 3, 3),
+}
+
+
+def chapter_map() -> str:
+    s = Svg(760, 460, "How the chapters lead into each other: Setup, GPU introduction, First kernels and the "
+                      "Memory model in a line; the memory model leads to the CUDA libraries, which lead to "
+                      "Matmul and FFT; that leads to Attention, to Triton (then PyTorch extensions) and, with "
+                      "the libraries and the extensions, to the MNIST final project; the ecosystem map and "
+                      "the C/C++ refresher are optional")
+    s.text(380, 26, "The chapters: an arrow leads to a chapter that builds on the one it starts from", 14,
+           weight="bold")
+    W, H, x0, gap, y0, vgap = 156, 50, 26, 30, 60, 40
+    def pos(key):
+        _, c, r = CHAPTERS[key]
+        return x0 + c * (W + gap), y0 + r * (H + vgap)
+    fills = {"eco": CARD, "cpp": CARD, "setup": GREY, "intro": GREY, "first": BLUE, "mem": BLUE, "libs": GREEN,
+             "fast": GREEN, "attn": PURPLE, "triton": PURPLE, "ext": PURPLE, "mnist": ORANGE}
+    for key, (label, _, _) in CHAPTERS.items():
+        x, y = pos(key)
+        if key in ("eco", "cpp"):
+            s.rect(x, y, W, H, fill=CARD, dash="5,4")
+            s.text(x + W / 2, y + H / 2 + 5, label, 13)
+        else:
+            s.box(x, y, W, H, label, fills[key], size=13, weight="bold")
+
+    def right(k): x, y = pos(k); return x + W, y + H / 2
+    def left(k): x, y = pos(k); return x, y + H / 2
+    def top(k, dx=0): x, y = pos(k); return x + W / 2 + dx, y
+    def bottom(k, dx=0): x, y = pos(k); return x + W / 2 + dx, y + H
+
+    s.line(*bottom("eco"), top("setup")[0], top("setup")[1] - 2, arrow=True, dash="5,4")
+    s.line(*bottom("cpp"), top("first")[0], top("first")[1] - 2, arrow=True, dash="5,4")
+    for a, b in (("setup", "intro"), ("intro", "first"), ("first", "mem")):
+        ax, ay = right(a)
+        bx, by = left(b)
+        s.line(ax, ay, bx - 2, by, arrow=True)
+    s.line(*bottom("mem"), top("libs")[0], top("libs")[1] - 2, arrow=True)
+    s.line(*left("libs"), right("fast")[0] + 2, right("fast")[1], arrow=True)
+    s.line(*bottom("fast"), top("attn")[0], top("attn")[1] - 2, arrow=True)
+    fx, fy = bottom("fast", -50)
+    tx, ty = top("triton", 40)
+    s.line(fx, fy, tx, ty - 2, arrow=True)
+    s.line(*left("triton"), right("ext")[0] + 2, right("ext")[1], arrow=True)
+    fx, fy = bottom("fast", 50)
+    mx, my = top("mnist", -40)
+    s.line(fx, fy, mx, my - 2, arrow=True)
+    s.line(*bottom("libs", 40), top("mnist", 40)[0], top("mnist", 40)[1] - 2, arrow=True)
+    ex, ey = bottom("ext")
+    mx, my = bottom("mnist")
+    low = ey + 22
+    s.line(ex, ey, ex, low)
+    s.line(ex, low, mx, low)
+    s.line(mx, low, mx, my + 2, arrow=True)
+    y = 440
+    s.text(40, y, "Dashed: optional, read when you need it. Everything from the Memory model on also builds "
+           "on it.", 12, anchor="start", fill=MUTED)
+    return s.render()
+
+
 FIGURES = {
     "h100-sm.svg": h100_sm,
     "memory-hierarchy.svg": memory_hierarchy,
@@ -304,6 +632,12 @@ FIGURES = {
     "bank-conflicts.svg": bank_conflicts,
     "matmul-tiling.svg": matmul_tiling,
     "online-softmax.svg": online_softmax,
+    "sgemm-register-blocking.svg": sgemm_register_blocking,
+    "sgemm-warp-tiling.svg": sgemm_warp_tiling,
+    "flash-tile-loop.svg": flash_tile_loop,
+    "hopper-pipeline.svg": hopper_pipeline,
+    "reduction-tree.svg": reduction_tree,
+    "chapter-map.svg": chapter_map,
 }
 
 

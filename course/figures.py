@@ -528,8 +528,8 @@ def reduction_tree() -> str:
             for t in range(active):
                 s.line(x0 + (t + active) * cw + (cw - 4) / 2, y - 13, x0 + t * cw + (cw - 4) / 2 + 3, y - 1,
                        stroke=STRONG_GREEN, width=0.9)
-    s.text(40, 270, "drawn for 16 slots; with 256: s = 128, 64, 32, 16, 8, 4, 2, 1, eight steps and eight "
-           "barriers,", 12, anchor="start")
+    s.text(40, 270, "drawn for 16 slots; with 256: s = 128, 64, 32, 16, 8, 4, 2, 1, eight steps, each "
+           "ending at a barrier,", 12, anchor="start")
     s.text(40, 288, "and the active threads halve each step (from s = 16 down, fewer than a warp's 32 "
            "are busy)", 12, anchor="start")
     # Version 3: warp shuffles (xor butterfly over 32 lanes), then warp 0 over the 8 warp sums.

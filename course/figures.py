@@ -558,6 +558,119 @@ def reduction_tree() -> str:
     return s.render()
 
 
+def matmul_naive() -> str:
+    s = Svg(760, 420, "The naive matrix multiply: the thread at (row, col) reads row `row` of A and column "
+                      "`col` of B and writes C[row][col]; a warp is 32 neighbouring columns of one row, so its "
+                      "loads of B are 32 consecutive floats and its load of A is one float for all 32 lanes")
+    s.text(380, 26, "matmul_naive: one thread per element of C, blocks of 32 x 8 threads", 15, weight="bold")
+    ax, ay, aw, ah = 60, 160, 180, 150     # A: M x K
+    bx, by, bw, bh = 290, 40, 240, 100     # B: K x N
+    cx, cy = 290, 160                       # C: M x N
+    row_y, col_x, l = 80, 130, 60           # where the highlighted row, column and step l fall
+    s.rect(ax, ay, aw, ah, fill=GREY, rx=0, width=1.2)
+    s.rect(bx, by, bw, bh, fill=GREY, rx=0, width=1.2)
+    s.rect(cx, cy, bw, ah, fill=GREY, rx=0, width=1.2)
+    s.text(ax + aw / 2, ay + ah + 20, "A (M x K)", 13, weight="bold")
+    s.text(bx + bw + 10, by + bh / 2 + 4, "B (K x N)", 13, weight="bold", anchor="start")
+    s.text(cx + bw / 2, cy + ah + 20, "C (M x N)", 13, weight="bold")
+    s.rect(ax, ay + row_y, aw, 6, fill=BLUE, rx=0, width=0.8)                 # row `row` of A
+    s.rect(ax + l, ay + row_y, 6, 6, fill=STRONG_BLUE, rx=0, width=0.8)      # A[row][l]
+    s.rect(bx + col_x - 8, by, 38, bh, fill=ORANGE, rx=0, width=0.8)         # the warp's 32 columns of B
+    s.rect(bx + col_x - 8, by + l * bh / aw, 38, 6, fill="#d9822b", rx=0, width=0.8)  # row l of them
+    s.rect(cx + col_x - 8, cy + row_y, 38, 6, fill=GREEN, stroke=STRONG_GREEN, width=1.5, rx=0)  # the warp's C
+    s.line(ax + aw + 4, ay + row_y + 3, cx + col_x - 12, cy + row_y + 3, stroke=STRONG_BLUE, arrow=True)
+    s.line(bx + col_x + 11, by + bh + 4, bx + col_x + 11, cy + row_y - 4, stroke="#b36b1f", arrow=True)
+    tx = 560
+    s.text(tx, 190, "a warp: threadIdx.x 0-31", 12, anchor="start", weight="bold")
+    s.text(tx, 208, "32 neighbouring columns", 12, anchor="start")
+    s.text(tx, 224, "of one row of C", 12, anchor="start")
+    s.text(tx, 250, "at each step l it loads", 12, anchor="start", weight="bold")
+    s.text(tx, 268, "A[row * k + l]: one float,", 12, anchor="start")
+    s.text(tx, 284, "the same for all 32 lanes", 12, anchor="start")
+    s.text(tx, 302, "B[l * n + col]: 32", 12, anchor="start")
+    s.text(tx, 318, "consecutive floats (coalesced)", 12, anchor="start")
+    s.text(40, 370, "col = blockIdx.x * blockDim.x + threadIdx.x;   row = blockIdx.y * blockDim.y + threadIdx.y", 12,
+           anchor="start")
+    s.text(40, 390, "acc += A[row * k + l] * B[l * n + col] for l = 0 .. k - 1;   then C[row * n + col] = acc", 12,
+           anchor="start")
+    s.text(380, 412, "Every thread loads 2k floats for 2k operations; neighbours re-read what the others read.", 12,
+           fill=MUTED, italic=True)
+    return s.render()
+
+
+def transpose_tile() -> str:
+    s = Svg(760, 400, "Transpose through a shared-memory tile: a block reads a 32 x 32 tile of the input row by "
+                      "row (coalesced) into tile[j][x], waits at a barrier, and writes the output tile at the "
+                      "mirrored position row by row (coalesced), reading the shared tile by columns, tile[x][j]")
+    s.text(380, 26, "Version 2: the transposing happens in shared memory, both global sides walk rows", 15,
+           weight="bold")
+    n, c = 8, 18  # drawn as 8 x 8 cells, each standing for 4 x 4 elements of the 32 x 32 tile
+    def tile(x, y, fill, highlight_row=None, highlight_col=None, hl=BLUE):
+        s.rect(x, y, n * c, n * c, fill=fill, rx=0, width=1.2)
+        _grid(s, x, y, n * c, n * c, n, n)
+        if highlight_row is not None:
+            s.rect(x, y + highlight_row * c, n * c, c, fill=hl, rx=0, width=1.5)
+        if highlight_col is not None:
+            s.rect(x + highlight_col * c, y, c, n * c, fill=hl, rx=0, width=1.5)
+    tile(40, 90, GREY, highlight_row=2)
+    s.text(40 + n * c / 2, 76, "input tile of A", 13, weight="bold")
+    s.text(40 + n * c / 2, 90 + n * c + 20, "rows r0 + j, columns c0 + x", 12)
+    tile(300, 90, PURPLE, highlight_col=2, hl=ORANGE)
+    s.rect(300, 90 + 2 * c, n * c, c, fill="none", stroke=STRONG_BLUE, width=2, rx=0)
+    s.text(300 + n * c / 2, 76, "__shared__ float tile[32][32]", 13, weight="bold")
+    s.text(300 + n * c / 2, 90 + n * c + 20, "written as tile[j][x] (a row),", 12)
+    s.text(300 + n * c / 2, 90 + n * c + 36, "read as tile[x][j] (a column)", 12)
+    tile(560, 90, GREY, highlight_row=2, hl=ORANGE)
+    s.text(560 + n * c / 2, 76, "output tile of B", 13, weight="bold")
+    s.text(560 + n * c / 2, 90 + n * c + 20, "rows c0 + j, columns r0 + x", 12)
+    s.line(40 + n * c + 6, 90 + 2.5 * c, 300 - 6, 90 + 2.5 * c, stroke=STRONG_BLUE, arrow=True, width=1.5)
+    s.text(250, 90 + 2.5 * c - 8, "read row", 12, anchor="end")
+    s.line(300 + 2.5 * c, 90 + n * c + 44, 300 + 2.5 * c, 90 + n * c + 60, stroke="#b36b1f")
+    s.line(300 + 2.5 * c, 90 + n * c + 60, 560 + n * c / 2, 90 + n * c + 60, stroke="#b36b1f")
+    s.line(560 + n * c / 2, 90 + n * c + 60, 560 + n * c / 2, 90 + n * c + 28, stroke="#b36b1f", arrow=True)
+    s.text(470, 90 + n * c + 76, "write column as a row", 12)
+    s.text(40, 352, "__syncthreads() between the two phases: every element is in the tile before any is read.", 12,
+           anchor="start")
+    s.text(40, 372, "A warp is one row j of 32 lanes x; in phase 2 it reads column j of the tile: one bank, "
+           "32 times.", 12, anchor="start")
+    s.text(380, 392, "Drawn as 8 x 8 cells; each cell stands for 4 x 4 of the tile's 32 x 32 floats.", 12,
+           fill=MUTED, italic=True)
+    return s.render()
+
+
+def attention_three_kernels() -> str:
+    s = Svg(760, 440, "The three-kernel attention: a batched GEMM writes the fp32 scores S = Q K^T to global "
+                      "memory, a kernel masks them in place, the softmax reads S and writes fp32 P, a kernel "
+                      "converts P to bf16, and a second batched GEMM reads P and V and writes O; S and P are "
+                      "seq x seq per head and go through global memory each time")
+    s.text(380, 26, "Three kernels and two glue kernels: S and P pass between them through global memory", 15,
+           weight="bold")
+    y = 70
+    s.box(40, y, 130, 50, "Q, K (bf16)", BLUE, size=13, weight="bold")
+    steps = [("cuBLAS GEMM", "S = scale * Q K^T"), ("apply_mask", "S = -inf where hidden"),
+             ("softmax_block", "P = softmax(S)"), ("to_bf16", "P in bf16"), ("cuBLAS GEMM", "O = P V")]
+    data = [("S (fp32)", ORANGE), ("S (fp32)", ORANGE), ("P (fp32)", ORANGE), ("P (bf16)", ORANGE), ("O (bf16)", GREEN)]
+    for i, ((kern, what), (d, fill)) in enumerate(zip(steps, data)):
+        x = 40 + (i % 3) * 240 if i < 3 else 40 + (4 - i) * 240 + 240
+        row = 0 if i < 3 else 1
+        ky = 150 + row * 140
+        s.box(x, ky, 200, 34, kern, PURPLE, size=13, weight="bold")
+        s.text(x + 100, ky + 52, what, 12)
+        s.box(x + 40, ky + 64, 120, 30, d, fill, size=12)
+    s.line(105, y + 52, 140, 148, arrow=True)
+    s.line(240, 167, 278, 167, arrow=True)      # GEMM -> mask
+    s.line(480, 167, 518, 167, arrow=True)      # mask -> softmax
+    s.line(620, 244, 620, 288, arrow=True)      # softmax -> to_bf16 (below)
+    s.line(518, 307, 480, 307, arrow=True)      # to_bf16 -> GEMM
+    s.box(40, 290, 200, 34, "V (bf16)", BLUE, size=13, weight="bold")
+    s.line(240, 307, 278, 307, arrow=True)
+    s.text(380, 412, "S and P hold seq x seq values for each of the batch x heads: they grow with the square of "
+           "the sequence,", 12)
+    s.text(380, 430, "while Q, K, V and O grow with it. A fused kernel never writes S or P.",
+           12)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -638,6 +751,9 @@ FIGURES = {
     "hopper-pipeline.svg": hopper_pipeline,
     "reduction-tree.svg": reduction_tree,
     "chapter-map.svg": chapter_map,
+    "matmul-naive.svg": matmul_naive,
+    "transpose-tile.svg": transpose_tile,
+    "attention-three-kernels.svg": attention_three_kernels,
 }
 
 

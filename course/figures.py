@@ -671,6 +671,41 @@ def attention_three_kernels() -> str:
     return s.render()
 
 
+def occupancy() -> str:
+    s = Svg(760, 420, "How registers per thread limit the blocks of 256 threads on a Hopper SM: its 65,536 "
+                      "registers hold 8 blocks at 32 registers a thread, 4 at 64, 2 at 128 and 1 at 255 "
+                      "(rounded up to 256); 100 KiB of shared memory per block allows 2 blocks in 228 KiB")
+    s.text(380, 26, "What fits on one Hopper SM: blocks of 256 threads (compute capability 9.0)", 15,
+           weight="bold")
+    x0, width, y = 272, 448, 62
+    s.text(x0, y, "register file: 65,536 registers", 12, anchor="start", weight="bold")
+    rows = [(32, 8), (64, 4), (128, 2), (255, 1)]
+    for i, (r, blocks) in enumerate(rows):
+        yy = 76 + i * 52
+        per_block = -(-r // 8) * 8 * 256
+        s.text(40, yy + 11, f"{r} registers a thread", 13, anchor="start", weight="bold")
+        s.text(40, yy + 27, f"{per_block:,} a block: {blocks} block{'s' if blocks > 1 else ''}", 12, anchor="start")
+        s.text(40, yy + 43, f"= {blocks * 8} of 64 warps ({blocks * 8 / 64:.3g} occupancy)".replace("0.125", "12.5%")
+               .replace("0.25", "25%").replace("0.5", "50%").replace("(1 occ", "(100% occ"), 12, anchor="start")
+        s.rect(x0, yy, width, 36, fill=GREY, rx=0, width=1.0)
+        bw = width * per_block / 65536
+        for b in range(blocks):
+            s.rect(x0 + b * bw, yy, bw, 36, fill=BLUE if b % 2 == 0 else GREEN, rx=0, width=1.0)
+    yy = 76 + 4 * 52 + 20
+    s.text(x0, yy - 6, "shared memory: up to 228 KiB, 1 KiB reserved per block", 12, anchor="start", weight="bold")
+    s.rect(x0, yy, width, 36, fill=GREY, rx=0, width=1.0)
+    for b in range(2):
+        s.rect(x0 + b * width * 101 / 228, yy, width * 101 / 228, 36, fill=ORANGE, rx=0, width=1.0)
+    s.text(40, yy + 17, "100 KiB shared a block", 13, anchor="start", weight="bold")
+    s.text(40, yy + 33, "2 blocks, whatever the registers", 12, anchor="start")
+    s.text(380, 362, "A warp's registers are allocated in units of 256 (8 a thread), so r is rounded up to a "
+           "multiple of 8;", 12)
+    s.text(380, 380, "the threads (2,048), blocks (32) and shared memory limits apply too: the smallest wins.", 12)
+    s.text(380, 404, "Limits from NVIDIA's H100 datasheet and the CUDA Programming Guide's table; "
+           "nothing here is measured.", 12, fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -754,6 +789,7 @@ FIGURES = {
     "matmul-naive.svg": matmul_naive,
     "transpose-tile.svg": transpose_tile,
     "attention-three-kernels.svg": attention_three_kernels,
+    "occupancy.svg": occupancy,
 }
 
 

@@ -706,6 +706,40 @@ def occupancy() -> str:
     return s.render()
 
 
+def row_column_major() -> str:
+    s = Svg(760, 400, "One buffer of six floats read two ways: row-major as a 2 x 3 matrix, element (i, j) at "
+                      "i * 3 + j, and column-major with leading dimension 3 as a 3 x 2 matrix, element (i, j) at "
+                      "i + j * 3, which is the transpose; so cuBLAS, asked for C^T = B^T A^T with the operands "
+                      "swapped, writes row-major C = A B")
+    s.text(380, 26, "The same bytes, two layouts: a row-major matrix read column-major is its transpose", 15,
+           weight="bold")
+    bx, by, c = 200, 56, 60
+    s.text(bx - 12, by + 26, "memory", 13, anchor="end", weight="bold")
+    for k in range(6):
+        s.box(bx + k * c, by, c - 4, 40, str(k), BLUE if k < 3 else GREEN, size=14)
+    s.text(bx + 3 * c - 2, by + 58, "offsets 0 to 5 of one float buffer", 12)
+    # Row-major 2 x 3.
+    rx, ry = 80, 170
+    s.text(rx + 1.5 * c, ry - 14, "row-major, 2 x 3, ld = 3", 13, weight="bold")
+    for i in range(2):
+        for j in range(3):
+            s.box(rx + j * c, ry + i * 44, c - 4, 40, str(i * 3 + j), BLUE if i == 0 else GREEN, size=14)
+    s.text(rx + 1.5 * c, ry + 112, "(i, j) at i * ld + j", 12)
+    # Column-major 3 x 2.
+    cx, cy = 500, 150
+    s.text(cx + c, cy - 14, "column-major, 3 x 2, ld = 3", 13, weight="bold")
+    for i in range(3):
+        for j in range(2):
+            s.box(cx + j * c, cy + i * 44, c - 4, 40, str(i + j * 3), BLUE if j == 0 else GREEN, size=14)
+    s.text(cx + c, cy + 156, "(i, j) at i + j * ld: the transpose", 12)
+    s.line(rx + 3 * c + 10, ry + 42, cx - 14, ry + 42, arrow=True)
+    s.text((rx + 3 * c + cx) / 2, ry + 34, "read by cuBLAS", 12)
+    s.rect(40, 330, 680, 52, fill=ORANGE, width=1.0)
+    s.text(380, 351, "Row-major A (m x k), B (k x n) look like A^T and B^T to cuBLAS; asking for C^T = B^T A^T", 12)
+    s.text(380, 369, "(operands swapped, n x m) writes C^T column-major, which is C = A B row-major.", 12)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -790,6 +824,7 @@ FIGURES = {
     "transpose-tile.svg": transpose_tile,
     "attention-three-kernels.svg": attention_three_kernels,
     "occupancy.svg": occupancy,
+    "row-column-major.svg": row_column_major,
 }
 
 

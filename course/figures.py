@@ -740,6 +740,39 @@ def row_column_major() -> str:
     return s.render()
 
 
+def grid_stride() -> str:
+    s = Svg(760, 330, "A grid-stride loop drawn small: a grid of 2 blocks of 4 threads (stride 8) covers 21 "
+                      "elements in three passes; thread t handles elements t, t + 8 and t + 16, and the last "
+                      "pass stops at i < n")
+    s.text(380, 26, "v2's grid-stride loop, drawn small: 2 blocks x 4 threads, stride = 8, n = 21", 15,
+           weight="bold")
+    n, G, c, x0 = 21, 8, 26, 70
+    fills = [BLUE, GREEN]
+    for p in range(3):
+        y = 60 + p * 62
+        s.text(x0 - 10, y + 20, f"pass {p}", 12, anchor="end", weight="bold")
+        for i in range(24):
+            x = x0 + i * c
+            inside = i < n
+            ours = p * G <= i < (p + 1) * G
+            fill = (fills[(i % G) // 4] if ours else CARD) if inside else GREY
+            s.rect(x, y, c - 3, 28, fill=fill, rx=2, width=0.8, dash=None if inside else "3,2")
+            if ours:
+                s.text(x + (c - 3) / 2, y + 19, str(i), 12)
+        for t in range(G):
+            i = p * G + t
+            if i < n:
+                s.text(x0 + i * c + (c - 3) / 2, y + 44, f"t{t}", 12, fill=MUTED)
+    s.text(x0 + 21 * c, 60 + 2 * 62 + 44, "t5-t7: i >= n", 12, anchor="start", fill=MUTED)
+    s.rect(x0, 262, 16, 16, fill=BLUE, rx=0)
+    s.text(x0 + 24, 275, "block 0 (threads t0-t3)", 12, anchor="start")
+    s.rect(x0 + 220, 262, 16, 16, fill=GREEN, rx=0)
+    s.text(x0 + 244, 275, "block 1 (threads t4-t7)", 12, anchor="start")
+    s.text(380, 310, "i starts at blockIdx.x * blockDim.x + threadIdx.x and steps by gridDim.x * blockDim.x: "
+           "each pass is coalesced.", 12, fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -825,6 +858,7 @@ FIGURES = {
     "attention-three-kernels.svg": attention_three_kernels,
     "occupancy.svg": occupancy,
     "row-column-major.svg": row_column_major,
+    "grid-stride.svg": grid_stride,
 }
 
 

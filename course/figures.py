@@ -773,6 +773,50 @@ def grid_stride() -> str:
     return s.render()
 
 
+def histogram_atomics() -> str:
+    s = Svg(760, 440, "Left: a lost update: two threads both load the count 5, both add one and both store 6, "
+                      "so one of the two increments is lost. Right: privatisation: each block counts into its "
+                      "own 256 bins in shared memory with shared-memory atomics, then adds its 256 totals to "
+                      "the global histogram with 256 global atomics")
+    s.text(380, 26, "Why bins[v]++ loses counts, and how a histogram avoids contention", 15, weight="bold")
+    # Left: the race, as two columns of steps in time order.
+    s.text(40, 60, "bins[v]++ from two threads", 13, anchor="start", weight="bold")
+    s.text(110, 84, "thread A", 12, weight="bold")
+    s.text(250, 84, "thread B", 12, weight="bold")
+    steps = [("load 5", None), (None, "load 5"), ("add: 6", None), (None, "add: 6"), ("store 6", None),
+             (None, "store 6")]
+    for i, (a, b) in enumerate(steps):
+        y = 96 + i * 34
+        if a:
+            s.box(50, y, 120, 26, a, BLUE, size=12)
+        if b:
+            s.box(190, y, 120, 26, b, GREEN, size=12)
+    s.line(34, 100, 34, 96 + 6 * 34 - 8, arrow=True)
+    s.text(34, 92, "time", 12)
+    s.rect(50, 312, 260, 44, fill=RED, width=1.0)
+    s.text(180, 330, "two increments, the count is 6:", 12)
+    s.text(180, 348, "one is lost. atomicAdd prevents it", 12)
+    # Right: privatisation.
+    x0 = 370
+    s.text(x0, 60, "privatised: atomics in shared memory", 13, anchor="start", weight="bold")
+    for b in range(3):
+        y = 76 + b * 78
+        s.rect(x0, y, 230, 64, fill="#f7f9fc", width=1.0)
+        s.text(x0 + 10, y + 18, f"block {b}: 256 threads", 12, anchor="start", weight="bold")
+        s.box(x0 + 10, y + 28, 210, 28, "__shared__ local[256]", ORANGE, size=12)
+        s.line(x0 + 232, y + 42, x0 + 276, 190, arrow=True)
+    s.text(x0 + 115, 76 + 3 * 78 + 4, "...", 14)
+    s.box(x0 + 280, 150, 90, 80, "bins[256]", GREEN, size=12, weight="bold")
+    s.text(x0 + 325, 248, "global", 12)
+    steps = ["1. zero local, __syncthreads()", "2. atomicAdd(&local[v], 1) per byte",
+             "3. __syncthreads(), then 256 atomicAdds", "    of local[b] into bins[b], per block"]
+    for i, t in enumerate(steps):
+        s.text(x0, 338 + i * 18, t, 12, anchor="start")
+    s.text(380, 424, "Shared-memory atomics are handled in the SM, and only one block's threads contend for "
+           "each copy.", 12, fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -859,6 +903,7 @@ FIGURES = {
     "occupancy.svg": occupancy,
     "row-column-major.svg": row_column_major,
     "grid-stride.svg": grid_stride,
+    "histogram-atomics.svg": histogram_atomics,
 }
 
 

@@ -817,6 +817,48 @@ def histogram_atomics() -> str:
     return s.render()
 
 
+def async_copies() -> str:
+    s = Svg(760, 430, "Left: a tile of 64 x 16 blurred outputs needs a 68 x 20 input tile, a halo of 2 pixels. "
+                      "Right: three ways the input tile reaches shared memory: through each thread's registers "
+                      "and a barrier; with cp.async, each thread's copies bypassing registers with several "
+                      "stages in flight; with TMA, one thread handing the whole box to the copy engine and an "
+                      "mbarrier counting the bytes")
+    s.text(380, 26, "How a tile reaches shared memory: synchronous, cp.async, TMA", 15, weight="bold")
+    # The tile: 68 x 20 input drawn 3 px per pixel... 204 x 60 is too flat; 2.6 px wide, 6 px tall.
+    tx, ty, pw, ph = 40, 80, 2.7, 6
+    s.text(tx + 68 * pw / 2, 64, "one tile (kRadius = 2)", 13, weight="bold")
+    s.rect(tx, ty, 68 * pw, 20 * ph, fill=ORANGE, rx=0, width=1.2)
+    s.rect(tx + 2 * pw, ty + 2 * ph, 64 * pw, 16 * ph, fill=GREEN, rx=0, width=1.2)
+    s.text(tx + 68 * pw / 2, ty + 10 * ph + 5, "64 x 16 outputs", 12)
+    s.text(tx + 68 * pw / 2, ty + 20 * ph + 18, "input 68 x 20: a 2-pixel halo", 12)
+    s.text(tx + 68 * pw / 2, ty + 20 * ph + 36, "zero outside the image", 12)
+    # The three paths.
+    x0, rows = 260, [
+        ("synchronous", ["global", "registers", "shared"], "every thread loads, stores, __syncthreads()", BLUE),
+        ("cp.async", ["global", "shared"], "each thread's copies skip its registers; kStages buffers", GREEN),
+        ("TMA", ["global", "copy engine", "shared"], "one thread issues the box; an mbarrier counts bytes", PURPLE),
+    ]
+    for i, (name, hops, note, fill) in enumerate(rows):
+        y = 60 + i * 104
+        s.text(x0, y + 14, name, 13, anchor="start", weight="bold")
+        n = len(hops)
+        bw = 110
+        span = 460
+        for j, h in enumerate(hops):
+            x = x0 + (j * (span - bw) / (n - 1))
+            s.box(x, y + 24, bw, 32, h, fill if h not in ("global",) else GREY, size=12)
+            if j:
+                px = x0 + ((j - 1) * (span - bw) / (n - 1)) + bw
+                s.line(px + 2, y + 40, x - 2, y + 40, arrow=True)
+        s.text(x0, y + 78, note, 12, anchor="start")
+    s.text(380, 374, "Asynchronous copies let a block compute on one tile while the next tiles are on their "
+           "way,", 12)
+    s.text(380, 392, "instead of waiting at the barrier for its own loads.", 12)
+    s.text(380, 418, "cp.async: compute capability 8.0 and newer; TMA: 9.0 and newer (CUDA C++ Programming Guide).",
+           12, fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -904,6 +946,7 @@ FIGURES = {
     "row-column-major.svg": row_column_major,
     "grid-stride.svg": grid_stride,
     "histogram-atomics.svg": histogram_atomics,
+    "async-copies.svg": async_copies,
 }
 
 

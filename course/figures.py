@@ -859,6 +859,44 @@ def async_copies() -> str:
     return s.render()
 
 
+def cluster_softmax() -> str:
+    s = Svg(760, 420, "A long row split over a cluster of 8 blocks: block rank r keeps slice r of the row in "
+                      "registers, reduces it to one maximum in its shared memory, and after cluster.sync() "
+                      "every block reads all 8 partial maxima through distributed shared memory; the sum is "
+                      "combined the same way, then each block writes its own slice")
+    s.text(380, 26, "Softmax over a long row with a cluster of 8 blocks and distributed shared memory", 15,
+           weight="bold")
+    x0, bw = 40, 85
+    s.text(x0, 58, "row blockIdx.y, split into 8 contiguous slices", 12, anchor="start", weight="bold")
+    for r in range(8):
+        x = x0 + r * bw
+        s.box(x, 66, bw - 5, 30, f"slice {r}", BLUE, size=12)
+        s.rect(x, 126, bw - 5, 100, fill="#f7f9fc", width=1.0)
+        s.text(x + (bw - 5) / 2, 144, f"block {r}", 12, weight="bold")
+        s.text(x + (bw - 5) / 2, 162, "registers", 12)
+        s.box(x + 8, 176, bw - 21, 36, "mine", ORANGE, size=12)
+        s.line(x + (bw - 5) / 2, 98, x + (bw - 5) / 2, 124, arrow=True)
+    # DSMEM reads: block 2 reads every block's `mine`.
+    reader = 2
+    rx = x0 + reader * bw + (bw - 5) / 2
+    for r in range(8):
+        if r != reader:
+            x = x0 + r * bw + (bw - 5) / 2
+            s.line(x, 214, rx + (r - reader) * 3, 252, stroke=STRONG_BLUE, width=1.0)
+    s.box(rx - 90, 254, 180, 30, "block 2 reads all 8", GREEN, size=12)
+    s.text(rx + 100, 266, "map_shared_rank(mine, lane): lane r of a warp", 12, anchor="start")
+    s.text(rx + 100, 282, "reads block r's mine through DSMEM", 12, anchor="start")
+    steps = ["1. each block: the max of its slice -> mine, one float in its shared memory;  cluster.sync()",
+             "2. every warp: cluster_allreduce<max> over the 8 blocks' mine: the row maximum",
+             "3. the same for the sum of exp(x - max);  4. each block writes its own slice",
+             "The last barrier is split (barrier_arrive, barrier_wait): no block leaves while others read it."]
+    for i, t in enumerate(steps):
+        s.text(40, 316 + i * 20, t, 12, anchor="start")
+    s.text(380, 406, "Drawn for block 2; every block reads the 8 partials the same way.", 12, fill=MUTED,
+           italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -947,6 +985,7 @@ FIGURES = {
     "grid-stride.svg": grid_stride,
     "histogram-atomics.svg": histogram_atomics,
     "async-copies.svg": async_copies,
+    "cluster-softmax.svg": cluster_softmax,
 }
 
 

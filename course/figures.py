@@ -897,6 +897,40 @@ def cluster_softmax() -> str:
     return s.render()
 
 
+def grid_sync() -> str:
+    s = Svg(760, 400, "The cooperative reduction: every block of a grid that fits on the GPU at once sums its "
+                      "chunk and writes partials[b]; at grid.sync() every block waits until all have arrived; "
+                      "then block 0 adds the partials in block order and writes out, and the other blocks "
+                      "return")
+    s.text(380, 26, "One launch, one grid barrier: reduce_grid_sync", 15, weight="bold")
+    nb, x0, bw = 6, 40, 114
+    s.text(x0, 58, "phase 1: block b sums its chunk, thread 0 writes partials[b]", 12, anchor="start",
+           weight="bold")
+    for b in range(nb):
+        x = x0 + b * bw
+        label = f"block {b}" if b < nb - 1 else "block B - 1"
+        s.box(x, 68, bw - 10, 30, f"chunk {b}" if b < nb - 1 else "chunk B - 1", BLUE, size=12)
+        s.box(x, 116, bw - 10, 36, label, GREEN, size=12)
+        s.line(x + (bw - 10) / 2, 100, x + (bw - 10) / 2, 114, arrow=True)
+        s.box(x, 170, bw - 10, 28, f"partials[{b}]" if b < nb - 1 else "partials[B-1]", ORANGE, size=12)
+        s.line(x + (bw - 10) / 2, 154, x + (bw - 10) / 2, 168, arrow=True)
+    s.rect(x0, 214, nb * bw - 10, 24, fill=PURPLE, width=1.2)
+    s.text(x0 + (nb * bw - 10) / 2, 231, "grid.sync(): every block waits here until all B have arrived", 12,
+           weight="bold")
+    s.text(x0, 268, "phase 2: block 0 adds partials[0 .. B-1] in block order and writes *out; the others return",
+           12, anchor="start", weight="bold")
+    s.box(x0, 280, bw - 10, 32, "block 0", GREEN, size=12)
+    s.line(x0 + bw, 296, x0 + 2 * bw - 20, 296, arrow=True)
+    s.box(x0 + 2 * bw - 16, 280, 80, 32, "*out", ORANGE, size=12)
+    s.text(40, 344, "Legal only in a cooperative launch, which fails if B exceeds the blocks that fit on the "
+           "GPU together", 12, anchor="start")
+    s.text(40, 362, "(blocks per SM x SMs): a block still waiting for an SM could never reach the barrier.", 12,
+           anchor="start")
+    s.text(380, 388, "Drawn with six blocks; B is the grid's size, chosen from the kernel's occupancy.", 12,
+           fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -986,6 +1020,7 @@ FIGURES = {
     "histogram-atomics.svg": histogram_atomics,
     "async-copies.svg": async_copies,
     "cluster-softmax.svg": cluster_softmax,
+    "grid-sync.svg": grid_sync,
 }
 
 

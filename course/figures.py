@@ -931,6 +931,45 @@ def grid_sync() -> str:
     return s.render()
 
 
+def timing_ways() -> str:
+    s = Svg(760, 420, "What each of the four timings covers, on a host lane and a GPU lane: the host clock "
+                      "without synchronisation stops right after the launch call; the first synchronised launch "
+                      "also includes loading the kernel's code and cold caches; a warm synchronised timing adds "
+                      "launch latency and the time for the host to notice completion; two CUDA events bracket "
+                      "the kernel on the GPU's own timeline")
+    s.text(380, 26, "What each way of timing measures (schematic, not to scale)", 15, weight="bold")
+    L, R = 170, 730
+    def lane(y, name):
+        s.text(40, y + 18, name, 13, anchor="start", weight="bold")
+        s.line(L, y + 28, R, y + 28, stroke=MUTED)
+    lane(56, "host")
+    lane(116, "GPU")
+    s.box(180, 62, 70, 22, "launch", ORANGE, size=12)
+    s.box(620, 62, 100, 22, "sync returns", ORANGE, size=12)
+    s.box(260, 122, 110, 22, "load code (1st)", GREY, size=12)
+    s.box(380, 122, 200, 22, "kernel", BLUE, size=12, weight="bold")
+    s.rect(374, 116, 4, 34, fill=STRONG_GREEN, stroke=STRONG_GREEN, rx=0)
+    s.rect(582, 116, 4, 34, fill=STRONG_GREEN, stroke=STRONG_GREEN, rx=0)
+    s.text(376, 166, "event", 12, fill=INK)
+    s.text(584, 166, "event", 12, fill=INK)
+    rows = [(1, "host clock, no sync", 180, 250, "the launch call only", STRONG_RED),
+            (2, "host clock + sync, first launch", 180, 720, "launch, code loading, cold caches, kernel, sync",
+             STRONG_RED),
+            (3, "host clock + sync, warm", 180, 720, "launch latency + kernel + the host noticing",
+             "#b36b1f"),
+            (4, "CUDA events", 376, 584, "the kernel on the GPU's own clock", STRONG_GREEN)]
+    for i, (k, name, a, b, what, colour) in enumerate(rows):
+        y = 200 + i * 50
+        s.text(40, y + 4, f"{k}. {name}", 12, anchor="start", weight="bold")
+        s.line(a, y + 16, b, y + 16, stroke=colour, width=3)
+        s.line(a, y + 10, a, y + 22, stroke=colour, width=2)
+        s.line(b, y + 10, b, y + 22, stroke=colour, width=2)
+        s.text(a, y + 36, what, 12, anchor="start")
+    s.text(380, 408, "In 3 the load-code box is gone (warm), but the host's share remains around the kernel.",
+           12, fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -1021,6 +1060,7 @@ FIGURES = {
     "async-copies.svg": async_copies,
     "cluster-softmax.svg": cluster_softmax,
     "grid-sync.svg": grid_sync,
+    "timing-ways.svg": timing_ways,
 }
 
 

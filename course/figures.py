@@ -970,6 +970,42 @@ def timing_ways() -> str:
     return s.render()
 
 
+def unified_memory() -> str:
+    s = Svg(760, 400, "On-demand migration of managed memory: cudaMallocManaged reserves addresses; the host's "
+                      "first writes place the pages in host memory; a kernel touching them faults, and the driver "
+                      "migrates the pages to device memory while the faulting warps wait; when the host reads "
+                      "them again they migrate back; cudaMemPrefetchAsync moves a range ahead in large transfers")
+    s.text(380, 26, "Managed memory on Linux: pages move on demand, one fault at a time", 15, weight="bold")
+    s.box(40, 50, 680, 30, "1. cudaMallocManaged: one range of virtual addresses, no physical pages yet", GREY,
+          size=12)
+    s.rect(40, 100, 300, 190, fill="#f7f9fc", width=1.2)
+    s.text(190, 120, "host memory (CPU)", 13, weight="bold")
+    s.rect(420, 100, 300, 190, fill="#f7f9fc", width=1.2)
+    s.text(570, 120, "device memory (GPU)", 13, weight="bold")
+    for k in range(8):
+        s.rect(60 + k * 34, 136, 28, 28, fill=CARD if k < 3 else BLUE, rx=2, width=0.8,
+               dash="3,2" if k < 3 else None)
+        s.rect(440 + k * 34, 136, 28, 28, fill=GREEN if k < 3 else CARD, rx=2, width=0.8,
+               dash=None if k < 3 else "3,2")
+    s.text(190, 184, "2. the host writes first:", 12)
+    s.text(190, 200, "the pages are placed here", 12)
+    s.text(570, 184, "3. the kernel faults on a page:", 12)
+    s.text(570, 200, "the warps wait, the driver migrates", 12)
+    s.text(570, 216, "it (and some neighbours) and maps it", 12)
+    s.line(342, 150, 418, 150, arrow=True, stroke=STRONG_BLUE, width=2)
+    s.text(380, 142, "fault", 12)
+    s.line(418, 250, 342, 250, arrow=True, stroke="#b36b1f", width=2)
+    s.text(380, 242, "fault", 12)
+    s.text(190, 262, "4. the host reads the result:", 12)
+    s.text(190, 278, "the CPU faults, pages come back", 12)
+    s.rect(40, 310, 680, 46, fill=ORANGE, width=1.0)
+    s.text(380, 329, "cudaMemPrefetchAsync(ptr, bytes, location, flags, stream) moves a range before it is", 12)
+    s.text(380, 347, "needed, in large transfers, instead of fault by fault inside the kernel.", 12)
+    s.text(380, 386, "Windows, WSL and some Tegra devices have no on-demand migration: see the note on the page.",
+           12, fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -1061,6 +1097,7 @@ FIGURES = {
     "cluster-softmax.svg": cluster_softmax,
     "grid-sync.svg": grid_sync,
     "timing-ways.svg": timing_ways,
+    "unified-memory.svg": unified_memory,
 }
 
 

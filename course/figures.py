@@ -1006,6 +1006,35 @@ def unified_memory() -> str:
     return s.render()
 
 
+def loop_order() -> str:
+    s = Svg(760, 360, "Loop order on the CPU: in ijk the inner loop walks down a column of B, one float from each "
+                      "row, so each cache line fetched delivers one useful float; in ikj the inner loop walks "
+                      "along a row of B and a row of C, so every float of each cache line is used")
+    s.text(380, 26, "The inner loop's walk through B, stored row-major", 15, weight="bold")
+    def matrix(x, y, walk_row, title, verdict, colour):
+        n, c = 12, 16
+        s.text(x + n * c / 2, y - 12, title, 13, weight="bold")
+        s.rect(x, y, n * c, n * c, fill=GREY, rx=0, width=1.2)
+        for r in range(n):
+            s.line(x, y + r * c, x + n * c, y + r * c, stroke=MUTED, width=0.4)
+        if walk_row:
+            s.rect(x, y + 3 * c, n * c, c, fill=GREEN, rx=0, width=1.0)
+            s.line(x + 4, y + 3.5 * c, x + n * c - 4, y + 3.5 * c, arrow=True, stroke=STRONG_GREEN, width=1.5)
+        else:
+            for r in range(n):
+                s.rect(x + 4 * c, y + r * c, 4 * c, c, fill=RED, rx=0, width=0.6)  # the line each float brings
+            s.rect(x + 5 * c, y, c, n * c, fill=ORANGE, rx=0, width=1.2)
+            s.line(x + 5.5 * c, y + 4, x + 5.5 * c, y + n * c - 4, arrow=True, stroke="#b36b1f", width=1.5)
+        s.text(x + n * c / 2, y + n * c + 22, verdict, 12, fill=colour, weight="bold")
+    matrix(80, 70, False, "ijk: inner loop over k", "a cache line fetched for every float", STRONG_RED)
+    matrix(470, 70, True, "ikj: inner loop over j", "every float of each cache line used", STRONG_GREEN)
+    s.text(176, 312, "B[k * N + j], k = 0, 1, 2 ...: N floats apart", 12)
+    s.text(566, 312, "B[k * N + j] and C[i * N + j], j = 0, 1, 2 ...", 12)
+    s.text(380, 346, "The same arithmetic in both; only the order in which memory is walked differs.", 12,
+           fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -1098,6 +1127,7 @@ FIGURES = {
     "grid-sync.svg": grid_sync,
     "timing-ways.svg": timing_ways,
     "unified-memory.svg": unified_memory,
+    "loop-order.svg": loop_order,
 }
 
 

@@ -1035,6 +1035,49 @@ def loop_order() -> str:
     return s.render()
 
 
+def l2_persistence() -> str:
+    s = Svg(760, 380, "L2 persistence: the kernel streams x and out once while gathering from a small table; "
+                      "without a set-aside the streaming data evicts the table from L2 and its reads go to "
+                      "DRAM; with part of L2 set aside and an access policy window marking the table's "
+                      "accesses persisting, the table stays in L2")
+    s.text(380, 26, "Keeping a hot table in L2 while a large array streams past", 15, weight="bold")
+    def panel(x, title, set_aside):
+        s.text(x + 160, 58, title, 13, weight="bold")
+        s.rect(x, 70, 320, 90, fill="#f7f9fc", width=1.2)
+        s.text(x + 10, 88, "L2", 13, anchor="start", weight="bold")
+        if set_aside:
+            s.rect(x + 10, 96, 110, 56, fill=GREEN, width=1.0)
+            s.text(x + 65, 120, "set-aside:", 12)
+            s.text(x + 65, 138, "table (persisting)", 12)
+            for k in range(5):
+                s.rect(x + 130 + k * 36, 110, 30, 30, fill=BLUE, rx=2, width=0.8)
+            s.text(x + 220, 104, "x, out lines come and go", 12)
+        else:
+            for k in range(8):
+                s.rect(x + 10 + k * 38, 110, 32, 30, fill=BLUE if k != 3 else GREEN, rx=2, width=0.8)
+            s.text(x + 160, 104, "x, out lines evict the table's", 12)
+        s.rect(x, 210, 320, 44, fill=GREY, width=1.2)
+        s.text(x + 160, 237, "DRAM (HBM): x, out, table", 12, weight="bold")
+        s.line(x + 250, 208, x + 250, 162, arrow=True, stroke=STRONG_BLUE, width=1.5)
+        s.text(x + 256, 190, "stream", 12, anchor="start")
+        if set_aside:
+            s.text(x + 65, 190, "table lines stay in L2", 12, fill=STRONG_GREEN, weight="bold")
+        else:
+            s.line(x + 80, 208, x + 80, 162, arrow=True, stroke=STRONG_RED, width=1.5)
+            s.text(x + 86, 190, "table misses:", 12, anchor="start", fill=STRONG_RED, weight="bold")
+            s.text(x + 86, 204, "32-byte sector for 4 bytes", 12, anchor="start", fill=STRONG_RED)
+    panel(30, "normal accesses", False)
+    panel(410, "set-aside + access policy window", True)
+    s.text(40, 290, "cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, bytes): the set-aside, device-wide",
+           12, anchor="start")
+    s.text(40, 308, "cudaAccessPolicyWindow { base_ptr = table, num_bytes, hitRatio, hitProp = persisting }: "
+           "per launch", 12, anchor="start")
+    s.text(40, 326, "cudaCtxResetPersistingL2Cache(): persisting lines back to normal", 12, anchor="start")
+    s.text(380, 362, "Available from compute capability 8.0; disabled in MIG mode (CUDA C++ Programming Guide 13.0).",
+           12, fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -1128,6 +1171,7 @@ FIGURES = {
     "timing-ways.svg": timing_ways,
     "unified-memory.svg": unified_memory,
     "loop-order.svg": loop_order,
+    "l2-persistence.svg": l2_persistence,
 }
 
 

@@ -1078,6 +1078,46 @@ def l2_persistence() -> str:
     return s.render()
 
 
+def flash_backward() -> str:
+    s = Svg(760, 460, "The tensor-core backward (v2): a block of 8 warps owns a tile of 128 keys, K and V in "
+                      "shared memory for the whole loop, each warp 16 keys with dK and dV in mma accumulators; "
+                      "query tiles of 64 rows stream through with Q, dO, the logsumexp and delta; per tile each "
+                      "warp recomputes P transposed, adds P^T dO to dV and dS^T Q to dK, and the block adds "
+                      "dS K to an fp32 dQ buffer with atomicAdd")
+    s.text(380, 26, "Backward v2: the keys stay, the queries stream (transposed to the forward)", 15,
+           weight="bold")
+    # Query tiles streaming.
+    s.text(40, 60, "query tiles of kV2Rows = 64: Q, dO, logsumexp L, delta", 12, anchor="start", weight="bold")
+    for i in range(6):
+        fill = "#d9822b" if i == 2 else (ORANGE if i < 2 else GREY)
+        s.box(40 + i * 80, 70, 72, 32, f"tile {i}" if i < 5 else "...", fill, size=12)
+    s.line(40 + 2 * 80 + 36, 104, 300, 140, arrow=True)
+    # The block.
+    s.rect(40, 142, 420, 160, fill="#f7f9fc", width=1.2)
+    s.text(50, 160, "block: 8 warps, keys j .. j + 127 (kV2Keys = 128)", 12, anchor="start", weight="bold")
+    s.box(50, 170, 190, 30, "K_j, V_j in shared (once)", BLUE, size=12)
+    s.box(250, 170, 200, 30, "Q, dO of the current tile", ORANGE, size=12)
+    for w in range(8):
+        s.box(50 + w * 50, 214, 44, 40, f"w{w}", GREEN, size=12)
+    s.text(250, 274, "warp w: keys 16w .. 16w + 15; dK, dV in registers", 12)
+    s.text(250, 292, "(fp32 mma accumulators) for the whole loop", 12)
+    # Per tile, per warp.
+    x = 480
+    s.text(x, 160, "each warp, per query tile:", 12, anchor="start", weight="bold")
+    steps = ["S^T = K_j Q^T (16 keys x 64 rows)", "P^T = exp(S^T scaled - L)", "dV += P^T dO",
+             "dP^T = V_j dO^T", "dS^T = P^T o (dP^T - delta)", "dK += dS^T Q", "dS^T -> shared"]
+    for i, t in enumerate(steps):
+        s.text(x + 8, 180 + i * 18, f"{i + 1}. {t}", 12, anchor="start")
+    s.rect(40, 330, 680, 50, fill=PURPLE, width=1.0)
+    s.text(380, 350, "then the block: dQ of the tile += dS K_j, added to an fp32 buffer with atomicAdd", 12)
+    s.text(380, 368, "(other blocks add their keys' parts); a last kernel scales it and rounds to bf16", 12)
+    s.text(380, 410, "P and dS are rounded to bf16 before their products; a fully masked row (L = +inf) gives P = 0.",
+           12)
+    s.text(380, 440, "o: element-wise product. Tiles wholly before the block's first key are skipped under a "
+           "causal mask.", 12, fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -1172,6 +1212,7 @@ FIGURES = {
     "unified-memory.svg": unified_memory,
     "loop-order.svg": loop_order,
     "l2-persistence.svg": l2_persistence,
+    "flash-backward.svg": flash_backward,
 }
 
 

@@ -1118,6 +1118,29 @@ def flash_backward() -> str:
     return s.render()
 
 
+def attention_shapes() -> str:
+    s = Svg(760, 330, "The shapes of one attention head: Q, K and V are N x d; the scores S = Q K^T / sqrt(d) "
+                      "and the probabilities P = softmax(S) are N x N; the output O = P V is N x d again")
+    s.text(380, 26, "One head: the inputs and output are N x d, the scores in between N x N", 15, weight="bold")
+    y, d, N = 70, 36, 150   # drawn widths: d columns, N rows
+    def mat(x, w, h, name, sub, fill):
+        s.rect(x, y, w, h, fill=fill, rx=0, width=1.2)
+        s.text(x + w / 2, y + h + 20, name, 13, weight="bold")
+        s.text(x + w / 2, y + h + 38, sub, 12)
+    mat(40, d, N, "Q", "N x d", BLUE)
+    s.text(96, y + N / 2 + 5, "x", 14)
+    mat(110, N, d, "K^T", "d x N", BLUE)
+    s.text(282, y + N / 2 + 5, "->", 14)
+    mat(300, N, N, "S = Q K^T / sqrt(d)", "N x N, masked entries -inf", ORANGE)
+    s.text(472, y + N / 2 + 5, "->", 14)
+    mat(490, N, N, "P = softmax(S)", "N x N, softmax of each row", ORANGE)
+    s.text(660, y + N / 2 + 5, "x V", 14)
+    mat(690, d, N, "O = P V", "N x d", GREEN)
+    s.text(380, 300, "Doubling N doubles Q, K, V and O but quadruples S and P: the fused kernels never store "
+           "them.", 12, fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -1213,6 +1236,7 @@ FIGURES = {
     "loop-order.svg": loop_order,
     "l2-persistence.svg": l2_persistence,
     "flash-backward.svg": flash_backward,
+    "attention-shapes.svg": attention_shapes,
 }
 
 

@@ -1141,6 +1141,43 @@ def attention_shapes() -> str:
     return s.render()
 
 
+def profiling_tools() -> str:
+    s = Svg(760, 380, "The two NVIDIA profilers: Nsight Systems draws the whole program on one timeline, with "
+                      "NVTX ranges, the CPU thread's API calls and the GPU's copies, kernels and gaps; Nsight "
+                      "Compute takes one kernel launch from it and reports its throughputs against the peaks "
+                      "(speed of light), its occupancy and where its warps stall")
+    s.text(380, 26, "Timeline first (Nsight Systems), then one kernel in depth (Nsight Compute)", 15,
+           weight="bold")
+    s.rect(30, 44, 700, 168, fill="#f7f9fc", width=1.2)
+    s.text(44, 64, "nsys: the whole program, one timeline (schematic)", 13, anchor="start", weight="bold")
+    lanes = [("NVTX", 80), ("CPU thread", 116), ("GPU", 152)]
+    for name, y in lanes:
+        s.text(44, y + 16, name, 12, anchor="start", weight="bold")
+        s.line(140, y + 24, 716, y + 24, stroke=MUTED, width=0.6)
+    s.box(150, 80, 270, 22, "range \"setup\"", PURPLE, size=12)
+    s.box(430, 80, 280, 22, "range \"compute\"", PURPLE, size=12)
+    for x, w, label in ((150, 80, "malloc"), (240, 70, "memcpy"), (436, 58, "launch"), (500, 58, "launch"),
+                        (620, 80, "sync")):
+        s.box(x, 116, w, 22, label, ORANGE, size=12)
+    s.box(250, 152, 120, 22, "copy H to D", GREY, size=12)
+    s.box(452, 152, 60, 22, "k1", BLUE, size=12)
+    s.box(530, 152, 120, 22, "k2", BLUE, size=12, weight="bold")
+    s.text(521, 194, "gap", 12, fill=MUTED)
+    s.rect(528, 150, 124, 26, fill="none", stroke=STRONG_RED, width=2, rx=3)
+    s.line(590, 178, 390, 236, arrow=True, stroke=STRONG_RED, width=1.5)
+    s.rect(30, 238, 700, 126, fill="#f7f9fc", width=1.2)
+    s.text(44, 258, "ncu: one launch of k2, in detail", 13, anchor="start", weight="bold")
+    for i, (name, what) in enumerate((("Speed Of Light", "each unit against its peak"),
+                                      ("Occupancy", "resident warps, their limit"),
+                                      ("Warp State", "what warps wait for"),
+                                      ("Source Counters", "the same, per line"))):
+        x = 44 + (i % 2) * 344
+        y = 272 + (i // 2) * 44
+        s.box(x, y, 130, 34, name, GREEN, size=12, weight="bold")
+        s.text(x + 138, y + 22, what, 12, anchor="start")
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -1237,6 +1274,7 @@ FIGURES = {
     "l2-persistence.svg": l2_persistence,
     "flash-backward.svg": flash_backward,
     "attention-shapes.svg": attention_shapes,
+    "profiling-tools.svg": profiling_tools,
 }
 
 

@@ -1178,6 +1178,37 @@ def profiling_tools() -> str:
     return s.render()
 
 
+def host_device_copies() -> str:
+    s = Svg(760, 360, "Three copies the bandwidth page times: from pageable host memory the driver first copies "
+                      "into a pinned staging buffer and the GPU's copy engine reads that; from pinned memory the "
+                      "copy engine reads directly across PCIe; a device-to-device copy reads and writes device "
+                      "memory, so it moves twice the buffer's size")
+    s.text(380, 26, "Pageable, pinned and device-to-device copies", 15, weight="bold")
+    s.rect(30, 50, 300, 250, fill="#f7f9fc", width=1.2)
+    s.text(180, 70, "host (CPU memory)", 13, weight="bold")
+    s.rect(430, 50, 300, 250, fill="#f7f9fc", width=1.2)
+    s.text(580, 70, "device (GPU memory)", 13, weight="bold")
+    s.box(50, 84, 150, 40, "pageable (malloc)", GREY, size=12)
+    s.box(50, 150, 150, 40, "pinned staging", ORANGE, size=12)
+    s.line(125, 126, 125, 148, arrow=True)
+    s.text(135, 141, "the driver copies", 12, anchor="start")
+    s.box(50, 220, 190, 40, "pinned (cudaMallocHost)", ORANGE, size=12)
+    s.box(450, 150, 120, 40, "copy engine", PURPLE, size=12)
+    s.line(202, 170, 448, 170, arrow=True, stroke=STRONG_BLUE, width=1.5)
+    s.line(242, 240, 448, 180, arrow=True, stroke=STRONG_BLUE, width=1.5)
+    s.text(380, 160, "PCIe (DMA)", 12)
+    s.box(590, 150, 120, 40, "buffer", BLUE, size=12)
+    s.line(572, 170, 588, 170, arrow=True)
+    s.box(590, 220, 120, 40, "copy of it", BLUE, size=12)
+    s.line(650, 192, 650, 218, arrow=True, stroke=STRONG_GREEN, width=1.5)
+    s.text(644, 210, "read + write", 12, anchor="end")
+    s.text(380, 326, "A device-to-device copy of B bytes moves 2 x B bytes through device memory: the copy "
+           "bandwidth counts both.", 12)
+    s.text(380, 346, "Pinned memory is also what asynchronous copies need; pin what you transfer often.", 12,
+           fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -1275,6 +1306,7 @@ FIGURES = {
     "flash-backward.svg": flash_backward,
     "attention-shapes.svg": attention_shapes,
     "profiling-tools.svg": profiling_tools,
+    "host-device-copies.svg": host_device_copies,
 }
 
 

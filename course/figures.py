@@ -1209,6 +1209,33 @@ def host_device_copies() -> str:
     return s.render()
 
 
+def fat_binary() -> str:
+    s = Svg(760, 380, "What the driver loads from a fat binary holding SASS for sm_75, sm_80 and sm_90 and PTX "
+                      "for compute_90: a Turing GPU (7.5) runs the sm_75 SASS, an A100 (8.0) and an 8.6 or 8.9 "
+                      "GPU the sm_80 SASS, an H100 (9.0) the sm_90 SASS, and a Blackwell GPU (10.0 or 12.0) "
+                      "JIT-compiles the compute_90 PTX")
+    s.text(380, 26, "One fat binary, many GPUs: matching SASS, or else the newest PTX, JIT-compiled", 15,
+           weight="bold")
+    s.rect(30, 50, 250, 270, fill="#f7f9fc", width=1.2)
+    s.text(155, 70, "the binary", 13, weight="bold")
+    images = [("SASS sm_75", BLUE, 86), ("SASS sm_80", BLUE, 146), ("SASS sm_90", BLUE, 206),
+              ("PTX compute_90", ORANGE, 266)]
+    for label, fill, y in images:
+        s.box(50, y, 210, 40, label, fill, size=13, weight="bold")
+    gpus = [("Turing (7.5): sm_75 SASS", 80, 86), ("A100 (8.0): sm_80 SASS", 126, 146),
+            ("8.6, 8.9 (consumer): sm_80 SASS", 172, 146), ("H100, H200 (9.0): sm_90 SASS", 218, 206),
+            ("Blackwell (10.0, 12.0): PTX, JIT", 272, 266)]
+    for name, y, target in gpus:
+        s.box(440, y, 290, 36, name, GREEN if "JIT" not in name else ORANGE, size=12)
+        s.line(438, y + 18, 262, target + 20, arrow=True, stroke=STRONG_BLUE if "JIT" not in name else "#b36b1f",
+               width=1.2)
+    s.text(380, 340, "SASS runs on its own major version at the same or a higher minor; PTX runs on any GPU of "
+           "at least its", 12)
+    s.text(380, 358, "compute capability. Built with -gencode for sm_75, sm_80, sm_90 and compute_90 (page's "
+           "example).", 12)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -1307,6 +1334,7 @@ FIGURES = {
     "attention-shapes.svg": attention_shapes,
     "profiling-tools.svg": profiling_tools,
     "host-device-copies.svg": host_device_copies,
+    "fat-binary.svg": fat_binary,
 }
 
 

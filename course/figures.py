@@ -1236,6 +1236,35 @@ def fat_binary() -> str:
     return s.render()
 
 
+def kernels_from_python() -> str:
+    s = Svg(760, 330, "One kernel file, two compilers: transpose.cuh, reduction.cuh and softmax.cuh are included "
+                      "by the C++ programs, which nvcc compiles, and compiled at run time by NVRTC through CuPy "
+                      "in the Python program; cupy.from_dlpack gives CuPy a view of a PyTorch tensor's memory, "
+                      "so the course's kernels and PyTorch's work on the same bytes, timed the same way")
+    s.text(380, 26, "The chapter's kernels inside a PyTorch process: the same files, the same tensors", 15,
+           weight="bold")
+    s.rect(40, 60, 220, 60, fill=BLUE)
+    s.text(150, 85, "transpose.cuh, reduction.cuh,", 12)
+    s.text(150, 103, "softmax.cuh (include nothing)", 12)
+    s.box(320, 50, 180, 36, "nvcc: C++ programs", GREY, size=12)
+    s.box(320, 100, 180, 36, "NVRTC via CuPy", GREEN, size=12)
+    s.line(262, 80, 318, 68, arrow=True)
+    s.line(262, 96, 318, 118, arrow=True)
+    s.text(510, 72, "the earlier pages' timings", 12, anchor="start")
+    s.rect(40, 170, 680, 120, fill="#f7f9fc", width=1.2)
+    s.text(56, 190, "one Python process", 13, anchor="start", weight="bold")
+    s.box(60, 206, 200, 40, "course kernel (CuPy)", GREEN, size=12)
+    s.box(500, 206, 200, 40, "PyTorch: eager, compiled", PURPLE, size=12)
+    s.box(300, 206, 160, 40, "one tensor's memory", ORANGE, size=12, weight="bold")
+    s.line(262, 226, 298, 226, arrow=True)
+    s.line(498, 226, 462, 226, arrow=True)
+    s.text(380, 270, "cupy.from_dlpack: a view, no copy", 12)
+    s.line(410, 138, 160, 204, arrow=True, dash="4,3")
+    s.text(380, 318, "All timed the same way, beside a copy of the same bytes; each PyTorch configuration is "
+           "checked first.", 12, fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -1335,6 +1364,7 @@ FIGURES = {
     "profiling-tools.svg": profiling_tools,
     "host-device-copies.svg": host_device_copies,
     "fat-binary.svg": fat_binary,
+    "kernels-from-python.svg": kernels_from_python,
 }
 
 

@@ -1265,6 +1265,40 @@ def kernels_from_python() -> str:
     return s.render()
 
 
+def scan_and_cub() -> str:
+    s = Svg(760, 360, "Top: reduce, inclusive scan and exclusive scan of the values 3 1 4 1 5 9 2 6: the sum "
+                      "31; the running sums 3 4 8 9 14 23 25 31; and the same shifted right with a leading 0. "
+                      "Bottom: CUB's two-phase call: first with a null temporary pointer, which only writes "
+                      "the scratch size, then allocate, then the same call again to do the work")
+    s.text(380, 26, "Reduce and scan, and CUB's two-phase call", 15, weight="bold")
+    x = [3, 1, 4, 1, 5, 9, 2, 6]
+    inc = [sum(x[:i + 1]) for i in range(8)]
+    exc = [0] + inc[:-1]
+    rows = [("x", x, BLUE), ("inclusive scan", inc, GREEN), ("exclusive scan", exc, GREEN)]
+    for r, (name, vals, fill) in enumerate(rows):
+        y = 52 + r * 44
+        s.text(200, y + 20, name, 12, anchor="end", weight="bold")
+        for i, v in enumerate(vals):
+            s.box(212 + i * 44, y, 40, 30, str(v), fill, size=13)
+    s.text(590, 72, "reduce: 31", 13, anchor="start", weight="bold")
+    s.text(590, 116, "y_i = sum of x_j, j <= i", 12, anchor="start")
+    s.text(590, 160, "y_i = sum of x_j, j < i", 12, anchor="start")
+    steps = [("1. call with temp = nullptr", "writes only the size, need", GREY),
+             ("2. cudaMalloc(&temp, need)", "only if it grew: reuse it", ORANGE),
+             ("3. the same call with temp", "does the work, on your stream", GREEN)]
+    for i, (a, b, fill) in enumerate(steps):
+        x0 = 40 + i * 235
+        s.rect(x0, 220, 215, 70, fill=fill)
+        s.text(x0 + 107, 248, a, 12, weight="bold")
+        s.text(x0 + 107, 268, b, 12)
+        if i:
+            s.line(x0 - 18, 255, x0 - 2, 255, arrow=True)
+    s.text(380, 318, "Thrust does the same work in one call, and allocates the scratch itself each time.", 12)
+    s.text(380, 344, "A radix sort is a few passes, each a histogram, a scan of it and a scatter.", 12,
+           fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -1365,6 +1399,7 @@ FIGURES = {
     "host-device-copies.svg": host_device_copies,
     "fat-binary.svg": fat_binary,
     "kernels-from-python.svg": kernels_from_python,
+    "scan-and-cub.svg": scan_and_cub,
 }
 
 

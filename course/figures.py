@@ -1299,6 +1299,31 @@ def scan_and_cub() -> str:
     return s.render()
 
 
+def number_formats() -> str:
+    s = Svg(760, 350, "The bit layouts of the formats, one box per bit: fp32 has 1 sign, 8 exponent and 23 "
+                      "fraction bits; tf32 1, 8 and 10 (stored as fp32, the low 13 fraction bits ignored); fp16 "
+                      "1, 5 and 10; bf16 1, 8 and 7; fp8 e4m3 1, 4 and 3; fp8 e5m2 1, 5 and 2")
+    s.text(380, 26, "Sign, exponent and fraction bits of each format", 15, weight="bold")
+    formats = [("fp32", 8, 23, 0), ("tf32", 8, 10, 13), ("fp16", 5, 10, 0), ("bf16", 8, 7, 0),
+               ("fp8 e4m3", 4, 3, 0), ("fp8 e5m2", 5, 2, 0)]
+    x0, c = 186, 17
+    for r, (name, e, f, ignored) in enumerate(formats):
+        y = 48 + r * 42
+        s.text(30, y + 18, name, 13, anchor="start", weight="bold")
+        s.text(x0 - 10, y + 18, f"1, {e}, {f}", 12, anchor="end")
+        bits = [RED] + [BLUE] * e + [GREEN] * f + [GREY] * ignored
+        for i, fill in enumerate(bits):
+            s.rect(x0 + i * c, y, c - 2, 26, fill=fill, rx=1, width=0.6, dash="2,2" if fill == GREY else None)
+    y = 298
+    for i, (fill, label) in enumerate(((RED, "sign"), (BLUE, "exponent: range"), (GREEN, "fraction: precision"),
+                                       (GREY, "tf32: stored, ignored"))):
+        s.rect(30 + i * 180, y, 16, 16, fill=fill, rx=1, width=0.6)
+        s.text(30 + i * 180 + 24, y + 13, label, 12, anchor="start")
+    s.text(380, 336, "bf16 keeps fp32's 8 exponent bits; fp16, the same size, has 3 fewer exponent bits "
+           "and 3 more fraction bits.", 12, fill=MUTED, italic=True)
+    return s.render()
+
+
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
     "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
     "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
@@ -1400,6 +1425,7 @@ FIGURES = {
     "fat-binary.svg": fat_binary,
     "kernels-from-python.svg": kernels_from_python,
     "scan-and-cub.svg": scan_and_cub,
+    "number-formats.svg": number_formats,
 }
 
 

@@ -88,11 +88,11 @@ def expected_and_got(torch, dist, name: str, rank: int, n: int, c: int, seed: in
         return buf, inputs[0]
     if name == "reduce-scatter":
         out = torch.full((c,), float("nan"), device=dev)
-        dist.reduce_scatter_single(out, mine)                          # rank r gets chunk r of the sum
+        dist.reduce_scatter_tensor(out, mine)                          # rank r gets chunk r of the sum
         return out, torch.stack(inputs).sum(0)[rank * c:(rank + 1) * c]
     if name == "all-gather":
         out = torch.full((n * c,), float("nan"), device=dev)
-        dist.all_gather_single(out, mine[:c])                     # every rank gets every rank's chunk
+        dist.all_gather_into_tensor(out, mine[:c])                     # every rank gets every rank's chunk
         return out, torch.cat([x[:c] for x in inputs])
     out = torch.full((n * c,), float("nan"), device=dev)               # all-to-all
     dist.all_to_all_single(out, mine)                                  # chunk s of rank r goes to rank s
@@ -158,8 +158,8 @@ def bench_collectives(torch, dist, rank: int, n: int, max_bytes: int) -> None:
             nbytes = count * ELEMENT
             calls = {
                 "all-reduce": lambda: dist.all_reduce(src[:count]),
-                "reduce-scatter": lambda: dist.reduce_scatter_single(dst[:chunk], src[:count]),
-                "all-gather": lambda: dist.all_gather_single(dst[:count], src[:chunk]),
+                "reduce-scatter": lambda: dist.reduce_scatter_tensor(dst[:chunk], src[:count]),
+                "all-gather": lambda: dist.all_gather_into_tensor(dst[:count], src[:chunk]),
                 "broadcast": lambda: dist.broadcast(src[:count], src=0),
                 "all-to-all": lambda: dist.all_to_all_single(dst[:count], src[:count]),
             }

@@ -132,10 +132,13 @@ def backward_peers(fn, x, g, label: str, nbytes: float, modes):
 
 def graphed_backward(fn, x, g):
     """The backward of fn at x captured in a CUDA graph. Autograd runs each backward op on its forward
-    op's stream, so the forward runs on the capture stream, before the capture."""
+    op's stream, so the forward runs on the capture stream, before the capture; so is the leaf made there
+    (a leaf from the default stream made a capture fail: 'would make the legacy stream depend on a
+    capturing blocking stream')."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
+        x = x.detach().clone().requires_grad_()
         y = fn(x)
         for _ in range(3):                          # warm up off the default stream, as for any capture
             torch.autograd.grad(y, x, g, retain_graph=True)

@@ -109,14 +109,14 @@ def measure(run: programs.Run, execute=toolchain.execute) -> Outcome:
     """Run a benchmark twice (a third time for rows that disagree or break an invariant), each in its
     own process, and return one outcome: every process's checks, the merged rows, and the problems of
     any process, plus the invariants still broken at the end."""
-    outcomes = [execute(run), execute(run)]
+    outcomes = [execute(run, timing_process=1), execute(run, timing_process=2)]
 
     def needs_another(rows):
         return any(r.get("unstable") for r in rows) or broken_invariants(run.program.invariants, rows)
 
     rows = merge_rows([o.benchmarks for o in outcomes])
     if all(o.passed for o in outcomes) and needs_another(rows):
-        outcomes.append(execute(run))
+        outcomes.append(execute(run, timing_process=3))
         rows = merge_rows([o.benchmarks for o in outcomes])
     problems = [p for o in outcomes for p in o.problems]
     problems += broken_invariants(run.program.invariants, rows) if rows else []

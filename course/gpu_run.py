@@ -18,6 +18,9 @@ measured together. Two phases:
   (`--batch 64` against `--batch 256`) are not compared with each other and may go to different GPUs.
   Multi-GPU benchmarks run first, with every GPU, before the per-GPU processes start.
 
+A process pinned to one GPU is also pinned to that GPU's share of the CPU cores (`cpu_share`), so
+that host work on one GPU's behalf (a float64 reference, a CPU-bound eager loop) cannot slow another.
+
 Units that will not fit in the time left are left for the next command; `--stale-only` then runs
 every unit that is not complete: an item without a passing entry for its current content, or a unit
 whose entries come from more than one sitting or GPU (it is run whole again).
@@ -126,13 +129,21 @@ def make_units(items: list[dict], links: list[set[str]], rec: dict) -> list[Unit
         if ".md::" in it["id"]:
             page = it["id"].split("::")[0]
             join(i, first_of_page.setdefault(page, i))
+    # Compared benchmarks join one unit only while every pair in it is compatible: a run that sets no
+    # --batch is compatible with --batch 64 and with --batch 256, but must not bridge them into one unit.
     benches = [i for i, it in enumerate(items) if it["alone"] and it["program"]]
+    members: dict[int, list[int]] = {}
+    for i in range(len(items)):
+        members.setdefault(find(i), []).append(i)
     for x in benches:
         for y in benches:
             a, b = items[x], items[y]
-            if x < y and b["program"] in linked.get(a["program"], {a["program"]}) | {a["program"]} \
-                    and compatible(a["args"], b["args"]):
+            rx, ry = find(x), find(y)
+            if x < y and rx != ry and b["program"] in linked.get(a["program"], {a["program"]}) | {a["program"]} \
+                    and all(compatible(items[i]["args"], items[j]["args"]) for i in members[rx] for j in members[ry]):
+                joined = members.pop(rx) + members.pop(ry)
                 join(x, y)
+                members[find(y)] = joined
     units: dict[int, Unit] = {}
     for i, it in enumerate(items):
         u = units.setdefault(find(i), Unit(key=it["id"]))
@@ -191,7 +202,19 @@ class Slot:
     units: list[Unit]
 
 
-def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path, log, pytest_args: list[str]) -> bool:
+def cpu_share(gpu: str | None, gpus: int) -> set[int] | None:
+    """The CPU cores of one GPU's share of the host (1/gpus of the cores this process may use), so that
+    one benchmark's host work (a float64 reference on every core, a CPU-bound eager PyTorch loop) does
+    not slow another GPU's; None (every core) for a process that sees every GPU."""
+    cores = sorted(os.sched_getaffinity(0))
+    if gpu is None or gpus <= 1 or len(cores) < gpus:
+        return None
+    k, per = int(gpu), len(cores) // gpus
+    return set(cores[k * per:(k + 1) * per])
+
+
+def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path, log, pytest_args: list[str],
+              gpus: int = 1) -> bool:
     """Runs each slot as one pytest process in its own copy of the tree, all side by side; merges
     their record files into record_path. True when every process passed."""
     slots = [s for s in slots if s.units]
@@ -208,7 +231,10 @@ def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path,
         out = open(work / f"{s.name}.log", "w")
         cmd = [sys.executable, "-m", "pytest", "--gpu-record", "-q", "-ra", "-p", "no:cacheprovider",
                "--gpu-ids", str(ids), *pytest_args]
-        procs.append((s, subprocess.Popen(cmd, cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT), out))
+        cores = cpu_share(s.gpu, gpus)
+        pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
+        procs.append((s, subprocess.Popen(cmd, cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                          preexec_fn=pin), out))
     ok = True
     shards = [work / f"{s.name}.json" for s, _, _ in procs]
     # Merge what the processes have recorded every half minute, so that a command killed at its
@@ -308,12 +334,12 @@ def main(argv: list[str] | None = None) -> int:
             log(f"plan {s.name} on GPU {s.gpu if s.gpu is not None else 'all'}: {len(s.units)} units, "
                 f"~{sum(u.cost for u in s.units):.0f} s")
         if not args.plan:
-            ok &= run_slots(slots, deadline, record_path, work, log, pytest_args)
+            ok &= run_slots(slots, deadline, record_path, work, log, pytest_args, gpus)
     if args.phase in ("all", "alone") and alone:
         multi = [u for u in alone if u.gpus > 1]
         left_s = deadline - time.time()
         if multi and not args.plan:
-            ok &= run_slots([Slot("alone-multi", None, multi)], deadline, record_path, work, log, pytest_args)
+            ok &= run_slots([Slot("alone-multi", None, multi)], deadline, record_path, work, log, pytest_args, gpus)
             left_s = deadline - time.time()
         dealt, left = deal([u for u in alone if u.gpus <= 1], gpus, capacity=max(0.0, left_s - 30))
         for k, d in enumerate(dealt):
@@ -324,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"~{sum(u.cost for u in left):.0f} s: " + ", ".join(u.key for u in left))
         if not args.plan:
             ok &= run_slots([Slot(f"alone-{k + 1}", str(k), d) for k, d in enumerate(dealt)], deadline, record_path,
-                            work, log, pytest_args)
+                            work, log, pytest_args, gpus)
     if not args.plan:
         final = record.load(record_path)
         incomplete = [u for u in make_units(items, compared_programs(), final) if not is_complete(u, final, args.since)]

@@ -62,7 +62,7 @@ def _outcome(causal, non_causal):
 def test_measure_runs_a_third_process_and_fails_a_run_that_still_breaks_an_invariant():
     calls = []
 
-    def execute(run):
+    def execute(run, timing_process=1):
         calls.append(run)
         return _outcome(1.50, 1.53) if len(calls) != 2 else _outcome(1.60, 1.53)
 
@@ -73,7 +73,7 @@ def test_measure_runs_a_third_process_and_fails_a_run_that_still_breaks_an_invar
 
 
 def test_measure_fails_when_the_invariant_stays_broken():
-    got = bench.measure(FakeRun(), lambda run: _outcome(1.60, 1.53))
+    got = bench.measure(FakeRun(), lambda run, timing_process=1: _outcome(1.60, 1.53))
     assert not got.passed and any("invariant" in p for p in got.problems)
 
 

@@ -49,6 +49,15 @@ def test_a_pages_blocks_and_compared_benchmarks_share_a_unit():
     assert unit_of(units, ITEMS[7]["id"]) is not unit_of(units, ITEMS[8]["id"])
 
 
+def test_a_run_compatible_with_two_batches_does_not_bridge_them():
+    """A run without --batch (time to 99%) is compatible with batch 64 and with batch 256: it joins one
+    unit, and the two batch sizes stay apart (one unit of every batch would not fit a command)."""
+    seeds = bench("kernels/m/torch.py", "--time-to-99", "--seeds", "5")
+    units = gpu_run.make_units([*ITEMS, seeds], LINKS, EMPTY)
+    assert unit_of(units, ITEMS[7]["id"]) is not unit_of(units, ITEMS[8]["id"])
+    assert unit_of(units, seeds["id"]) in (unit_of(units, ITEMS[7]["id"]), unit_of(units, ITEMS[8]["id"]))
+
+
 def test_compatible_arguments():
     assert gpu_run.compatible(["--bench", "--batch", "64"], ["--bench", "--batch", "64", "--budget-s", "80"])
     assert not gpu_run.compatible(["--bench", "--batch", "64"], ["--bench", "--batch", "256"])
@@ -89,3 +98,10 @@ def test_pages_comparisons_are_read_from_results_plots_and_claims(tmp_path):
 def test_the_courses_own_pages_link_the_attention_programs():
     links = gpu_run.compared_programs()
     assert any({"kernels/attention/flash_fwd.cu", "kernels/attention/sdpa_torch.py"} <= group for group in links)
+
+
+def test_each_gpus_processes_get_their_own_share_of_the_cpu_cores(monkeypatch):
+    monkeypatch.setattr(gpu_run.os, "sched_getaffinity", lambda pid: set(range(64)))
+    shares = [gpu_run.cpu_share(str(k), 4) for k in range(4)]
+    assert all(len(s) == 16 for s in shares) and set().union(*shares) == set(range(64))
+    assert gpu_run.cpu_share(None, 4) is None and gpu_run.cpu_share("0", 1) is None

@@ -12,6 +12,8 @@
 //   print_bench            a machine-readable BENCH line (JSON) for the GPU record, with extra fields
 //   device_alloc, to_device, to_host, device_free   device memory in one line each
 //   require_compute_capability  exit with the "waived" code when the GPU lacks a feature
+//   is_timing_repeat       true in a benchmark's second timing process: it may check a sample
+//   cpu_threads            the CPU cores this process may use (its affinity mask)
 //   Args                   strict command-line options: unknown, missing or malformed ones are errors
 //   library_fail           the shared error path of the library check macros (common/check_*.cuh)
 //   check_close_each       check_close with an absolute tolerance per element (one that scales with the data)
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include <fcntl.h>   // open, for verdict_quietly
+#include <sched.h>   // sched_getaffinity, for cpu_threads
 #include <unistd.h>  // dup, dup2, close
 
 namespace course {
@@ -124,8 +127,10 @@ bool check_close(const char* name, const T* got, const R* want, size_t n, double
   for (size_t i = 0; i < n; ++i) {
     const double g = static_cast<double>(got[i]);
     const double w = static_cast<double>(want[i]);
-    const double err = g == w ? 0.0 : std::fabs(g - w);  // equal infinities match (softmax of -inf rows)
-    if (!(err <= atol + rtol * std::fabs(w))) {  // written so that NaN fails
+    // Equal values match, equal infinities included (softmax of -inf rows), whatever the tolerance:
+    // rtol * |inf| would be NaN when rtol is 0. The comparison is written so that NaN fails.
+    const double err = g == w ? 0.0 : std::fabs(g - w);
+    if (g != w && !(err <= atol + rtol * std::fabs(w))) {
       std::printf("CHECK FAIL %s n=%zu first_bad=%zu got=%.9g want=%.9g\n", name, n, i, g, w);
       return false;
     }
@@ -245,6 +250,22 @@ inline void device_free(std::initializer_list<const void*> buffers) {
 
 // Exit with the "waived" code if the GPU is older than the program needs. The harness reports a
 // waived program as skipped, never as passed.
+// The CPU cores this process may run on (its affinity mask, which the GPU run narrows to one GPU's
+// share of the host: course/gpu_run.py), for host-side float64 references spread over threads.
+inline int cpu_threads() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return 1;
+}
+
+// A benchmark is timed in two processes (course/bench.py sets COURSE_TIMING_PROCESS to 1, 2, ...).
+// The first checks what it times in full; a repeat times the same kernels on the same inputs and may
+// check a sample of that work, so that an expensive float64 reference is not computed twice.
+inline bool is_timing_repeat() {
+  const char* process = std::getenv("COURSE_TIMING_PROCESS");
+  return process != nullptr && std::strcmp(process, "1") != 0;
+}
+
 inline void require_compute_capability(int major, int minor, const char* why) {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
@@ -374,7 +395,7 @@ bool check_close_each(const char* name, const T* got, const R* want, const doubl
     const double w = static_cast<double>(want[i]);
     const double err = g == w ? 0.0 : std::fabs(g - w);
     const double tol = atol[i] + rtol * std::fabs(w);
-    if (!(err <= tol)) {  // written so that NaN fails
+    if (g != w && !(err <= tol)) {  // equal infinities match whatever rtol; NaN fails
       std::printf("CHECK FAIL %s n=%zu first_bad=%zu got=%.9g want=%.9g tol=%.3g\n", name, n, i, g, w, tol);
       return false;
     }

@@ -138,7 +138,7 @@ def check_close(name: str, got, want, rtol: float, atol: float) -> bool:
     w = np.broadcast_to(np.asarray(w, dtype=np.float64).ravel(), g.shape)
     with np.errstate(invalid="ignore"):
         err = np.where(g == w, 0.0, np.abs(g - w))  # equal infinities match; NaN never equals
-    bad = ~(err <= atol + rtol * np.abs(w))  # NaN compares false: fails
+        bad = ~((g == w) | (err <= atol + rtol * np.abs(w)))  # rtol 0 * inf is NaN; NaN compares false
     if g.size == 0:
         print(f"CHECK FAIL {name} n=0 (nothing was compared)")
         return False

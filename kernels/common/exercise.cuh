@@ -41,7 +41,7 @@ bool compare(const char* name, const T* got, const R* want, size_t n, double rto
   for (size_t i = 0; i < n; ++i) {
     const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
     const double err = g == w ? 0.0 : std::fabs(g - w);
-    if (err <= atol + rtol * std::fabs(w)) continue;
+    if (g == w || err <= atol + rtol * std::fabs(w)) continue;  // equal infinities match whatever rtol
     if (static_cast<int>(wrong) < shown) {
       if (cols > 0)
         std::printf("  wrong at index %zu (row %zu, col %zu): expected %.9g, got %.9g\n", i, i / cols, i % cols, w, g);

@@ -2,7 +2,13 @@
 # torch.compile compiles, every combination of the knobs and their running order (docs/mnist/results.md).
 # Pure Python (no torch), so the grid can be listed and tested anywhere. Not a program: a module
 # mnist_torch.py imports.
+import fnmatch
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
 
 # --8<-- [start:configs]
 @dataclass(frozen=True)
@@ -117,3 +123,98 @@ GRID = tuple(sorted((Config(p, cl, cb, comp, mode, g)
 # combination that fails to compile, capture or run is pruned when it fails, with the error.
 PRUNED_BEFORE_RUNNING: dict = {}
 # --8<-- [end:configs]
+
+
+# How the benchmark reports the grid: its sizes, progress lines, BENCH rows and summary, and the
+# --configs selection. Pure Python too.
+
+def step_flops(b: int) -> float:
+    """Multiply-adds x2 of one training step: forward, input and weight gradients (conv1 has no
+    input gradient)."""
+    conv1, conv2 = 2 * b * 784 * 32 * 9, 2 * b * 196 * 64 * 288
+    fc1, fc2 = 2 * b * 3136 * 128, 2 * b * 128 * 10
+    return 2 * conv1 + 3 * conv2 + 3 * fc1 + 3 * fc2
+
+
+def step_bytes(b: int, n_params: int) -> float:
+    """The fewest bytes a step must move: the batch's pixels and labels, and every parameter read
+    and written once (activations could in principle stay on chip)."""
+    return b * 784 + b * 4 + 2 * 4 * n_params
+
+
+def first_line(e: BaseException, limit: int = 300) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: " + (text.splitlines()[0][:limit] if text else "")
+
+
+def describe(o: dict) -> str:
+    if o["kind"] == "timed":
+        said = "".join(f", {k}={v}" for k, v in o["notes"].items() if k != "fullgraph_why")
+        return (f"step {o['step_ms']:.4f} ms, epoch {o['epoch_ms'] / 1e3:.3f} s; check {o['check']}; "
+                f"compiled in {o['compile_s']:g} s{said}")
+    return {"failed": "FAILED its check, not timed: ", "pruned": "pruned: ", "not reached": "not reached: "}[o["kind"]] + o["why"]
+
+
+def progress_line(i: int, batch: int, o: dict) -> str:
+    if o["kind"] == "pruned":
+        return f"PRUNED {o['key']}: {o['why']}"
+    return f"[{i}] batch {batch} {o['key']}: {describe(o)}"
+
+
+def report(b: int, n: int, outcomes: list, by_key: dict, took_s: float, budget_s: float):
+    """BENCH rows (every timed configuration is a peer row), then a summary short enough for the end of
+    the output, which is what the GPU record keeps."""
+    timed = [o for o in outcomes if o["kind"] == "timed"]
+    steps_per_epoch = n // b
+    # The plots draw, of each way of running the step, the fastest configuration at this batch size.
+    fastest_of_way = {}
+    for kind, col in (("step", "step_ms"), ("epoch", "epoch_ms")):
+        for o in timed:
+            w = by_key[o["key"]].way
+            if (kind, w) not in fastest_of_way or o[col] < fastest_of_way[(kind, w)][col]:
+                fastest_of_way[(kind, w)] = o
+    for kind, col in (("step", "step_ms"), ("epoch", "epoch_ms")):
+        for o in sorted(timed, key=lambda o: o[col]):
+            cfg = by_key[o["key"]]
+            steps_in = 1 if kind == "step" else steps_per_epoch
+            plot = {}
+            if fastest_of_way[(kind, cfg.way)] is o:
+                plot = {"step_ms": round(o[col], 6)} if kind == "step" else {"epoch_s": round(o[col] / 1e3, 6)}
+            notes = {k: v for k, v in o["notes"].items() if k != "fullgraph_why"}
+            course_tools.bench(f"{kind}, batch {b}", cfg.impl, o[col], steps_in * step_bytes(b, o["n_params"]),
+                               steps_in * step_flops(b), peer=True, batch=b, kind=kind, steps=steps_in,
+                               compile_s=o["compile_s"], **cfg.fields(), **plot, **notes)
+    counts = {k: sum(o["kind"] == k for o in outcomes) for k in ("timed", "failed", "pruned", "not reached")}
+    print(f"\nbatch {b}: grid of {len(GRID)} configurations, {len(outcomes)} asked for, {counts['timed']} timed, "
+          f"{counts['failed']} failed their check, {counts['pruned']} pruned, {counts['not reached']} not reached "
+          f"(--budget-s {budget_s:g}), in {took_s:.0f} s", flush=True)
+    print("timed, fastest step first:  key, step ms, epoch s, compile s", flush=True)
+    for o in sorted(timed, key=lambda o: o["step_ms"]):
+        print(f"  {o['key']:38s} {o['step_ms']:8.4f} {o['epoch_ms'] / 1e3:7.3f} {o['compile_s']:6.1f}", flush=True)
+    why_steps = {o["notes"]["fullgraph_why"] for o in timed if "fullgraph_why" in o["notes"]}
+    for why in sorted(why_steps):
+        print(f"compile(step, fullgraph=True) refused: {why}", flush=True)
+    # Last, as the end of the output is what the record keeps: what did not run, and why (the
+    # configurations that share a reason on one line).
+    for kind, label in (("failed", "FAILED"), ("pruned", "PRUNED"), ("not reached", "NOT REACHED")):
+        reasons = {}
+        for o in outcomes:
+            if o["kind"] == kind:
+                reasons.setdefault(o["why"], []).append(o["key"])
+        for why, keys in reasons.items():
+            print(f"{label} {', '.join(keys)}: {why}", flush=True)
+
+
+def select_configs(ap, text: str) -> tuple:
+    """--configs: comma-separated keys of GRID or globs over them (bf16-nhwc-*), each matching at least
+    one; run in GRID's order."""
+    names = text.split(",")
+    if any(not name.strip() for name in names):
+        ap.error(f"--configs {text!r}: an empty name; give comma-separated names or globs (see --configs list)")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        ap.error(f"--configs: {', '.join(repeated)} named more than once")
+    unknown = [name for name in names if not any(fnmatch.fnmatchcase(c.key, name) for c in GRID)]
+    if unknown:
+        ap.error(f"--configs: {', '.join(unknown)} matches no configuration (see --configs list)")
+    return tuple(c for c in GRID if any(fnmatch.fnmatchcase(c.key, name) for name in names))

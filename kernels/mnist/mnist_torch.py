@@ -17,9 +17,9 @@
 #
 # course: gpu
 # course: run --train --epochs 8
-# course: bench --bench --batch 64 --budget-s 70
-# course: bench --bench --batch 256 --budget-s 70
-# course: bench --bench --batch 1024 --budget-s 70
+# course: bench --bench --batch 64 --budget-s 50
+# course: bench --bench --batch 256 --budget-s 50
+# course: bench --bench --batch 1024 --budget-s 50
 # course: bench --time-to-99 --seeds 5 --epochs 3
 import time
 
@@ -27,7 +27,6 @@ T_START = time.perf_counter()   # a benchmark's budget counts from here: start-u
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
-import fnmatch  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
@@ -48,7 +47,8 @@ import course_tools  # noqa: E402
 # The data loading and the benchmark's grid of configurations live in sibling modules (kernels/mnist/).
 from mnist_data import FILES, IdxError, data_dir_from, load_mnist, read_idx  # noqa: E402, F401
 from mnist_grid import (COMPILE_RESERVE_S, COMPILES, GRID, PRECISIONS, PRUNED_BEFORE_RUNNING,  # noqa: E402, F401
-                        Config, Precision, order_key)
+                        Config, Precision, describe, first_line, order_key, progress_line, report, select_configs,
+                        step_bytes, step_flops)
 
 # --8<-- [start:hparams]
 # The hyper-parameters both implementations share.
@@ -273,20 +273,6 @@ def time_to_99(data, device, key: str, seeds: int, epochs: int, batch: int) -> b
 # --8<-- [end:time_to_99]
 
 
-def step_flops(b: int) -> float:
-    """Multiply-adds x2 of one training step: forward, input and weight gradients (conv1 has no
-    input gradient)."""
-    conv1, conv2 = 2 * b * 784 * 32 * 9, 2 * b * 196 * 64 * 288
-    fc1, fc2 = 2 * b * 3136 * 128, 2 * b * 128 * 10
-    return 2 * conv1 + 3 * conv2 + 3 * fc1 + 3 * fc2
-
-
-def step_bytes(b: int, n_params: int) -> float:
-    """The fewest bytes a step must move: the batch's pixels and labels, and every parameter read
-    and written once (activations could in principle stay on chip)."""
-    return b * 784 + b * 4 + 2 * 4 * n_params
-
-
 # --8<-- [start:graph]
 class GraphStep:
     """The whole training step, as step_fn(idx) runs it (gather, forward, backward, SGD; eager or
@@ -395,11 +381,6 @@ class AsConfigured(nn.Module):
         # No cast cache: every step, and so every replay of a captured step, casts the current weights.
         with torch.autocast(x.device.type, dtype=torch.bfloat16, cache_enabled=False):
             return self.net(x).float()
-
-
-def first_line(e: BaseException, limit: int = 300) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: " + (text.splitlines()[0][:limit] if text else "")
 
 
 def compile_whole_step(step_fn, mode: str, first_batch):
@@ -636,20 +617,6 @@ def run_config(cfg: Config, prep: Prepared, batch: int, images_u8, ref: Referenc
         built = None
 
 
-def describe(o: dict) -> str:
-    if o["kind"] == "timed":
-        said = "".join(f", {k}={v}" for k, v in o["notes"].items() if k != "fullgraph_why")
-        return (f"step {o['step_ms']:.4f} ms, epoch {o['epoch_ms'] / 1e3:.3f} s; check {o['check']}; "
-                f"compiled in {o['compile_s']:g} s{said}")
-    return {"failed": "FAILED its check, not timed: ", "pruned": "pruned: ", "not reached": "not reached: "}[o["kind"]] + o["why"]
-
-
-def progress_line(i: int, batch: int, o: dict) -> str:
-    if o["kind"] == "pruned":
-        return f"PRUNED {o['key']}: {o['why']}"
-    return f"[{i}] batch {batch} {o['key']}: {describe(o)}"
-
-
 def run_worker(configs, batch: int, repeats: int, budget_s: float, cudnn_benchmark: bool, data_dir: Path, counter: list):
     """The configurations of the other cudnn.benchmark value, in a process of their own: cuDNN keeps the
     plan it chose for a convolution (keyed by shapes, layout, data type and TF32, not by the benchmark
@@ -723,65 +690,6 @@ def bench(data, device, data_dir, batches, repeats, configs, budget_s, benchmark
             continue
         report(b, n, outcomes, by_key, time.perf_counter() - start, budget_s)
     return failed
-
-
-def report(b: int, n: int, outcomes: list, by_key: dict, took_s: float, budget_s: float):
-    """BENCH rows (every timed configuration is a peer row), then a summary short enough for the end of
-    the output, which is what the GPU record keeps."""
-    timed = [o for o in outcomes if o["kind"] == "timed"]
-    steps_per_epoch = n // b
-    # The plots draw, of each way of running the step, the fastest configuration at this batch size.
-    fastest_of_way = {}
-    for kind, col in (("step", "step_ms"), ("epoch", "epoch_ms")):
-        for o in timed:
-            w = by_key[o["key"]].way
-            if (kind, w) not in fastest_of_way or o[col] < fastest_of_way[(kind, w)][col]:
-                fastest_of_way[(kind, w)] = o
-    for kind, col in (("step", "step_ms"), ("epoch", "epoch_ms")):
-        for o in sorted(timed, key=lambda o: o[col]):
-            cfg = by_key[o["key"]]
-            steps_in = 1 if kind == "step" else steps_per_epoch
-            plot = {}
-            if fastest_of_way[(kind, cfg.way)] is o:
-                plot = {"step_ms": round(o[col], 6)} if kind == "step" else {"epoch_s": round(o[col] / 1e3, 6)}
-            notes = {k: v for k, v in o["notes"].items() if k != "fullgraph_why"}
-            course_tools.bench(f"{kind}, batch {b}", cfg.impl, o[col], steps_in * step_bytes(b, o["n_params"]),
-                               steps_in * step_flops(b), peer=True, batch=b, kind=kind, steps=steps_in,
-                               compile_s=o["compile_s"], **cfg.fields(), **plot, **notes)
-    counts = {k: sum(o["kind"] == k for o in outcomes) for k in ("timed", "failed", "pruned", "not reached")}
-    print(f"\nbatch {b}: grid of {len(GRID)} configurations, {len(outcomes)} asked for, {counts['timed']} timed, "
-          f"{counts['failed']} failed their check, {counts['pruned']} pruned, {counts['not reached']} not reached "
-          f"(--budget-s {budget_s:g}), in {took_s:.0f} s", flush=True)
-    print("timed, fastest step first:  key, step ms, epoch s, compile s", flush=True)
-    for o in sorted(timed, key=lambda o: o["step_ms"]):
-        print(f"  {o['key']:38s} {o['step_ms']:8.4f} {o['epoch_ms'] / 1e3:7.3f} {o['compile_s']:6.1f}", flush=True)
-    why_steps = {o["notes"]["fullgraph_why"] for o in timed if "fullgraph_why" in o["notes"]}
-    for why in sorted(why_steps):
-        print(f"compile(step, fullgraph=True) refused: {why}", flush=True)
-    # Last, as the end of the output is what the record keeps: what did not run, and why (the
-    # configurations that share a reason on one line).
-    for kind, label in (("failed", "FAILED"), ("pruned", "PRUNED"), ("not reached", "NOT REACHED")):
-        reasons = {}
-        for o in outcomes:
-            if o["kind"] == kind:
-                reasons.setdefault(o["why"], []).append(o["key"])
-        for why, keys in reasons.items():
-            print(f"{label} {', '.join(keys)}: {why}", flush=True)
-
-
-def select_configs(ap, text: str) -> tuple:
-    """--configs: comma-separated keys of GRID or globs over them (bf16-nhwc-*), each matching at least
-    one; run in GRID's order."""
-    names = text.split(",")
-    if any(not name.strip() for name in names):
-        ap.error(f"--configs {text!r}: an empty name; give comma-separated names or globs (see --configs list)")
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        ap.error(f"--configs: {', '.join(repeated)} named more than once")
-    unknown = [name for name in names if not any(fnmatch.fnmatchcase(c.key, name) for c in GRID)]
-    if unknown:
-        ap.error(f"--configs: {', '.join(unknown)} matches no configuration (see --configs list)")
-    return tuple(c for c in GRID if any(fnmatch.fnmatchcase(c.key, name) for name in names))
 
 
 def main():

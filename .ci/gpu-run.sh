@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The course's GPU run: every GPU item on every GPU of this machine, writing the GPU record.
-# Usage: bash .ci/gpu-run.sh [--stale-only] [--phase all|shared|alone] [--per-gpu N] [--limit-s S] [--plan]
+# Usage: bash .ci/gpu-run.sh [--stale-only [--since ISO]] [--phase all|shared|alone] [--per-gpu N] [--limit-s S] [--fill] [--plan]
 #                            [pytest selection, e.g. -k flash]
 # What it does is course/gpu_run.py's docstring: the items that may share a GPU run side by side, pinned
 # to GPUs; then benchmarks and profiler runs, one process per GPU, compared programs on one GPU back to

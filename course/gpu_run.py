@@ -1,6 +1,6 @@
 """The course's GPU run: every GPU item on every GPU of one machine, in as few commands as the items need.
 
-    python -m course.gpu_run [--stale-only] [--phase all|shared|alone] [--per-gpu N] [--limit-s S]
+    python -m course.gpu_run [--stale-only [--since ISO]] [--phase all|shared|alone] [--per-gpu N] [--limit-s S] [--fill]
                              [--out DIR] [pytest selection args such as -k EXPR]
 
 (.ci/gpu-run.sh is the usual way in: it installs carried wheels first.) One invocation is one
@@ -98,6 +98,10 @@ def estimate(item: dict, rec: dict) -> float:
     """Seconds the item is expected to take: its recorded duration, doubled for a benchmark recorded
     before benchmarks were timed in two processes."""
     e = next((e for e in rec["items"].values() if e["id"] == item["id"]), None)
+    if e is None:  # a renamed run (--budget-s 70 became 50): the latest recorded run of its shape
+        shape = re.sub(r"\d+(\.\d+)?", "#", item["id"])
+        e = max((e for e in rec["items"].values() if re.sub(r"\d+(\.\d+)?", "#", e["id"]) == shape),
+                key=lambda e: record.run_info(rec, e).get("started", ""), default=None)
     if e is None:
         return DEFAULT_S["bench" if item["bench"] else "alone" if item["alone"] else "other"]
     d = float(e.get("duration_s", 5.0))
@@ -273,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit-s", type=float, default=float(os.environ.get("GPU_RUN_LIMIT_S", 540)),
                    help="stop starting work after this many seconds (default 540, or GPU_RUN_LIMIT_S)")
     p.add_argument("--out", default=os.environ.get("OUT") or "build/gpu-run", help="the record and log go here")
+    p.add_argument("--fill", action="store_true",
+                   help="alone phase: deal every unit, longest first, and let the time limit stop what does not "
+                        "fit (for a last command: estimates err long, so dealing by them leaves out units that fit)")
     p.add_argument("--plan", action="store_true", help="print the deal and exit without running anything")
     args, pytest_args = p.parse_known_args(argv)
     started = time.time()
@@ -341,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
         if multi and not args.plan:
             ok &= run_slots([Slot("alone-multi", None, multi)], deadline, record_path, work, log, pytest_args, gpus)
             left_s = deadline - time.time()
-        dealt, left = deal([u for u in alone if u.gpus <= 1], gpus, capacity=max(0.0, left_s - 30))
+        dealt, left = deal([u for u in alone if u.gpus <= 1], gpus,
+                           capacity=None if args.fill else max(0.0, left_s - 30))
         for k, d in enumerate(dealt):
             log(f"plan alone-{k + 1} on GPU {k}: " + ", ".join(f"{u.key} (~{u.cost:.0f} s)" for u in d))
         if left:

@@ -43,8 +43,8 @@ def h100_sm() -> str:
         s.text(x + pw / 2, y + 170, "up to 16 resident warps scheduled here", 10, fill=MUTED)
     s.box(40, 466, 300, 34, "Tensor Memory Accelerator (TMA)", PURPLE, size=12)
     s.box(350, 466, 370, 34, "256 KB L1 data cache / shared memory", BLUE, size=12, weight="bold")
-    s.text(380, 532, "Per SM: 65,536 registers, up to 228 KB of the 256 KB as shared memory, up to 64 resident warps.",
-           11, fill=MUTED)
+    s.text(380, 532, "Per SM: 65,536 registers, up to 228 KB of the 256 KB as shared memory, "
+           "up to 64 resident warps.", 11, fill=MUTED)
     s.caption(550, "Datasheet facts: NVIDIA H100 Tensor Core GPU Architecture whitepaper.")
     return s.render()
 
@@ -305,8 +305,7 @@ def sgemm_register_blocking() -> str:
     s = Svg(760, 450, "v5, 2D register blocking: 256 threads each own an 8 x 8 tile of the block's 128 x 128 "
                       "tile of C; for each k a thread loads 8 values of A from a column of As and 8 of B from "
                       "a row of Bs into registers and does their 64 multiply-adds, an outer product")
-    s.text(380, 26, "v5: each thread keeps an 8 x 8 tile of C in registers (BM = BN = 128, BK = 8, TM = TN = 8)",
-           14, weight="bold")
+    s.heading("v5: each thread keeps an 8 x 8 tile of C in registers (BM = BN = 128, BK = 8, TM = TN = 8)", 14)
     # The block tile of C, 128 x 128 drawn 256 px: one thread tile (8 x 8) is 16 px.
     cx, cy, side, bk = 90, 110, 240, 48
     trow, tcol, k = 5, 9, 3
@@ -339,8 +338,8 @@ def sgemm_register_blocking() -> str:
     s.text(rx0 - r - 14, ry0 + 8 * r + 54, "16 loads, 64 multiply-adds", 12, anchor="start", weight="bold")
     s.line(cx + tcol * cell + cell, cy + trow * cell + cell / 2, rx0 - r - 14, ry0 + 4 * r, stroke=STRONG_GREEN,
            arrow=True, dash="4,3")
-    s.text(380, 432, "The block walks K in steps of BK = 8: load As and Bs, __syncthreads(), eight outer "
-           "products, __syncthreads().", 12, fill=MUTED, italic=True)
+    s.caption(432, "The block walks K in steps of BK = 8: load As and Bs, __syncthreads(), eight outer "
+                   "products, __syncthreads().", 12)
     return s.render()
 
 
@@ -349,8 +348,7 @@ def sgemm_warp_tiling() -> str:
                       "warp tiles; a warp covers its tile in four passes of 64 x 16, each pass 32 threads of "
                       "8 x 4 results; per k a thread loads 8 floats of As and 16 of Bs and updates 8 x 16 "
                       "accumulators")
-    s.text(380, 26, "v7: block tile, warp tiles, thread tiles (BM = BN = 128, WM = WN = 64, TM = 8, TN = 4)",
-           14, weight="bold")
+    s.heading("v7: block tile, warp tiles, thread tiles (BM = BN = 128, WM = WN = 64, TM = 8, TN = 4)", 14)
     # Panel 1: the block tile (128 px per 64 elements would be too big: 200 px for 128).
     bx, by, side, strip = 70, 120, 200, 30
     s.text(bx + side / 2, 56, "block: 4 warps (128 threads)", 13, weight="bold")
@@ -410,7 +408,7 @@ def flash_tile_loop() -> str:
                       "registers, 16 per warp; tiles of 64 keys and values stream through two shared-memory "
                       "stages; for each tile every warp updates its running maximum m, running sum l and "
                       "accumulator o, and divides o by l once at the end")
-    s.text(380, 26, "The tile loop of flash v2: Q stays, K and V stream past it", 15, weight="bold")
+    s.heading("The tile loop of flash v2: Q stays, K and V stream past it")
     # Global memory: K and V of one head, tiles of 64 keys.
     gx, gy, tw = 300, 72, 48
     s.text(gx - 10, gy + 18, "K, V in global memory", 12, anchor="end", weight="bold")
@@ -464,8 +462,7 @@ def hopper_pipeline() -> str:
                       "into a ring of four shared-memory stages; two consumer warpgroups wait on full[s], "
                       "issue wgmma from the stage and arrive on empty[s] when done; k-step it uses stage "
                       "it % 4 with phase parity (it / 4) & 1")
-    s.text(380, 26, "The producer/consumer ring: TMA fills stages, wgmma drains them (STAGES = 4)", 15,
-           weight="bold")
+    s.heading("The producer/consumer ring: TMA fills stages, wgmma drains them (STAGES = 4)")
     # Producer.
     s.box(40, 50, 680, 50, "Producer: warpgroup 0 (setmaxnreg.dec to 40); one elected thread",
           ORANGE, size=13, weight="bold", sub=None)
@@ -496,8 +493,8 @@ def hopper_pipeline() -> str:
              "Phases: it = 0-3 use stages 0-3 in phase 0, it = 4-7 the same stages in phase 1, it = 8-11 phase 0 ..."]
     for i, text in enumerate(lines):
         s.text(40, 410 + i * 20, text, 12, anchor="start")
-    s.text(380, 522, "The counter it runs on across tiles, never reset: the same slot and parity sequence "
-           "in the producer and in the consumers.", 12, fill=MUTED, italic=True)
+    s.caption(522, "The counter it runs on across tiles, never reset: the same slot and parity sequence "
+                   "in the producer and in the consumers.", 12)
     return s.render()
 
 
@@ -506,8 +503,7 @@ def reduction_tree() -> str:
                       "eight times in shared memory (thread t < s adds partial[t + s], then a barrier); "
                       "version 3 sums each warp with five shuffle steps (offsets 16, 8, 4, 2, 1, all 32 "
                       "lanes active), writes 8 warp sums to shared memory, and warp 0 shuffles them")
-    s.text(380, 26, "Reducing a block of 256 values: a tree in shared memory, or warp shuffles", 15,
-           weight="bold")
+    s.heading("Reducing a block of 256 values: a tree in shared memory, or warp shuffles")
     # Version 2: the first steps drawn for 16 of the slots, then the table of steps.
     s.text(40, 56, "Version 2: partial[t] += partial[t + s] for t < s, then __syncthreads()", 13,
            anchor="start", weight="bold")
@@ -552,7 +548,7 @@ def reduction_tree() -> str:
            "of the 8 warps", 12, anchor="start")
     s.text(40, 496, "writes warp_sums[warp], one __syncthreads(), then warp 0 shuffles the 8 sums the same way.",
            12, anchor="start")
-    s.text(380, 514, "(exchanges drawn for lanes 0-3 and their partners only)", 12, fill=MUTED, italic=True)
+    s.caption(514, "(exchanges drawn for lanes 0-3 and their partners only)", 12)
     return s.render()
 
 
@@ -560,7 +556,7 @@ def matmul_naive() -> str:
     s = Svg(760, 420, "The naive matrix multiply: the thread at (row, col) reads row `row` of A and column "
                       "`col` of B and writes C[row][col]; a warp is 32 neighbouring columns of one row, so its "
                       "loads of B are 32 consecutive floats and its load of A is one float for all 32 lanes")
-    s.text(380, 26, "matmul_naive: one thread per element of C, blocks of 32 x 8 threads", 15, weight="bold")
+    s.heading("matmul_naive: one thread per element of C, blocks of 32 x 8 threads")
     ax, ay, aw, ah = 60, 160, 180, 150     # A: M x K
     bx, by, bw, bh = 290, 40, 240, 100     # B: K x N
     cx, cy = 290, 160                       # C: M x N
@@ -591,8 +587,7 @@ def matmul_naive() -> str:
            anchor="start")
     s.text(40, 390, "acc += A[row * k + l] * B[l * n + col] for l = 0 .. k - 1;   then C[row * n + col] = acc", 12,
            anchor="start")
-    s.text(380, 412, "Every thread loads 2k floats for 2k operations; neighbours re-read what the others read.", 12,
-           fill=MUTED, italic=True)
+    s.caption(412, "Every thread loads 2k floats for 2k operations; neighbours re-read what the others read.", 12)
     return s.render()
 
 
@@ -600,8 +595,7 @@ def transpose_tile() -> str:
     s = Svg(760, 400, "Transpose through a shared-memory tile: a block reads a 32 x 32 tile of the input row by "
                       "row (coalesced) into tile[j][x], waits at a barrier, and writes the output tile at the "
                       "mirrored position row by row (coalesced), reading the shared tile by columns, tile[x][j]")
-    s.text(380, 26, "Version 2: the transposing happens in shared memory, both global sides walk rows", 15,
-           weight="bold")
+    s.heading("Version 2: the transposing happens in shared memory, both global sides walk rows")
     n, c = 8, 18  # drawn as 8 x 8 cells, each standing for 4 x 4 elements of the 32 x 32 tile
     def tile(x, y, fill, highlight_row=None, highlight_col=None, hl=BLUE):
         s.rect(x, y, n * c, n * c, fill=fill, rx=0, width=1.2)
@@ -631,8 +625,7 @@ def transpose_tile() -> str:
            anchor="start")
     s.text(40, 372, "A warp is one row j of 32 lanes x; in phase 2 it reads column j of the tile: one bank, "
            "32 times.", 12, anchor="start")
-    s.text(380, 392, "Drawn as 8 x 8 cells; each cell stands for 4 x 4 of the tile's 32 x 32 floats.", 12,
-           fill=MUTED, italic=True)
+    s.caption(392, "Drawn as 8 x 8 cells; each cell stands for 4 x 4 of the tile's 32 x 32 floats.", 12)
     return s.render()
 
 
@@ -641,13 +634,13 @@ def attention_three_kernels() -> str:
                       "memory, a kernel masks them in place, the softmax reads S and writes fp32 P, a kernel "
                       "converts P to bf16, and a second batched GEMM reads P and V and writes O; S and P are "
                       "seq x seq per head and go through global memory each time")
-    s.text(380, 26, "Three kernels and two glue kernels: S and P pass between them through global memory", 15,
-           weight="bold")
+    s.heading("Three kernels and two glue kernels: S and P pass between them through global memory")
     y = 70
     s.box(40, y, 130, 50, "Q, K (bf16)", BLUE, size=13, weight="bold")
     steps = [("cuBLAS GEMM", "S = scale * Q K^T"), ("apply_mask", "S = -inf where hidden"),
              ("softmax_block", "P = softmax(S)"), ("to_bf16", "P in bf16"), ("cuBLAS GEMM", "O = P V")]
-    data = [("S (fp32)", ORANGE), ("S (fp32)", ORANGE), ("P (fp32)", ORANGE), ("P (bf16)", ORANGE), ("O (bf16)", GREEN)]
+    data = [("S (fp32)", ORANGE), ("S (fp32)", ORANGE), ("P (fp32)", ORANGE), ("P (bf16)", ORANGE),
+            ("O (bf16)", GREEN)]
     for i, ((kern, what), (d, fill)) in enumerate(zip(steps, data)):
         x = 40 + (i % 3) * 240 if i < 3 else 40 + (4 - i) * 240 + 240
         row = 0 if i < 3 else 1
@@ -673,8 +666,7 @@ def occupancy() -> str:
     s = Svg(760, 420, "How registers per thread limit the blocks of 256 threads on a Hopper SM: its 65,536 "
                       "registers hold 8 blocks at 32 registers a thread, 4 at 64, 2 at 128 and 1 at 255 "
                       "(rounded up to 256); 100 KiB of shared memory per block allows 2 blocks in 228 KiB")
-    s.text(380, 26, "What fits on one Hopper SM: blocks of 256 threads (compute capability 9.0)", 15,
-           weight="bold")
+    s.heading("What fits on one Hopper SM: blocks of 256 threads (compute capability 9.0)")
     x0, width, y = 272, 448, 62
     s.text(x0, y, "register file: 65,536 registers", 12, anchor="start", weight="bold")
     rows = [(32, 8), (64, 4), (128, 2), (255, 1)]
@@ -699,8 +691,8 @@ def occupancy() -> str:
     s.text(380, 362, "A warp's registers are allocated in units of 256 (8 a thread), so r is rounded up to a "
            "multiple of 8;", 12)
     s.text(380, 380, "the threads (2,048), blocks (32) and shared memory limits apply too: the smallest wins.", 12)
-    s.text(380, 404, "Limits from NVIDIA's H100 datasheet and the CUDA Programming Guide's table; "
-           "nothing here is measured.", 12, fill=MUTED, italic=True)
+    s.caption(404, "Limits from NVIDIA's H100 datasheet and the CUDA Programming Guide's table; "
+                   "nothing here is measured.", 12)
     return s.render()
 
 
@@ -709,8 +701,7 @@ def row_column_major() -> str:
                       "i * 3 + j, and column-major with leading dimension 3 as a 3 x 2 matrix, element (i, j) at "
                       "i + j * 3, which is the transpose; so cuBLAS, asked for C^T = B^T A^T with the operands "
                       "swapped, writes row-major C = A B")
-    s.text(380, 26, "The same bytes, two layouts: a row-major matrix read column-major is its transpose", 15,
-           weight="bold")
+    s.heading("The same bytes, two layouts: a row-major matrix read column-major is its transpose")
     bx, by, c = 200, 56, 60
     s.text(bx - 12, by + 26, "memory", 13, anchor="end", weight="bold")
     for k in range(6):
@@ -742,8 +733,7 @@ def grid_stride() -> str:
     s = Svg(760, 330, "A grid-stride loop drawn small: a grid of 2 blocks of 4 threads (stride 8) covers 21 "
                       "elements in three passes; thread t handles elements t, t + 8 and t + 16, and the last "
                       "pass stops at i < n")
-    s.text(380, 26, "v2's grid-stride loop, drawn small: 2 blocks x 4 threads, stride = 8, n = 21", 15,
-           weight="bold")
+    s.heading("v2's grid-stride loop, drawn small: 2 blocks x 4 threads, stride = 8, n = 21")
     n, G, c, x0 = 21, 8, 26, 70
     fills = [BLUE, GREEN]
     for p in range(3):
@@ -766,8 +756,8 @@ def grid_stride() -> str:
     s.text(x0 + 24, 275, "block 0 (threads t0-t3)", 12, anchor="start")
     s.rect(x0 + 220, 262, 16, 16, fill=GREEN, rx=0)
     s.text(x0 + 244, 275, "block 1 (threads t4-t7)", 12, anchor="start")
-    s.text(380, 310, "i starts at blockIdx.x * blockDim.x + threadIdx.x and steps by gridDim.x * blockDim.x: "
-           "each pass is coalesced.", 12, fill=MUTED, italic=True)
+    s.caption(310, "i starts at blockIdx.x * blockDim.x + threadIdx.x and steps by gridDim.x * blockDim.x: "
+                   "each pass is coalesced.", 12)
     return s.render()
 
 
@@ -776,7 +766,7 @@ def histogram_atomics() -> str:
                       "so one of the two increments is lost. Right: privatisation: each block counts into its "
                       "own 256 bins in shared memory with shared-memory atomics, then adds its 256 totals to "
                       "the global histogram with 256 global atomics")
-    s.text(380, 26, "Why bins[v]++ loses counts, and how a histogram avoids contention", 15, weight="bold")
+    s.heading("Why bins[v]++ loses counts, and how a histogram avoids contention")
     # Left: the race, as two columns of steps in time order.
     s.text(40, 60, "bins[v]++ from two threads", 13, anchor="start", weight="bold")
     s.text(110, 84, "thread A", 12, weight="bold")
@@ -810,8 +800,8 @@ def histogram_atomics() -> str:
              "3. __syncthreads(), then 256 atomicAdds", "    of local[b] into bins[b], per block"]
     for i, t in enumerate(steps):
         s.text(x0, 338 + i * 18, t, 12, anchor="start")
-    s.text(380, 424, "Shared-memory atomics are handled in the SM, and only one block's threads contend for "
-           "each copy.", 12, fill=MUTED, italic=True)
+    s.caption(424, "Shared-memory atomics are handled in the SM, and only one block's threads contend for "
+                   "each copy.", 12)
     return s.render()
 
 
@@ -821,7 +811,7 @@ def async_copies() -> str:
                       "and a barrier; with cp.async, each thread's copies bypassing registers with several "
                       "stages in flight; with TMA, one thread handing the whole box to the copy engine and an "
                       "mbarrier counting the bytes")
-    s.text(380, 26, "How a tile reaches shared memory: synchronous, cp.async, TMA", 15, weight="bold")
+    s.heading("How a tile reaches shared memory: synchronous, cp.async, TMA")
     # The tile: 68 x 20 input drawn 3 px per pixel... 204 x 60 is too flat; 2.6 px wide, 6 px tall.
     tx, ty, pw, ph = 40, 80, 2.7, 6
     s.text(tx + 68 * pw / 2, 64, "one tile (kRadius = 2)", 13, weight="bold")
@@ -852,8 +842,7 @@ def async_copies() -> str:
     s.text(380, 374, "Asynchronous copies let a block compute on one tile while the next tiles are on their "
            "way,", 12)
     s.text(380, 392, "instead of waiting at the barrier for its own loads.", 12)
-    s.text(380, 418, "cp.async: compute capability 8.0 and newer; TMA: 9.0 and newer (CUDA C++ Programming Guide).",
-           12, fill=MUTED, italic=True)
+    s.caption(418, "cp.async: compute capability 8.0 and newer; TMA: 9.0 and newer (CUDA C++ Programming Guide).", 12)
     return s.render()
 
 
@@ -862,8 +851,7 @@ def cluster_softmax() -> str:
                       "registers, reduces it to one maximum in its shared memory, and after cluster.sync() "
                       "every block reads all 8 partial maxima through distributed shared memory; the sum is "
                       "combined the same way, then each block writes its own slice")
-    s.text(380, 26, "Softmax over a long row with a cluster of 8 blocks and distributed shared memory", 15,
-           weight="bold")
+    s.heading("Softmax over a long row with a cluster of 8 blocks and distributed shared memory")
     x0, bw = 40, 85
     s.text(x0, 58, "row blockIdx.y, split into 8 contiguous slices", 12, anchor="start", weight="bold")
     for r in range(8):
@@ -890,8 +878,7 @@ def cluster_softmax() -> str:
              "The last barrier is split (barrier_arrive, barrier_wait): no block leaves while others read it."]
     for i, t in enumerate(steps):
         s.text(40, 316 + i * 20, t, 12, anchor="start")
-    s.text(380, 406, "Drawn for block 2; every block reads the 8 partials the same way.", 12, fill=MUTED,
-           italic=True)
+    s.caption(406, "Drawn for block 2; every block reads the 8 partials the same way.", 12)
     return s.render()
 
 
@@ -900,7 +887,7 @@ def grid_sync() -> str:
                       "chunk and writes partials[b]; at grid.sync() every block waits until all have arrived; "
                       "then block 0 adds the partials in block order and writes out, and the other blocks "
                       "return")
-    s.text(380, 26, "One launch, one grid barrier: reduce_grid_sync", 15, weight="bold")
+    s.heading("One launch, one grid barrier: reduce_grid_sync")
     nb, x0, bw = 6, 40, 114
     s.text(x0, 58, "phase 1: block b sums its chunk, thread 0 writes partials[b]", 12, anchor="start",
            weight="bold")
@@ -924,8 +911,7 @@ def grid_sync() -> str:
            "GPU together", 12, anchor="start")
     s.text(40, 362, "(blocks per SM x SMs): a block still waiting for an SM could never reach the barrier.", 12,
            anchor="start")
-    s.text(380, 388, "Drawn with six blocks; B is the grid's size, chosen from the kernel's occupancy.", 12,
-           fill=MUTED, italic=True)
+    s.caption(388, "Drawn with six blocks; B is the grid's size, chosen from the kernel's occupancy.", 12)
     return s.render()
 
 
@@ -935,7 +921,7 @@ def timing_ways() -> str:
                       "also includes loading the kernel's code and cold caches; a warm synchronised timing adds "
                       "launch latency and the time for the host to notice completion; two CUDA events bracket "
                       "the kernel on the GPU's own timeline")
-    s.text(380, 26, "What each way of timing measures (schematic, not to scale)", 15, weight="bold")
+    s.heading("What each way of timing measures (schematic, not to scale)")
     L, R = 170, 730
     def lane(y, name):
         s.text(40, y + 18, name, 13, anchor="start", weight="bold")
@@ -963,8 +949,7 @@ def timing_ways() -> str:
         s.line(a, y + 10, a, y + 22, stroke=colour, width=2)
         s.line(b, y + 10, b, y + 22, stroke=colour, width=2)
         s.text(a, y + 36, what, 12, anchor="start")
-    s.text(380, 408, "In 3 the load-code box is gone (warm), but the host's share remains around the kernel.",
-           12, fill=MUTED, italic=True)
+    s.caption(408, "In 3 the load-code box is gone (warm), but the host's share remains around the kernel.", 12)
     return s.render()
 
 
@@ -973,7 +958,7 @@ def unified_memory() -> str:
                       "first writes place the pages in host memory; a kernel touching them faults, and the driver "
                       "migrates the pages to device memory while the faulting warps wait; when the host reads "
                       "them again they migrate back; cudaMemPrefetchAsync moves a range ahead in large transfers")
-    s.text(380, 26, "Managed memory on Linux: pages move on demand, one fault at a time", 15, weight="bold")
+    s.heading("Managed memory on Linux: pages move on demand, one fault at a time")
     s.box(40, 50, 680, 30, "1. cudaMallocManaged: one range of virtual addresses, no physical pages yet", GREY,
           size=12)
     s.rect(40, 100, 300, 190, fill="#f7f9fc", width=1.2)
@@ -999,8 +984,7 @@ def unified_memory() -> str:
     s.rect(40, 310, 680, 46, fill=ORANGE, width=1.0)
     s.text(380, 329, "cudaMemPrefetchAsync(ptr, bytes, location, flags, stream) moves a range before it is", 12)
     s.text(380, 347, "needed, in large transfers, instead of fault by fault inside the kernel.", 12)
-    s.text(380, 386, "Windows, WSL and some Tegra devices have no on-demand migration: see the note on the page.",
-           12, fill=MUTED, italic=True)
+    s.caption(386, "Windows, WSL and some Tegra devices have no on-demand migration: see the note on the page.", 12)
     return s.render()
 
 
@@ -1008,7 +992,7 @@ def loop_order() -> str:
     s = Svg(760, 360, "Loop order on the CPU: in ijk the inner loop walks down a column of B, one float from each "
                       "row, so each cache line fetched delivers one useful float; in ikj the inner loop walks "
                       "along a row of B and a row of C, so every float of each cache line is used")
-    s.text(380, 26, "The inner loop's walk through B, stored row-major", 15, weight="bold")
+    s.heading("The inner loop's walk through B, stored row-major")
     def matrix(x, y, walk_row, title, verdict, colour):
         n, c = 12, 16
         s.text(x + n * c / 2, y - 12, title, 13, weight="bold")
@@ -1028,8 +1012,7 @@ def loop_order() -> str:
     matrix(470, 70, True, "ikj: inner loop over j", "every float of each cache line used", STRONG_GREEN)
     s.text(176, 312, "B[k * N + j], k = 0, 1, 2 ...: N floats apart", 12)
     s.text(566, 312, "B[k * N + j] and C[i * N + j], j = 0, 1, 2 ...", 12)
-    s.text(380, 346, "The same arithmetic in both; only the order in which memory is walked differs.", 12,
-           fill=MUTED, italic=True)
+    s.caption(346, "The same arithmetic in both; only the order in which memory is walked differs.", 12)
     return s.render()
 
 
@@ -1038,7 +1021,7 @@ def l2_persistence() -> str:
                       "without a set-aside the streaming data evicts the table from L2 and its reads go to "
                       "DRAM; with part of L2 set aside and an access policy window marking the table's "
                       "accesses persisting, the table stays in L2")
-    s.text(380, 26, "Keeping a hot table in L2 while a large array streams past", 15, weight="bold")
+    s.heading("Keeping a hot table in L2 while a large array streams past")
     def panel(x, title, set_aside):
         s.text(x + 160, 58, title, 13, weight="bold")
         s.rect(x, 70, 320, 90, fill="#f7f9fc", width=1.2)
@@ -1071,8 +1054,8 @@ def l2_persistence() -> str:
     s.text(40, 308, "cudaAccessPolicyWindow { base_ptr = table, num_bytes, hitRatio, hitProp = persisting }: "
            "per launch", 12, anchor="start")
     s.text(40, 326, "cudaCtxResetPersistingL2Cache(): persisting lines back to normal", 12, anchor="start")
-    s.text(380, 362, "Available from compute capability 8.0; disabled in MIG mode (CUDA C++ Programming Guide 13.0).",
-           12, fill=MUTED, italic=True)
+    s.caption(362, "Available from compute capability 8.0; disabled in MIG mode "
+                   "(CUDA C++ Programming Guide 13.0).", 12)
     return s.render()
 
 
@@ -1082,8 +1065,7 @@ def flash_backward() -> str:
                       "query tiles of 64 rows stream through with Q, dO, the logsumexp and delta; per tile each "
                       "warp recomputes P transposed, adds P^T dO to dV and dS^T Q to dK, and the block adds "
                       "dS K to an fp32 dQ buffer with atomicAdd")
-    s.text(380, 26, "Backward v2: the keys stay, the queries stream (transposed to the forward)", 15,
-           weight="bold")
+    s.heading("Backward v2: the keys stay, the queries stream (transposed to the forward)")
     # Query tiles streaming.
     s.text(40, 60, "query tiles of kV2Rows = 64: Q, dO, logsumexp L, delta", 12, anchor="start", weight="bold")
     for i in range(6):
@@ -1111,15 +1093,15 @@ def flash_backward() -> str:
     s.text(380, 368, "(other blocks add their keys' parts); a last kernel scales it and rounds to bf16", 12)
     s.text(380, 410, "P and dS are rounded to bf16 before their products; a fully masked row (L = +inf) gives P = 0.",
            12)
-    s.text(380, 440, "o: element-wise product. Tiles wholly before the block's first key are skipped under a "
-           "causal mask.", 12, fill=MUTED, italic=True)
+    s.caption(440, "o: element-wise product. Tiles wholly before the block's first key are skipped under a "
+                   "causal mask.", 12)
     return s.render()
 
 
 def attention_shapes() -> str:
     s = Svg(760, 330, "The shapes of one attention head: Q, K and V are N x d; the scores S = Q K^T / sqrt(d) "
                       "and the probabilities P = softmax(S) are N x N; the output O = P V is N x d again")
-    s.text(380, 26, "One head: the inputs and output are N x d, the scores in between N x N", 15, weight="bold")
+    s.heading("One head: the inputs and output are N x d, the scores in between N x N")
     y, d, N = 70, 36, 150   # drawn widths: d columns, N rows
     def mat(x, w, h, name, sub, fill):
         s.rect(x, y, w, h, fill=fill, rx=0, width=1.2)
@@ -1134,8 +1116,8 @@ def attention_shapes() -> str:
     mat(490, N, N, "P = softmax(S)", "N x N, softmax of each row", ORANGE)
     s.text(660, y + N / 2 + 5, "x V", 14)
     mat(690, d, N, "O = P V", "N x d", GREEN)
-    s.text(380, 300, "Doubling N doubles Q, K, V and O but quadruples S and P: the fused kernels never store "
-           "them.", 12, fill=MUTED, italic=True)
+    s.caption(300, "Doubling N doubles Q, K, V and O but quadruples S and P: the fused kernels never store "
+                   "them.", 12)
     return s.render()
 
 
@@ -1144,8 +1126,7 @@ def profiling_tools() -> str:
                       "NVTX ranges, the CPU thread's API calls and the GPU's copies, kernels and gaps; Nsight "
                       "Compute takes one kernel launch from it and reports its throughputs against the peaks "
                       "(speed of light), its occupancy and where its warps stall")
-    s.text(380, 26, "Timeline first (Nsight Systems), then one kernel in depth (Nsight Compute)", 15,
-           weight="bold")
+    s.heading("Timeline first (Nsight Systems), then one kernel in depth (Nsight Compute)")
     s.rect(30, 44, 700, 168, fill="#f7f9fc", width=1.2)
     s.text(44, 64, "nsys: the whole program, one timeline (schematic)", 13, anchor="start", weight="bold")
     lanes = [("NVTX", 80), ("CPU thread", 116), ("GPU", 152)]
@@ -1181,7 +1162,7 @@ def host_device_copies() -> str:
                       "into a pinned staging buffer and the GPU's copy engine reads that; from pinned memory the "
                       "copy engine reads directly across PCIe; a device-to-device copy reads and writes device "
                       "memory, so it moves twice the buffer's size")
-    s.text(380, 26, "Pageable, pinned and device-to-device copies", 15, weight="bold")
+    s.heading("Pageable, pinned and device-to-device copies")
     s.rect(30, 50, 300, 250, fill="#f7f9fc", width=1.2)
     s.text(180, 70, "host (CPU memory)", 13, weight="bold")
     s.rect(430, 50, 300, 250, fill="#f7f9fc", width=1.2)
@@ -1202,8 +1183,7 @@ def host_device_copies() -> str:
     s.text(644, 210, "read + write", 12, anchor="end")
     s.text(380, 326, "A device-to-device copy of B bytes moves 2 x B bytes through device memory: the copy "
            "bandwidth counts both.", 12)
-    s.text(380, 346, "Pinned memory is also what asynchronous copies need; pin what you transfer often.", 12,
-           fill=MUTED, italic=True)
+    s.caption(346, "Pinned memory is also what asynchronous copies need; pin what you transfer often.", 12)
     return s.render()
 
 
@@ -1212,8 +1192,7 @@ def fat_binary() -> str:
                       "for compute_90: a Turing GPU (7.5) runs the sm_75 SASS, an A100 (8.0) and an 8.6 or 8.9 "
                       "GPU the sm_80 SASS, an H100 (9.0) the sm_90 SASS, and a Blackwell GPU (10.0 or 12.0) "
                       "JIT-compiles the compute_90 PTX")
-    s.text(380, 26, "One fat binary, many GPUs: matching SASS, or else the newest PTX, JIT-compiled", 15,
-           weight="bold")
+    s.heading("One fat binary, many GPUs: matching SASS, or else the newest PTX, JIT-compiled")
     s.rect(30, 50, 250, 270, fill="#f7f9fc", width=1.2)
     s.text(155, 70, "the binary", 13, weight="bold")
     images = [("SASS sm_75", BLUE, 86), ("SASS sm_80", BLUE, 146), ("SASS sm_90", BLUE, 206),
@@ -1239,8 +1218,7 @@ def kernels_from_python() -> str:
                       "by the C++ programs, which nvcc compiles, and compiled at run time by NVRTC through CuPy "
                       "in the Python program; cupy.from_dlpack gives CuPy a view of a PyTorch tensor's memory, "
                       "so the course's kernels and PyTorch's work on the same bytes, timed the same way")
-    s.text(380, 26, "The chapter's kernels inside a PyTorch process: the same files, the same tensors", 15,
-           weight="bold")
+    s.heading("The chapter's kernels inside a PyTorch process: the same files, the same tensors")
     s.rect(40, 60, 220, 60, fill=BLUE)
     s.text(150, 85, "transpose.cuh, reduction.cuh,", 12)
     s.text(150, 103, "softmax.cuh (include nothing)", 12)
@@ -1258,8 +1236,8 @@ def kernels_from_python() -> str:
     s.line(498, 226, 462, 226, arrow=True)
     s.text(380, 270, "cupy.from_dlpack: a view, no copy", 12)
     s.line(410, 138, 160, 204, arrow=True, dash="4,3")
-    s.text(380, 318, "All timed the same way, beside a copy of the same bytes; each PyTorch configuration is "
-           "checked first.", 12, fill=MUTED, italic=True)
+    s.caption(318, "All timed the same way, beside a copy of the same bytes; each PyTorch configuration is "
+                   "checked first.", 12)
     return s.render()
 
 
@@ -1268,7 +1246,7 @@ def scan_and_cub() -> str:
                       "31; the running sums 3 4 8 9 14 23 25 31; and the same shifted right with a leading 0. "
                       "Bottom: CUB's two-phase call: first with a null temporary pointer, which only writes "
                       "the scratch size, then allocate, then the same call again to do the work")
-    s.text(380, 26, "Reduce and scan, and CUB's two-phase call", 15, weight="bold")
+    s.heading("Reduce and scan, and CUB's two-phase call")
     x = [3, 1, 4, 1, 5, 9, 2, 6]
     inc = [sum(x[:i + 1]) for i in range(8)]
     exc = [0] + inc[:-1]
@@ -1292,8 +1270,7 @@ def scan_and_cub() -> str:
         if i:
             s.line(x0 - 18, 255, x0 - 2, 255, arrow=True)
     s.text(380, 318, "Thrust does the same work in one call, and allocates the scratch itself each time.", 12)
-    s.text(380, 344, "A radix sort is a few passes, each a histogram, a scan of it and a scatter.", 12,
-           fill=MUTED, italic=True)
+    s.caption(344, "A radix sort is a few passes, each a histogram, a scan of it and a scatter.", 12)
     return s.render()
 
 
@@ -1301,7 +1278,7 @@ def number_formats() -> str:
     s = Svg(760, 350, "The bit layouts of the formats, one box per bit: fp32 has 1 sign, 8 exponent and 23 "
                       "fraction bits; tf32 1, 8 and 10 (stored as fp32, the low 13 fraction bits ignored); fp16 "
                       "1, 5 and 10; bf16 1, 8 and 7; fp8 e4m3 1, 4 and 3; fp8 e5m2 1, 5 and 2")
-    s.text(380, 26, "Sign, exponent and fraction bits of each format", 15, weight="bold")
+    s.heading("Sign, exponent and fraction bits of each format")
     formats = [("fp32", 8, 23, 0), ("tf32", 8, 10, 13), ("fp16", 5, 10, 0), ("bf16", 8, 7, 0),
                ("fp8 e4m3", 4, 3, 0), ("fp8 e5m2", 5, 2, 0)]
     x0, c = 186, 17
@@ -1317,8 +1294,8 @@ def number_formats() -> str:
                                        (GREY, "tf32: stored, ignored"))):
         s.rect(30 + i * 180, y, 16, 16, fill=fill, rx=1, width=0.6)
         s.text(30 + i * 180 + 24, y + 13, label, 12, anchor="start")
-    s.text(380, 336, "bf16 keeps fp32's 8 exponent bits; fp16, the same size, has 3 fewer exponent bits "
-           "and 3 more fraction bits.", 12, fill=MUTED, italic=True)
+    s.caption(336, "bf16 keeps fp32's 8 exponent bits; fp16, the same size, has 3 fewer exponent bits "
+                   "and 3 more fraction bits.", 12)
     return s.render()
 
 
@@ -1337,8 +1314,7 @@ def chapter_map() -> str:
                       "Matmul and FFT; that leads to Attention, to Triton (then PyTorch extensions) and, with "
                       "the libraries and the extensions, to the MNIST final project; the ecosystem map and "
                       "the C/C++ refresher are optional")
-    s.text(380, 26, "The chapters: an arrow leads to a chapter that builds on the one it starts from", 14,
-           weight="bold")
+    s.heading("The chapters: an arrow leads to a chapter that builds on the one it starts from", 14)
     W, H, x0, gap, y0, vgap = 156, 50, 26, 30, 60, 40
     def pos(key):
         _, c, r = CHAPTERS[key]

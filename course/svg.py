@@ -62,9 +62,9 @@ class Svg:
         """The figure's heading, bold and centred at the top."""
         self.text(self.w / 2, 26, s, size, weight="bold")
 
-    def caption(self, y, s):
+    def caption(self, y, s, size=11):
         """The figure's closing note: small, muted, italic and centred."""
-        self.text(self.w / 2, y, s, 11, fill=MUTED, italic=True)
+        self.text(self.w / 2, y, s, size, fill=MUTED, italic=True)
 
     def box(self, x, y, w, h, label, fill=GREY, size=12, weight="normal", sub=None):
         self.rect(x, y, w, h, fill)

@@ -89,8 +89,8 @@ def thread_hierarchy() -> str:
     s.rect(205, 64, 170, 82, fill=CARD, width=1.2)
     for w in range(4):
         s.box(212, 70 + w * 18, 156, 15, f"warp {w}", GREEN, size=10)
-    s.text(290, 164, "shares shared memory, can", 11, fill=MUTED)
-    s.text(290, 178, "__syncthreads()", 11, fill=MUTED)
+    s.lines(290, 164, ["shares shared memory, can",
+                       "__syncthreads()"], 14, 11, fill=MUTED)
     s.line(380, 100, 415, 100, arrow=True)
     # A grid: 3 x 2 blocks.
     s.text(560, 56, "grid = every block of one launch", 12, weight="bold")
@@ -132,17 +132,17 @@ def grid_over_matrix() -> str:
     s.items[-1] = s.items[-1].replace("<text ", f'<text transform="rotate(-90 {ox - 14} {oy + rows * cell / 2})" ')
     s.items[-1] = s.items[-1].replace('text-anchor="end"', 'text-anchor="middle"')
     lx = ox + gx * b * cell + 30
-    s.text(lx, 80, "gridDim = (5, 4): ceil(70/16), ceil(50/16)", 12, anchor="start")
-    s.text(lx, 100, "blockDim = (16, 16)", 12, anchor="start")
+    s.lines(lx, 80, ["gridDim = (5, 4): ceil(70/16), ceil(50/16)",
+                     "blockDim = (16, 16)"], 20, anchor="start")
     s.rect(lx, 120, 16, 16, fill=BLUE, rx=0)
     s.text(lx + 24, 133, "block wholly inside the matrix", 12, anchor="start")
     s.rect(lx, 146, 16, 16, fill=ORANGE, rx=0)
     s.text(lx + 24, 159, "boundary block: partly outside", 12, anchor="start")
-    s.text(lx, 196, "col = blockIdx.x * blockDim.x + threadIdx.x", 11, anchor="start", fill=INK)
-    s.text(lx, 214, "row = blockIdx.y * blockDim.y + threadIdx.y", 11, anchor="start", fill=INK)
+    s.lines(lx, 196, ["col = blockIdx.x * blockDim.x + threadIdx.x",
+                      "row = blockIdx.y * blockDim.y + threadIdx.y"], 18, 11, anchor="start", fill=INK)
     s.text(lx, 238, "if (row < rows && col < cols) { ... }", 11, anchor="start", weight="bold")
-    s.text(lx, 256, "keeps the outside threads from", 11, anchor="start", fill=MUTED)
-    s.text(lx, 272, "reading or writing past the edge", 11, anchor="start", fill=MUTED)
+    s.lines(lx, 256, ["keeps the outside threads from",
+                      "reading or writing past the edge"], 16, 11, anchor="start", fill=MUTED)
     s.caption(380, "80 x 64 threads are launched for 70 x 50 elements: the orange blocks' threads past "
                "the red edge must skip their work.")
     return s.render()
@@ -251,10 +251,10 @@ def matmul_tiling() -> str:
     s.line(ax + aw, ay + row * t + t / 2, cx + col * t - 2, cy + row * t + t / 2, stroke=STRONG_BLUE, arrow=True)
     s.line(bx + col * t + t / 2, by + bh, bx + col * t + t / 2, cy + row * t - 2, stroke="#b36b1f", arrow=True)
     s.text(580, 150, "for each k:", 12, anchor="start", weight="bold")
-    s.text(580, 168, "load both tiles to shared", 11, anchor="start")
-    s.text(580, 184, "__syncthreads()", 11, anchor="start")
-    s.text(580, 200, "C tile += A tile x B tile", 11, anchor="start")
-    s.text(580, 216, "__syncthreads()", 11, anchor="start")
+    s.lines(580, 168, ["load both tiles to shared",
+                       "__syncthreads()",
+                       "C tile += A tile x B tile",
+                       "__syncthreads()"], 16, 11, anchor="start")
     s.caption(428, "A block reads each element of its strips of A and B from global memory once; its threads "
                "then reuse it from shared memory.")
     return s.render()
@@ -277,8 +277,8 @@ def online_softmax() -> str:
         s.line(x + 100, 110, x + 100, 142, arrow=True)
         s.rect(x, 146, 200, 108, fill=GREEN if i else GREY, width=1.2)
         s.text(x + 100, 166, f"after chunk {i + 1}", 12, weight="bold")
-        s.text(x + 100, 190, "m' = max(m, max of chunk)", 11)
-        s.text(x + 100, 210, "d' = d * exp(m - m')", 11)
+        s.lines(x + 100, 190, ["m' = max(m, max of chunk)",
+                               "d' = d * exp(m - m')"], 20, 11)
         s.text(x + 100, 228, "+ sum of exp(x - m') over chunk", 11)
         s.text(x + 100, 246, "(start: m = -inf, d = 0)" if i == 0 else "(rescale only if m grew)", 10, fill=MUTED)
         if i < 2:
@@ -365,8 +365,8 @@ def sgemm_warp_tiling() -> str:
                stroke=STRONG_GREEN if w == 1 else INK)
         s.text(bx + wc * side / 2 + side / 4, by + wr * side / 2 + side / 4 + 4, f"warp {w}", 12)
         s.text(bx + wc * side / 2 + side / 4, by + wr * side / 2 + side / 4 + 20, f"({wr}, {wc})", 12)
-    s.text(bx + side / 2, by + side + 18, "(wrow, wcol) = (warp / 2, warp % 2)", 12)
-    s.text(bx + side / 2, by + side + 36, "As: BK x BM (k-major), BK = 16", 12)
+    s.lines(bx + side / 2, by + side + 18, ["(wrow, wcol) = (warp / 2, warp % 2)",
+                                            "As: BK x BM (k-major), BK = 16"])
     # Panel 2: warp 1's tile, 64 x 64 drawn 224 px: WNI = 4 passes of 64 x 16, 8 x 4 thread blocks each.
     wx, wy, ws = 330, 120, 224
     s.text(wx + ws / 2, 56, "warp tile 64 x 64: 4 passes", 13, weight="bold")
@@ -378,8 +378,8 @@ def sgemm_warp_tiling() -> str:
         _grid(s, wx + wn * pw, wy, pw, ws, 4, 8)
         s.rect(wx + wn * pw + 1 * pw / 4, wy + 2 * ws / 8, pw / 4, ws / 8, fill=PURPLE, stroke=INK, width=2, rx=0)
         s.text(wx + wn * pw + pw / 2, wy - 8, f"wn = {wn}", 12)
-    s.text(wx + ws / 2, wy + ws + 18, "a pass: 64 x 16, 8 x 4 lanes of 8 x 4 each", 12)
-    s.text(wx + ws / 2, wy + ws + 36, "lane 9: trow = 9 / 4 = 2, tcol = 9 % 4 = 1", 12)
+    s.lines(wx + ws / 2, wy + ws + 18, ["a pass: 64 x 16, 8 x 4 lanes of 8 x 4 each",
+                                        "lane 9: trow = 9 / 4 = 2, tcol = 9 % 4 = 1"])
     # Panel 3: lane 9's registers for one k.
     tx, ty, c = 614, 150, 7
     s.text(680, 56, "lane 9, one k", 13, weight="bold")
@@ -390,14 +390,14 @@ def sgemm_warp_tiling() -> str:
     s.text(tx - c - 12, ty + 4 * c + 4, "a_reg[8]", 12, anchor="end")
     s.rect(tx, ty, 16 * c, 8 * c, fill=PURPLE, rx=0)
     _grid(s, tx, ty, 16 * c, 8 * c, 4, 1, stroke=INK, width=1)
-    s.text(tx + 8 * c, ty + 8 * c + 18, "acc[8][16]", 12)
-    s.text(tx + 8 * c, ty + 8 * c + 34, "128 results", 12)
+    s.lines(tx + 8 * c, ty + 8 * c + 18, ["acc[8][16]",
+                                          "128 results"], 16)
     s.text(tx + 8 * c, ty + 8 * c + 50, "24 loads, 128 FMAs", 12, weight="bold")
     # The reads, in the kernel's own indices.
     y0 = 406
-    s.text(30, y0, "a_reg[i] = As[k * BM + wrow * WM + trow * TM + i]     (two float4 loads)", 12, anchor="start")
-    s.text(30, y0 + 20, "b_reg[wn * TN + j] = Bs[k * BN + wcol * WN + wn * 16 + tcol * TN + j]     "
-           "(a float4 a pass)", 12, anchor="start")
+    s.lines(30, y0, ["a_reg[i] = As[k * BM + wrow * WM + trow * TM + i]     (two float4 loads)",
+                     "b_reg[wn * TN + j] = Bs[k * BN + wcol * WN + wn * 16 + tcol * TN + j]     "
+                     "(a float4 a pass)"], 20, anchor="start")
     s.text(380, y0 + 52, "A warp's lanes read As 8 floats apart and Bs 4 apart; equal addresses are broadcast.",
            12, fill=MUTED, italic=True)
     return s.render()
@@ -433,8 +433,8 @@ def flash_tile_loop() -> str:
     s.text(qx + 95, qy - 22, "block: 64 query rows", 13, weight="bold")
     for w in range(4):
         s.box(qx, qy + w * 40, 190, 34, f"warp {w}: Q rows {16 * w}-{16 * w + 15}", BLUE, size=12)
-    s.text(qx + 95, qy + 178, "Q loaded once into registers", 12)
-    s.text(qx + 95, qy + 194, "(the mma's A-operand layout)", 12)
+    s.lines(qx + 95, qy + 178, ["Q loaded once into registers",
+                                "(the mma's A-operand layout)"], 16)
     # The update per tile, for one warp's 16 rows.
     ux, uy = 290, 268
     s.rect(ux, uy, 450, 140, fill=GREEN, width=1.2)
@@ -444,8 +444,7 @@ def flash_tile_loop() -> str:
              "P = exp2(S - m');  l = alpha * l + row sum of P",
              "o = alpha * o + P V   (P stays in registers)",
              "m = m'; then wait for tile n + 1"]
-    for i, text in enumerate(steps):
-        s.text(ux + 24, uy + 44 + i * 20, f"{i + 1}. {text}", 12, anchor="start")
+    s.lines(ux + 24, uy + 44, [f"{i + 1}. {text}" for i, text in enumerate(steps)], 20, anchor="start")
     s.line(qx + 190, qy + 60, ux - 2, uy + 40, stroke=STRONG_BLUE, arrow=True)
     s.line(sx + 85, sy + 70, sx + 85, uy - 2, arrow=True)
     s.rect(40, 420, 700, 30, fill=ORANGE, width=1.0)
@@ -491,8 +490,7 @@ def hopper_pipeline() -> str:
              "setmaxnreg.inc to 232: the 64 x 256 fp32 accumulator is 128 registers a thread.",
              "Arrivals expected: full[s] 1 (the producer) plus the TMA's 48 KiB; empty[s] 8 (one per consumer warp).",
              "Phases: it = 0-3 use stages 0-3 in phase 0, it = 4-7 the same stages in phase 1, it = 8-11 phase 0 ..."]
-    for i, text in enumerate(lines):
-        s.text(40, 410 + i * 20, text, 12, anchor="start")
+    s.lines(40, 410, lines, 20, anchor="start")
     s.caption(522, "The counter it runs on across tiles, never reset: the same slot and parity sequence "
                    "in the producer and in the consumers.", 12)
     return s.render()
@@ -522,10 +520,10 @@ def reduction_tree() -> str:
             for t in range(active):
                 s.line(x0 + (t + active) * cw + (cw - 4) / 2, y - 13, x0 + t * cw + (cw - 4) / 2 + 3, y - 1,
                        stroke=STRONG_GREEN, width=0.9)
-    s.text(40, 270, "drawn for 16 slots; with 256: s = 128, 64, 32, 16, 8, 4, 2, 1, eight steps, each "
-           "ending at a barrier,", 12, anchor="start")
-    s.text(40, 288, "and the active threads halve each step (from s = 16 down, fewer than a warp's 32 "
-           "are busy)", 12, anchor="start")
+    s.lines(40, 270, ["drawn for 16 slots; with 256: s = 128, 64, 32, 16, 8, 4, 2, 1, eight steps, each "
+                      "ending at a barrier,",
+                      "and the active threads halve each step (from s = 16 down, fewer than a warp's 32 "
+                      "are busy)"], anchor="start")
     # Version 3: warp shuffles (xor butterfly over 32 lanes), then warp 0 over the 8 warp sums.
     s.text(40, 328, "Version 3: v += __shfl_xor_sync(0xffffffff, v, offset), offset = 16, 8, 4, 2, 1", 13,
            anchor="start", weight="bold")
@@ -544,10 +542,10 @@ def reduction_tree() -> str:
     for lane in range(32):
         s.rect(lx + lane * lw, y, lw - 4, 18, fill=PURPLE, rx=2, width=0.6)
     s.text(lx + 32 * lw + 4, y + 14, "... 4, 2, 1", 12, anchor="start")
-    s.text(40, 478, "Every lane of every step is active: after 5 steps each lane holds its warp's sum. Lane 0 "
-           "of the 8 warps", 12, anchor="start")
-    s.text(40, 496, "writes warp_sums[warp], one __syncthreads(), then warp 0 shuffles the 8 sums the same way.",
-           12, anchor="start")
+    s.lines(40, 478, ["Every lane of every step is active: after 5 steps each lane holds its warp's sum. Lane 0 "
+                      "of the 8 warps",
+                      "writes warp_sums[warp], one __syncthreads(), then warp 0 shuffles the 8 sums the same way."],
+            anchor="start")
     s.caption(514, "(exchanges drawn for lanes 0-3 and their partners only)", 12)
     return s.render()
 
@@ -576,17 +574,16 @@ def matmul_naive() -> str:
     s.line(bx + col_x + 11, by + bh + 4, bx + col_x + 11, cy + row_y - 4, stroke="#b36b1f", arrow=True)
     tx = 560
     s.text(tx, 190, "a warp: threadIdx.x 0-31", 12, anchor="start", weight="bold")
-    s.text(tx, 208, "32 neighbouring columns", 12, anchor="start")
-    s.text(tx, 224, "of one row of C", 12, anchor="start")
+    s.lines(tx, 208, ["32 neighbouring columns",
+                      "of one row of C"], 16, anchor="start")
     s.text(tx, 250, "at each step l it loads", 12, anchor="start", weight="bold")
-    s.text(tx, 268, "A[row * k + l]: one float,", 12, anchor="start")
-    s.text(tx, 284, "the same for all 32 lanes", 12, anchor="start")
-    s.text(tx, 302, "B[l * n + col]: 32", 12, anchor="start")
-    s.text(tx, 318, "consecutive floats (coalesced)", 12, anchor="start")
-    s.text(40, 370, "col = blockIdx.x * blockDim.x + threadIdx.x;   row = blockIdx.y * blockDim.y + threadIdx.y", 12,
-           anchor="start")
-    s.text(40, 390, "acc += A[row * k + l] * B[l * n + col] for l = 0 .. k - 1;   then C[row * n + col] = acc", 12,
-           anchor="start")
+    s.lines(tx, 268, ["A[row * k + l]: one float,",
+                      "the same for all 32 lanes"], 16, anchor="start")
+    s.lines(tx, 302, ["B[l * n + col]: 32",
+                      "consecutive floats (coalesced)"], 16, anchor="start")
+    s.lines(40, 370, ["col = blockIdx.x * blockDim.x + threadIdx.x;   row = blockIdx.y * blockDim.y + threadIdx.y",
+                      "acc += A[row * k + l] * B[l * n + col] for l = 0 .. k - 1;   then C[row * n + col] = acc"],
+            20, anchor="start")
     s.caption(412, "Every thread loads 2k floats for 2k operations; neighbours re-read what the others read.", 12)
     return s.render()
 
@@ -610,8 +607,8 @@ def transpose_tile() -> str:
     tile(300, 90, PURPLE, highlight_col=2, hl=ORANGE)
     s.rect(300, 90 + 2 * c, n * c, c, fill="none", stroke=STRONG_BLUE, width=2, rx=0)
     s.text(300 + n * c / 2, 76, "__shared__ float tile[32][32]", 13, weight="bold")
-    s.text(300 + n * c / 2, 90 + n * c + 20, "written as tile[j][x] (a row),", 12)
-    s.text(300 + n * c / 2, 90 + n * c + 36, "read as tile[x][j] (a column)", 12)
+    s.lines(300 + n * c / 2, 90 + n * c + 20, ["written as tile[j][x] (a row),",
+                                               "read as tile[x][j] (a column)"], 16)
     tile(560, 90, GREY, highlight_row=2, hl=ORANGE)
     s.text(560 + n * c / 2, 76, "output tile of B", 13, weight="bold")
     s.text(560 + n * c / 2, 90 + n * c + 20, "rows c0 + j, columns r0 + x", 12)
@@ -621,10 +618,9 @@ def transpose_tile() -> str:
     s.line(300 + 2.5 * c, 90 + n * c + 60, 560 + n * c / 2, 90 + n * c + 60, stroke="#b36b1f")
     s.line(560 + n * c / 2, 90 + n * c + 60, 560 + n * c / 2, 90 + n * c + 28, stroke="#b36b1f", arrow=True)
     s.text(470, 90 + n * c + 76, "write column as a row", 12)
-    s.text(40, 352, "__syncthreads() between the two phases: every element is in the tile before any is read.", 12,
-           anchor="start")
-    s.text(40, 372, "A warp is one row j of 32 lanes x; in phase 2 it reads column j of the tile: one bank, "
-           "32 times.", 12, anchor="start")
+    s.lines(40, 352, ["__syncthreads() between the two phases: every element is in the tile before any is read.",
+                      "A warp is one row j of 32 lanes x; in phase 2 it reads column j of the tile: one bank, "
+                      "32 times."], 20, anchor="start")
     s.caption(392, "Drawn as 8 x 8 cells; each cell stands for 4 x 4 of the tile's 32 x 32 floats.", 12)
     return s.render()
 
@@ -655,10 +651,9 @@ def attention_three_kernels() -> str:
     s.line(518, 307, 480, 307, arrow=True)      # to_bf16 -> GEMM
     s.box(40, 290, 200, 34, "V (bf16)", BLUE, size=13, weight="bold")
     s.line(240, 307, 278, 307, arrow=True)
-    s.text(380, 412, "S and P hold seq x seq values for each of the batch x heads: they grow with the square of "
-           "the sequence,", 12)
-    s.text(380, 430, "while Q, K, V and O grow with it. A fused kernel never writes S or P.",
-           12)
+    s.lines(380, 412, ["S and P hold seq x seq values for each of the batch x heads: they grow with the square of "
+                       "the sequence,",
+                       "while Q, K, V and O grow with it. A fused kernel never writes S or P."])
     return s.render()
 
 
@@ -688,9 +683,9 @@ def occupancy() -> str:
         s.rect(x0 + b * width * 101 / 228, yy, width * 101 / 228, 36, fill=ORANGE, rx=0, width=1.0)
     s.text(40, yy + 17, "100 KiB shared a block", 13, anchor="start", weight="bold")
     s.text(40, yy + 33, "2 blocks, whatever the registers", 12, anchor="start")
-    s.text(380, 362, "A warp's registers are allocated in units of 256 (8 a thread), so r is rounded up to a "
-           "multiple of 8;", 12)
-    s.text(380, 380, "the threads (2,048), blocks (32) and shared memory limits apply too: the smallest wins.", 12)
+    s.lines(380, 362, ["A warp's registers are allocated in units of 256 (8 a thread), so r is rounded up to a "
+                       "multiple of 8;",
+                       "the threads (2,048), blocks (32) and shared memory limits apply too: the smallest wins."])
     s.caption(404, "Limits from NVIDIA's H100 datasheet and the CUDA Programming Guide's table; "
                    "nothing here is measured.", 12)
     return s.render()
@@ -724,8 +719,8 @@ def row_column_major() -> str:
     s.line(rx + 3 * c + 10, ry + 42, cx - 14, ry + 42, arrow=True)
     s.text((rx + 3 * c + cx) / 2, ry + 34, "read by cuBLAS", 12)
     s.rect(40, 330, 680, 52, fill=ORANGE, width=1.0)
-    s.text(380, 351, "Row-major A (m x k), B (k x n) look like A^T and B^T to cuBLAS; asking for C^T = B^T A^T", 12)
-    s.text(380, 369, "(operands swapped, n x m) writes C^T column-major, which is C = A B row-major.", 12)
+    s.lines(380, 351, ["Row-major A (m x k), B (k x n) look like A^T and B^T to cuBLAS; asking for C^T = B^T A^T",
+                       "(operands swapped, n x m) writes C^T column-major, which is C = A B row-major."])
     return s.render()
 
 
@@ -782,8 +777,8 @@ def histogram_atomics() -> str:
     s.line(34, 100, 34, 96 + 6 * 34 - 8, arrow=True)
     s.text(34, 92, "time", 12)
     s.rect(50, 312, 260, 44, fill=RED, width=1.0)
-    s.text(180, 330, "two increments, the count is 6:", 12)
-    s.text(180, 348, "one is lost. atomicAdd prevents it", 12)
+    s.lines(180, 330, ["two increments, the count is 6:",
+                       "one is lost. atomicAdd prevents it"])
     # Right: privatisation.
     x0 = 370
     s.text(x0, 60, "privatised: atomics in shared memory", 13, anchor="start", weight="bold")
@@ -798,8 +793,7 @@ def histogram_atomics() -> str:
     s.text(x0 + 325, 248, "global", 12)
     steps = ["1. zero local, __syncthreads()", "2. atomicAdd(&local[v], 1) per byte",
              "3. __syncthreads(), then 256 atomicAdds", "    of local[b] into bins[b], per block"]
-    for i, t in enumerate(steps):
-        s.text(x0, 338 + i * 18, t, 12, anchor="start")
+    s.lines(x0, 338, steps, anchor="start")
     s.caption(424, "Shared-memory atomics are handled in the SM, and only one block's threads contend for "
                    "each copy.", 12)
     return s.render()
@@ -818,8 +812,8 @@ def async_copies() -> str:
     s.rect(tx, ty, 68 * pw, 20 * ph, fill=ORANGE, rx=0, width=1.2)
     s.rect(tx + 2 * pw, ty + 2 * ph, 64 * pw, 16 * ph, fill=GREEN, rx=0, width=1.2)
     s.text(tx + 68 * pw / 2, ty + 10 * ph + 5, "64 x 16 outputs", 12)
-    s.text(tx + 68 * pw / 2, ty + 20 * ph + 18, "input 68 x 20: a 2-pixel halo", 12)
-    s.text(tx + 68 * pw / 2, ty + 20 * ph + 36, "zero outside the image", 12)
+    s.lines(tx + 68 * pw / 2, ty + 20 * ph + 18, ["input 68 x 20: a 2-pixel halo",
+                                                  "zero outside the image"])
     # The three paths.
     x0, rows = 260, [
         ("synchronous", ["global", "registers", "shared"], "every thread loads, stores, __syncthreads()", BLUE),
@@ -839,9 +833,9 @@ def async_copies() -> str:
                 px = x0 + ((j - 1) * (span - bw) / (n - 1)) + bw
                 s.line(px + 2, y + 40, x - 2, y + 40, arrow=True)
         s.text(x0, y + 78, note, 12, anchor="start")
-    s.text(380, 374, "Asynchronous copies let a block compute on one tile while the next tiles are on their "
-           "way,", 12)
-    s.text(380, 392, "instead of waiting at the barrier for its own loads.", 12)
+    s.lines(380, 374, ["Asynchronous copies let a block compute on one tile while the next tiles are on their "
+                       "way,",
+                       "instead of waiting at the barrier for its own loads."])
     s.caption(418, "cp.async: compute capability 8.0 and newer; TMA: 9.0 and newer (CUDA C++ Programming Guide).", 12)
     return s.render()
 
@@ -870,14 +864,13 @@ def cluster_softmax() -> str:
             x = x0 + r * bw + (bw - 5) / 2
             s.line(x, 214, rx + (r - reader) * 3, 252, stroke=STRONG_BLUE, width=1.0)
     s.box(rx - 90, 254, 180, 30, "block 2 reads all 8", GREEN, size=12)
-    s.text(rx + 100, 266, "map_shared_rank(mine, lane): lane r of a warp", 12, anchor="start")
-    s.text(rx + 100, 282, "reads block r's mine through DSMEM", 12, anchor="start")
+    s.lines(rx + 100, 266, ["map_shared_rank(mine, lane): lane r of a warp",
+                            "reads block r's mine through DSMEM"], 16, anchor="start")
     steps = ["1. each block: the max of its slice -> mine, one float in its shared memory;  cluster.sync()",
              "2. every warp: cluster_allreduce<max> over the 8 blocks' mine: the row maximum",
              "3. the same for the sum of exp(x - max);  4. each block writes its own slice",
              "The last barrier is split (barrier_arrive, barrier_wait): no block leaves while others read it."]
-    for i, t in enumerate(steps):
-        s.text(40, 316 + i * 20, t, 12, anchor="start")
+    s.lines(40, 316, steps, 20, anchor="start")
     s.caption(406, "Drawn for block 2; every block reads the 8 partials the same way.", 12)
     return s.render()
 
@@ -907,10 +900,10 @@ def grid_sync() -> str:
     s.box(x0, 280, bw - 10, 32, "block 0", GREEN, size=12)
     s.line(x0 + bw, 296, x0 + 2 * bw - 20, 296, arrow=True)
     s.box(x0 + 2 * bw - 16, 280, 80, 32, "*out", ORANGE, size=12)
-    s.text(40, 344, "Legal only in a cooperative launch, which fails if B exceeds the blocks that fit on the "
-           "GPU together", 12, anchor="start")
-    s.text(40, 362, "(blocks per SM x SMs): a block still waiting for an SM could never reach the barrier.", 12,
-           anchor="start")
+    s.lines(40, 344, ["Legal only in a cooperative launch, which fails if B exceeds the blocks that fit on the "
+                      "GPU together",
+                      "(blocks per SM x SMs): a block still waiting for an SM could never reach the barrier."],
+            anchor="start")
     s.caption(388, "Drawn with six blocks; B is the grid's size, chosen from the kernel's occupancy.", 12)
     return s.render()
 
@@ -970,20 +963,20 @@ def unified_memory() -> str:
                dash="3,2" if k < 3 else None)
         s.rect(440 + k * 34, 136, 28, 28, fill=GREEN if k < 3 else CARD, rx=2, width=0.8,
                dash=None if k < 3 else "3,2")
-    s.text(190, 184, "2. the host writes first:", 12)
-    s.text(190, 200, "the pages are placed here", 12)
-    s.text(570, 184, "3. the kernel faults on a page:", 12)
-    s.text(570, 200, "the warps wait, the driver migrates", 12)
-    s.text(570, 216, "it (and some neighbours) and maps it", 12)
+    s.lines(190, 184, ["2. the host writes first:",
+                       "the pages are placed here"], 16)
+    s.lines(570, 184, ["3. the kernel faults on a page:",
+                       "the warps wait, the driver migrates",
+                       "it (and some neighbours) and maps it"], 16)
     s.line(342, 150, 418, 150, arrow=True, stroke=STRONG_BLUE, width=2)
     s.text(380, 142, "fault", 12)
     s.line(418, 250, 342, 250, arrow=True, stroke="#b36b1f", width=2)
     s.text(380, 242, "fault", 12)
-    s.text(190, 262, "4. the host reads the result:", 12)
-    s.text(190, 278, "the CPU faults, pages come back", 12)
+    s.lines(190, 262, ["4. the host reads the result:",
+                       "the CPU faults, pages come back"], 16)
     s.rect(40, 310, 680, 46, fill=ORANGE, width=1.0)
-    s.text(380, 329, "cudaMemPrefetchAsync(ptr, bytes, location, flags, stream) moves a range before it is", 12)
-    s.text(380, 347, "needed, in large transfers, instead of fault by fault inside the kernel.", 12)
+    s.lines(380, 329, ["cudaMemPrefetchAsync(ptr, bytes, location, flags, stream) moves a range before it is",
+                       "needed, in large transfers, instead of fault by fault inside the kernel."])
     s.caption(386, "Windows, WSL and some Tegra devices have no on-demand migration: see the note on the page.", 12)
     return s.render()
 
@@ -1028,8 +1021,8 @@ def l2_persistence() -> str:
         s.text(x + 10, 88, "L2", 13, anchor="start", weight="bold")
         if set_aside:
             s.rect(x + 10, 96, 110, 56, fill=GREEN, width=1.0)
-            s.text(x + 65, 120, "set-aside:", 12)
-            s.text(x + 65, 138, "table (persisting)", 12)
+            s.lines(x + 65, 120, ["set-aside:",
+                                  "table (persisting)"])
             for k in range(5):
                 s.rect(x + 130 + k * 36, 110, 30, 30, fill=BLUE, rx=2, width=0.8)
             s.text(x + 220, 104, "x, out lines come and go", 12)
@@ -1049,11 +1042,10 @@ def l2_persistence() -> str:
             s.text(x + 86, 204, "32-byte sector for 4 bytes", 12, anchor="start", fill=STRONG_RED)
     panel(30, "normal accesses", False)
     panel(410, "set-aside + access policy window", True)
-    s.text(40, 290, "cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, bytes): the set-aside, device-wide",
-           12, anchor="start")
-    s.text(40, 308, "cudaAccessPolicyWindow { base_ptr = table, num_bytes, hitRatio, hitProp = persisting }: "
-           "per launch", 12, anchor="start")
-    s.text(40, 326, "cudaCtxResetPersistingL2Cache(): persisting lines back to normal", 12, anchor="start")
+    s.lines(40, 290, ["cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, bytes): the set-aside, device-wide",
+                      "cudaAccessPolicyWindow { base_ptr = table, num_bytes, hitRatio, hitProp = persisting }: "
+                      "per launch",
+                      "cudaCtxResetPersistingL2Cache(): persisting lines back to normal"], anchor="start")
     s.caption(362, "Available from compute capability 8.0; disabled in MIG mode "
                    "(CUDA C++ Programming Guide 13.0).", 12)
     return s.render()
@@ -1079,18 +1071,17 @@ def flash_backward() -> str:
     s.box(250, 170, 200, 30, "Q, dO of the current tile", ORANGE, size=12)
     for w in range(8):
         s.box(50 + w * 50, 214, 44, 40, f"w{w}", GREEN, size=12)
-    s.text(250, 274, "warp w: keys 16w .. 16w + 15; dK, dV in registers", 12)
-    s.text(250, 292, "(fp32 mma accumulators) for the whole loop", 12)
+    s.lines(250, 274, ["warp w: keys 16w .. 16w + 15; dK, dV in registers",
+                       "(fp32 mma accumulators) for the whole loop"])
     # Per tile, per warp.
     x = 480
     s.text(x, 160, "each warp, per query tile:", 12, anchor="start", weight="bold")
     steps = ["S^T = K_j Q^T (16 keys x 64 rows)", "P^T = exp(S^T scaled - L)", "dV += P^T dO",
              "dP^T = V_j dO^T", "dS^T = P^T o (dP^T - delta)", "dK += dS^T Q", "dS^T -> shared"]
-    for i, t in enumerate(steps):
-        s.text(x + 8, 180 + i * 18, f"{i + 1}. {t}", 12, anchor="start")
+    s.lines(x + 8, 180, [f"{i + 1}. {t}" for i, t in enumerate(steps)], anchor="start")
     s.rect(40, 330, 680, 50, fill=PURPLE, width=1.0)
-    s.text(380, 350, "then the block: dQ of the tile += dS K_j, added to an fp32 buffer with atomicAdd", 12)
-    s.text(380, 368, "(other blocks add their keys' parts); a last kernel scales it and rounds to bf16", 12)
+    s.lines(380, 350, ["then the block: dQ of the tile += dS K_j, added to an fp32 buffer with atomicAdd",
+                       "(other blocks add their keys' parts); a last kernel scales it and rounds to bf16"])
     s.text(380, 410, "P and dS are rounded to bf16 before their products; a fully masked row (L = +inf) gives P = 0.",
            12)
     s.caption(440, "o: element-wise product. Tiles wholly before the block's first key are skipped under a "
@@ -1206,10 +1197,10 @@ def fat_binary() -> str:
         s.box(440, y, 290, 36, name, GREEN if "JIT" not in name else ORANGE, size=12)
         s.line(438, y + 18, 262, target + 20, arrow=True, stroke=STRONG_BLUE if "JIT" not in name else "#b36b1f",
                width=1.2)
-    s.text(380, 340, "SASS runs on its own major version at the same or a higher minor; PTX runs on any GPU of "
-           "at least its", 12)
-    s.text(380, 358, "compute capability. Built with -gencode for sm_75, sm_80, sm_90 and compute_90 (page's "
-           "example).", 12)
+    s.lines(380, 340, ["SASS runs on its own major version at the same or a higher minor; PTX runs on any GPU of "
+                       "at least its",
+                       "compute capability. Built with -gencode for sm_75, sm_80, sm_90 and compute_90 (page's "
+                       "example)."])
     return s.render()
 
 
@@ -1220,8 +1211,8 @@ def kernels_from_python() -> str:
                       "so the course's kernels and PyTorch's work on the same bytes, timed the same way")
     s.heading("The chapter's kernels inside a PyTorch process: the same files, the same tensors")
     s.rect(40, 60, 220, 60, fill=BLUE)
-    s.text(150, 85, "transpose.cuh, reduction.cuh,", 12)
-    s.text(150, 103, "softmax.cuh (include nothing)", 12)
+    s.lines(150, 85, ["transpose.cuh, reduction.cuh,",
+                      "softmax.cuh (include nothing)"])
     s.box(320, 50, 180, 36, "nvcc: C++ programs", GREY, size=12)
     s.box(320, 100, 180, 36, "NVRTC via CuPy", GREEN, size=12)
     s.line(262, 80, 318, 68, arrow=True)
@@ -1257,8 +1248,8 @@ def scan_and_cub() -> str:
         for i, v in enumerate(vals):
             s.box(212 + i * 44, y, 40, 30, str(v), fill, size=13)
     s.text(590, 72, "reduce: 31", 13, anchor="start", weight="bold")
-    s.text(590, 116, "y_i = sum of x_j, j <= i", 12, anchor="start")
-    s.text(590, 160, "y_i = sum of x_j, j < i", 12, anchor="start")
+    s.lines(590, 116, ["y_i = sum of x_j, j <= i",
+                       "y_i = sum of x_j, j < i"], 44, anchor="start")
     steps = [("1. call with temp = nullptr", "writes only the size, need", GREY),
              ("2. cudaMalloc(&temp, need)", "only if it grew: reuse it", ORANGE),
              ("3. the same call with temp", "does the work, on your stream", GREEN)]

@@ -66,6 +66,11 @@ class Svg:
         """The figure's closing note: small, muted, italic and centred."""
         self.text(self.w / 2, y, s, size, fill=MUTED, italic=True)
 
+    def lines(self, x, y, texts, step=18, size=12, **style):
+        """A paragraph: one text a line, the first at y, each next one `step` lower."""
+        for i, s in enumerate(texts):
+            self.text(x, y + i * step, s, size, **style)
+
     def box(self, x, y, w, h, label, fill=GREY, size=12, weight="normal", sub=None):
         self.rect(x, y, w, h, fill)
         if sub:

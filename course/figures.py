@@ -14,8 +14,8 @@ import math
 import sys
 from pathlib import Path
 
-from .svg import (BLUE, CARD, GREEN, GREY, INK, MUTED, ORANGE, PURPLE, RED, STRONG_BLUE,  # noqa: F401
-                  STRONG_GREEN, STRONG_RED, Svg)
+from .svg import (BLUE, CARD, DEEP_ORANGE, GREEN, GREY, INK, MUTED, ORANGE, PANEL, PURPLE, RED,  # noqa: F401
+                  STRONG_BLUE, STRONG_GREEN, STRONG_ORANGE, STRONG_RED, Svg)
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "assets" / "figures"
 
@@ -29,7 +29,7 @@ def h100_sm() -> str:
     for i in range(4):
         x = 40 + (i % 2) * (pw + 20)
         y = 88 + (i // 2) * (ph + 10)
-        s.rect(x, y, pw, ph, fill="#f7f9fc", width=1.2)
+        s.rect(x, y, pw, ph, fill=PANEL, width=1.2)
         s.text(x + 8, y + 16, f"Partition {i}", 12, anchor="start", weight="bold")
         s.box(x + 100, y + 5, 222, 18, "L0 instruction cache", GREY, size=11)
         s.box(x + 8, y + 28, 314, 20, "Warp scheduler (one warp's instruction per clock)", ORANGE, size=11)
@@ -134,10 +134,8 @@ def grid_over_matrix() -> str:
     lx = ox + gx * b * cell + 30
     s.lines(lx, 80, ["gridDim = (5, 4): ceil(70/16), ceil(50/16)",
                      "blockDim = (16, 16)"], 20, anchor="start")
-    s.rect(lx, 120, 16, 16, fill=BLUE, rx=0)
-    s.text(lx + 24, 133, "block wholly inside the matrix", 12, anchor="start")
-    s.rect(lx, 146, 16, 16, fill=ORANGE, rx=0)
-    s.text(lx + 24, 159, "boundary block: partly outside", 12, anchor="start")
+    s.key(lx, 120, BLUE, "block wholly inside the matrix")
+    s.key(lx, 146, ORANGE, "boundary block: partly outside")
     s.lines(lx, 196, ["col = blockIdx.x * blockDim.x + threadIdx.x",
                       "row = blockIdx.y * blockDim.y + threadIdx.y"], 18, 11, anchor="start", fill=INK)
     s.text(lx, 238, "if (row < rows && col < cols) { ... }", 11, anchor="start", weight="bold")
@@ -242,14 +240,14 @@ def matmul_tiling() -> str:
     for k in range(aw // t):
         s.rect(ax + k * t, ay + row * t, t, t, fill=BLUE if k != 2 else STRONG_BLUE, width=0.8, rx=0)
     for k in range(bh // t):
-        s.rect(bx + col * t, by + k * t, t, t, fill=ORANGE if k != 2 else "#d9822b", width=0.8, rx=0)
+        s.rect(bx + col * t, by + k * t, t, t, fill=ORANGE if k != 2 else DEEP_ORANGE, width=0.8, rx=0)
     s.rect(cx + col * t, cy + row * t, t, t, fill=GREEN, stroke=STRONG_GREEN, width=2.5, rx=0)
     s.line(ax + 2 * t + t / 2, ay + row * t - 2, ax + 2 * t + t / 2, ay - 20, dash="3,3")
     s.text(ax + 2 * t + t / 2 - 4, ay - 24, "tile k of A's row strip", 11, anchor="end", fill=MUTED)
     s.line(bx - 2, by + 2 * t + t / 2, bx - 40, by + 2 * t + t / 2, dash="3,3")
     s.text(bx - 44, by + 2 * t + t / 2 - 6, "tile k of B's column strip", 11, anchor="end", fill=MUTED)
     s.line(ax + aw, ay + row * t + t / 2, cx + col * t - 2, cy + row * t + t / 2, stroke=STRONG_BLUE, arrow=True)
-    s.line(bx + col * t + t / 2, by + bh, bx + col * t + t / 2, cy + row * t - 2, stroke="#b36b1f", arrow=True)
+    s.line(bx + col * t + t / 2, by + bh, bx + col * t + t / 2, cy + row * t - 2, stroke=STRONG_ORANGE, arrow=True)
     s.text(580, 150, "for each k:", 12, anchor="start", weight="bold")
     s.lines(580, 168, ["load both tiles to shared",
                        "__syncthreads()",
@@ -312,7 +310,7 @@ def sgemm_register_blocking() -> str:
     cell = side / 16
     s.rect(cx, cy - bk - 12, side, bk, fill=ORANGE, rx=0)                    # Bs: BK x BN
     _grid(s, cx, cy - bk - 12, side, bk, 1, 8)
-    s.rect(cx + tcol * cell, cy - bk - 12 + k * bk / 8, cell, bk / 8, fill="#d9822b", rx=0, width=1.2)
+    s.rect(cx + tcol * cell, cy - bk - 12 + k * bk / 8, cell, bk / 8, fill=DEEP_ORANGE, rx=0, width=1.2)
     s.text(cx + side + 8, cy - bk / 2 - 8, "Bs [BK][BN]", 12, anchor="start", weight="bold")
     s.rect(cx - bk - 12, cy, bk, side, fill=BLUE, rx=0)                      # As: BM x BK
     _grid(s, cx - bk - 12, cy, bk, side, 8, 1)
@@ -353,7 +351,7 @@ def sgemm_warp_tiling() -> str:
     bx, by, side, strip = 70, 120, 200, 30
     s.text(bx + side / 2, 56, "block: 4 warps (128 threads)", 13, weight="bold")
     s.rect(bx, by - strip - 10, side, strip, fill=ORANGE, rx=0)
-    s.rect(bx + side / 2, by - strip - 10, side / 2, strip, fill="#d9822b", rx=0, width=1.2)
+    s.rect(bx + side / 2, by - strip - 10, side / 2, strip, fill=DEEP_ORANGE, rx=0, width=1.2)
     s.text(bx + side / 2, by - strip - 18, "Bs: BK x BN", 12)
     s.rect(bx - strip - 10, by, strip, side, fill=BLUE, rx=0)
     s.rect(bx - strip - 10, by, strip, side / 2, fill=STRONG_BLUE, rx=0, width=1.2)
@@ -414,13 +412,13 @@ def flash_tile_loop() -> str:
     s.text(gx - 10, gy + 18, "K, V in global memory", 12, anchor="end", weight="bold")
     s.text(gx - 10, gy + 34, "(one head)", 12, anchor="end")
     for j in range(8):
-        fill = "#d9822b" if j == 3 else (ORANGE if j < 3 else GREY)
+        fill = DEEP_ORANGE if j == 3 else (ORANGE if j < 3 else GREY)
         s.rect(gx + j * tw, gy, tw - 4, 40, fill=fill, rx=2, width=0.8)
         s.text(gx + j * tw + tw / 2 - 2, gy + 25, f"tile {j}" if j < 7 else "...", 12)
     s.text(gx + 4 * tw, gy - 10, "tiles of kBlockN = 64 keys (and their 64 values); n = 3 is in use", 12)
     # Shared memory: two stages.
     sx, sy = 300, 152
-    s.rect(sx - 10, sy - 12, 390, 96, fill="#f7f9fc", width=1.0)
+    s.rect(sx - 10, sy - 12, 390, 96, fill=PANEL, width=1.0)
     s.text(sx, sy + 4, "shared memory: two stages (rows padded to d + 8)", 12, anchor="start", weight="bold")
     s.box(sx, sy + 16, 170, 52, "stage n & 1: tile n", ORANGE, size=12)
     s.box(sx + 200, sy + 16, 170, 52, "stage (n+1) & 1: tile n+1", GREY, size=12)
@@ -471,13 +469,13 @@ def hopper_pipeline() -> str:
     y = 150
     for st in range(4):
         x = 40 + st * 175
-        s.rect(x, y, 160, 150, fill="#f7f9fc", width=1.2)
+        s.rect(x, y, 160, 150, fill=PANEL, width=1.2)
         s.text(x + 80, y + 18, f"stage {st}", 13, weight="bold")
         s.box(x + 10, y + 28, 140, 28, "A: 128 x 64 bf16", BLUE, size=12)
         s.box(x + 10, y + 60, 140, 28, "B: 256 x 64 bf16", BLUE, size=12)
         s.box(x + 10, y + 98, 66, 36, f"full[{st}]", GREEN, size=12)
         s.box(x + 84, y + 98, 66, 36, f"empty[{st}]", RED, size=12)
-        s.line(x + 80, 128, x + 80, y - 2, arrow=True, stroke="#b36b1f", width=1.5)
+        s.line(x + 80, 128, x + 80, y - 2, arrow=True, stroke=STRONG_ORANGE, width=1.5)
         s.line(x + 80, y + 150, x + 80, 318, stroke=STRONG_BLUE, width=1.5)
     s.line(120, 318, 645, 318, stroke=STRONG_BLUE, width=1.5)   # every stage feeds both consumers
     for x in (205, 555):
@@ -568,10 +566,10 @@ def matmul_naive() -> str:
     s.rect(ax, ay + row_y, aw, 6, fill=BLUE, rx=0, width=0.8)                 # row `row` of A
     s.rect(ax + l, ay + row_y, 6, 6, fill=STRONG_BLUE, rx=0, width=0.8)      # A[row][l]
     s.rect(bx + col_x - 8, by, 38, bh, fill=ORANGE, rx=0, width=0.8)         # the warp's 32 columns of B
-    s.rect(bx + col_x - 8, by + l * bh / aw, 38, 6, fill="#d9822b", rx=0, width=0.8)  # row l of them
+    s.rect(bx + col_x - 8, by + l * bh / aw, 38, 6, fill=DEEP_ORANGE, rx=0, width=0.8)  # row l of them
     s.rect(cx + col_x - 8, cy + row_y, 38, 6, fill=GREEN, stroke=STRONG_GREEN, width=1.5, rx=0)  # the warp's C
     s.line(ax + aw + 4, ay + row_y + 3, cx + col_x - 12, cy + row_y + 3, stroke=STRONG_BLUE, arrow=True)
-    s.line(bx + col_x + 11, by + bh + 4, bx + col_x + 11, cy + row_y - 4, stroke="#b36b1f", arrow=True)
+    s.line(bx + col_x + 11, by + bh + 4, bx + col_x + 11, cy + row_y - 4, stroke=STRONG_ORANGE, arrow=True)
     tx = 560
     s.text(tx, 190, "a warp: threadIdx.x 0-31", 12, anchor="start", weight="bold")
     s.lines(tx, 208, ["32 neighbouring columns",
@@ -614,9 +612,9 @@ def transpose_tile() -> str:
     s.text(560 + n * c / 2, 90 + n * c + 20, "rows c0 + j, columns r0 + x", 12)
     s.line(40 + n * c + 6, 90 + 2.5 * c, 300 - 6, 90 + 2.5 * c, stroke=STRONG_BLUE, arrow=True, width=1.5)
     s.text(250, 90 + 2.5 * c - 8, "read row", 12, anchor="end")
-    s.line(300 + 2.5 * c, 90 + n * c + 44, 300 + 2.5 * c, 90 + n * c + 60, stroke="#b36b1f")
-    s.line(300 + 2.5 * c, 90 + n * c + 60, 560 + n * c / 2, 90 + n * c + 60, stroke="#b36b1f")
-    s.line(560 + n * c / 2, 90 + n * c + 60, 560 + n * c / 2, 90 + n * c + 28, stroke="#b36b1f", arrow=True)
+    s.line(300 + 2.5 * c, 90 + n * c + 44, 300 + 2.5 * c, 90 + n * c + 60, stroke=STRONG_ORANGE)
+    s.line(300 + 2.5 * c, 90 + n * c + 60, 560 + n * c / 2, 90 + n * c + 60, stroke=STRONG_ORANGE)
+    s.line(560 + n * c / 2, 90 + n * c + 60, 560 + n * c / 2, 90 + n * c + 28, stroke=STRONG_ORANGE, arrow=True)
     s.text(470, 90 + n * c + 76, "write column as a row", 12)
     s.lines(40, 352, ["__syncthreads() between the two phases: every element is in the tile before any is read.",
                       "A warp is one row j of 32 lanes x; in phase 2 it reads column j of the tile: one bank, "
@@ -747,10 +745,8 @@ def grid_stride() -> str:
             if i < n:
                 s.text(x0 + i * c + (c - 3) / 2, y + 44, f"t{t}", 12, fill=MUTED)
     s.text(x0 + 21 * c, 60 + 2 * 62 + 44, "t5-t7: i >= n", 12, anchor="start", fill=MUTED)
-    s.rect(x0, 262, 16, 16, fill=BLUE, rx=0)
-    s.text(x0 + 24, 275, "block 0 (threads t0-t3)", 12, anchor="start")
-    s.rect(x0 + 220, 262, 16, 16, fill=GREEN, rx=0)
-    s.text(x0 + 244, 275, "block 1 (threads t4-t7)", 12, anchor="start")
+    s.key(x0, 262, BLUE, "block 0 (threads t0-t3)")
+    s.key(x0 + 220, 262, GREEN, "block 1 (threads t4-t7)")
     s.caption(310, "i starts at blockIdx.x * blockDim.x + threadIdx.x and steps by gridDim.x * blockDim.x: "
                    "each pass is coalesced.", 12)
     return s.render()
@@ -784,7 +780,7 @@ def histogram_atomics() -> str:
     s.text(x0, 60, "privatised: atomics in shared memory", 13, anchor="start", weight="bold")
     for b in range(3):
         y = 76 + b * 78
-        s.rect(x0, y, 230, 64, fill="#f7f9fc", width=1.0)
+        s.rect(x0, y, 230, 64, fill=PANEL, width=1.0)
         s.text(x0 + 10, y + 18, f"block {b}: 256 threads", 12, anchor="start", weight="bold")
         s.box(x0 + 10, y + 28, 210, 28, "__shared__ local[256]", ORANGE, size=12)
         s.line(x0 + 232, y + 42, x0 + 276, 190, arrow=True)
@@ -851,7 +847,7 @@ def cluster_softmax() -> str:
     for r in range(8):
         x = x0 + r * bw
         s.box(x, 66, bw - 5, 30, f"slice {r}", BLUE, size=12)
-        s.rect(x, 126, bw - 5, 100, fill="#f7f9fc", width=1.0)
+        s.rect(x, 126, bw - 5, 100, fill=PANEL, width=1.0)
         s.text(x + (bw - 5) / 2, 144, f"block {r}", 12, weight="bold")
         s.text(x + (bw - 5) / 2, 162, "registers", 12)
         s.box(x + 8, 176, bw - 21, 36, "mine", ORANGE, size=12)
@@ -933,7 +929,7 @@ def timing_ways() -> str:
             (2, "host clock + sync, first launch", 180, 720, "launch, code loading, cold caches, kernel, sync",
              STRONG_RED),
             (3, "host clock + sync, warm", 180, 720, "launch latency + kernel + the host noticing",
-             "#b36b1f"),
+             STRONG_ORANGE),
             (4, "CUDA events", 376, 584, "the kernel on the GPU's own clock", STRONG_GREEN)]
     for i, (k, name, a, b, what, colour) in enumerate(rows):
         y = 200 + i * 50
@@ -954,9 +950,9 @@ def unified_memory() -> str:
     s.heading("Managed memory on Linux: pages move on demand, one fault at a time")
     s.box(40, 50, 680, 30, "1. cudaMallocManaged: one range of virtual addresses, no physical pages yet", GREY,
           size=12)
-    s.rect(40, 100, 300, 190, fill="#f7f9fc", width=1.2)
+    s.rect(40, 100, 300, 190, fill=PANEL, width=1.2)
     s.text(190, 120, "host memory (CPU)", 13, weight="bold")
-    s.rect(420, 100, 300, 190, fill="#f7f9fc", width=1.2)
+    s.rect(420, 100, 300, 190, fill=PANEL, width=1.2)
     s.text(570, 120, "device memory (GPU)", 13, weight="bold")
     for k in range(8):
         s.rect(60 + k * 34, 136, 28, 28, fill=CARD if k < 3 else BLUE, rx=2, width=0.8,
@@ -970,7 +966,7 @@ def unified_memory() -> str:
                        "it (and some neighbours) and maps it"], 16)
     s.line(342, 150, 418, 150, arrow=True, stroke=STRONG_BLUE, width=2)
     s.text(380, 142, "fault", 12)
-    s.line(418, 250, 342, 250, arrow=True, stroke="#b36b1f", width=2)
+    s.line(418, 250, 342, 250, arrow=True, stroke=STRONG_ORANGE, width=2)
     s.text(380, 242, "fault", 12)
     s.lines(190, 262, ["4. the host reads the result:",
                        "the CPU faults, pages come back"], 16)
@@ -999,7 +995,7 @@ def loop_order() -> str:
             for r in range(n):
                 s.rect(x + 4 * c, y + r * c, 4 * c, c, fill=RED, rx=0, width=0.6)  # the line each float brings
             s.rect(x + 5 * c, y, c, n * c, fill=ORANGE, rx=0, width=1.2)
-            s.line(x + 5.5 * c, y + 4, x + 5.5 * c, y + n * c - 4, arrow=True, stroke="#b36b1f", width=1.5)
+            s.line(x + 5.5 * c, y + 4, x + 5.5 * c, y + n * c - 4, arrow=True, stroke=STRONG_ORANGE, width=1.5)
         s.text(x + n * c / 2, y + n * c + 22, verdict, 12, fill=colour, weight="bold")
     matrix(80, 70, False, "ijk: inner loop over k", "a cache line fetched for every float", STRONG_RED)
     matrix(470, 70, True, "ikj: inner loop over j", "every float of each cache line used", STRONG_GREEN)
@@ -1017,7 +1013,7 @@ def l2_persistence() -> str:
     s.heading("Keeping a hot table in L2 while a large array streams past")
     def panel(x, title, set_aside):
         s.text(x + 160, 58, title, 13, weight="bold")
-        s.rect(x, 70, 320, 90, fill="#f7f9fc", width=1.2)
+        s.rect(x, 70, 320, 90, fill=PANEL, width=1.2)
         s.text(x + 10, 88, "L2", 13, anchor="start", weight="bold")
         if set_aside:
             s.rect(x + 10, 96, 110, 56, fill=GREEN, width=1.0)
@@ -1061,11 +1057,11 @@ def flash_backward() -> str:
     # Query tiles streaming.
     s.text(40, 60, "query tiles of kV2Rows = 64: Q, dO, logsumexp L, delta", 12, anchor="start", weight="bold")
     for i in range(6):
-        fill = "#d9822b" if i == 2 else (ORANGE if i < 2 else GREY)
+        fill = DEEP_ORANGE if i == 2 else (ORANGE if i < 2 else GREY)
         s.box(40 + i * 80, 70, 72, 32, f"tile {i}" if i < 5 else "...", fill, size=12)
     s.line(40 + 2 * 80 + 36, 104, 300, 140, arrow=True)
     # The block.
-    s.rect(40, 142, 420, 160, fill="#f7f9fc", width=1.2)
+    s.rect(40, 142, 420, 160, fill=PANEL, width=1.2)
     s.text(50, 160, "block: 8 warps, keys j .. j + 127 (kV2Keys = 128)", 12, anchor="start", weight="bold")
     s.box(50, 170, 190, 30, "K_j, V_j in shared (once)", BLUE, size=12)
     s.box(250, 170, 200, 30, "Q, dO of the current tile", ORANGE, size=12)
@@ -1118,7 +1114,7 @@ def profiling_tools() -> str:
                       "Compute takes one kernel launch from it and reports its throughputs against the peaks "
                       "(speed of light), its occupancy and where its warps stall")
     s.heading("Timeline first (Nsight Systems), then one kernel in depth (Nsight Compute)")
-    s.rect(30, 44, 700, 168, fill="#f7f9fc", width=1.2)
+    s.rect(30, 44, 700, 168, fill=PANEL, width=1.2)
     s.text(44, 64, "nsys: the whole program, one timeline (schematic)", 13, anchor="start", weight="bold")
     lanes = [("NVTX", 80), ("CPU thread", 116), ("GPU", 152)]
     for name, y in lanes:
@@ -1135,7 +1131,7 @@ def profiling_tools() -> str:
     s.text(521, 194, "gap", 12, fill=MUTED)
     s.rect(528, 150, 124, 26, fill="none", stroke=STRONG_RED, width=2, rx=3)
     s.line(590, 178, 390, 236, arrow=True, stroke=STRONG_RED, width=1.5)
-    s.rect(30, 238, 700, 126, fill="#f7f9fc", width=1.2)
+    s.rect(30, 238, 700, 126, fill=PANEL, width=1.2)
     s.text(44, 258, "ncu: one launch of k2, in detail", 13, anchor="start", weight="bold")
     for i, (name, what) in enumerate((("Speed Of Light", "each unit against its peak"),
                                       ("Occupancy", "resident warps, their limit"),
@@ -1154,9 +1150,9 @@ def host_device_copies() -> str:
                       "copy engine reads directly across PCIe; a device-to-device copy reads and writes device "
                       "memory, so it moves twice the buffer's size")
     s.heading("Pageable, pinned and device-to-device copies")
-    s.rect(30, 50, 300, 250, fill="#f7f9fc", width=1.2)
+    s.rect(30, 50, 300, 250, fill=PANEL, width=1.2)
     s.text(180, 70, "host (CPU memory)", 13, weight="bold")
-    s.rect(430, 50, 300, 250, fill="#f7f9fc", width=1.2)
+    s.rect(430, 50, 300, 250, fill=PANEL, width=1.2)
     s.text(580, 70, "device (GPU memory)", 13, weight="bold")
     s.box(50, 84, 150, 40, "pageable (malloc)", GREY, size=12)
     s.box(50, 150, 150, 40, "pinned staging", ORANGE, size=12)
@@ -1184,7 +1180,7 @@ def fat_binary() -> str:
                       "GPU the sm_80 SASS, an H100 (9.0) the sm_90 SASS, and a Blackwell GPU (10.0 or 12.0) "
                       "JIT-compiles the compute_90 PTX")
     s.heading("One fat binary, many GPUs: matching SASS, or else the newest PTX, JIT-compiled")
-    s.rect(30, 50, 250, 270, fill="#f7f9fc", width=1.2)
+    s.rect(30, 50, 250, 270, fill=PANEL, width=1.2)
     s.text(155, 70, "the binary", 13, weight="bold")
     images = [("SASS sm_75", BLUE, 86), ("SASS sm_80", BLUE, 146), ("SASS sm_90", BLUE, 206),
               ("PTX compute_90", ORANGE, 266)]
@@ -1195,7 +1191,7 @@ def fat_binary() -> str:
             ("Blackwell (10.0, 12.0): PTX, JIT", 272, 266)]
     for name, y, target in gpus:
         s.box(440, y, 290, 36, name, GREEN if "JIT" not in name else ORANGE, size=12)
-        s.line(438, y + 18, 262, target + 20, arrow=True, stroke=STRONG_BLUE if "JIT" not in name else "#b36b1f",
+        s.line(438, y + 18, 262, target + 20, arrow=True, stroke=STRONG_BLUE if "JIT" not in name else STRONG_ORANGE,
                width=1.2)
     s.lines(380, 340, ["SASS runs on its own major version at the same or a higher minor; PTX runs on any GPU of "
                        "at least its",
@@ -1218,7 +1214,7 @@ def kernels_from_python() -> str:
     s.line(262, 80, 318, 68, arrow=True)
     s.line(262, 96, 318, 118, arrow=True)
     s.text(510, 72, "the earlier pages' timings", 12, anchor="start")
-    s.rect(40, 170, 680, 120, fill="#f7f9fc", width=1.2)
+    s.rect(40, 170, 680, 120, fill=PANEL, width=1.2)
     s.text(56, 190, "one Python process", 13, anchor="start", weight="bold")
     s.box(60, 206, 200, 40, "course kernel (CuPy)", GREEN, size=12)
     s.box(500, 206, 200, 40, "PyTorch: eager, compiled", PURPLE, size=12)
@@ -1283,8 +1279,7 @@ def number_formats() -> str:
     y = 298
     for i, (fill, label) in enumerate(((RED, "sign"), (BLUE, "exponent: range"), (GREEN, "fraction: precision"),
                                        (GREY, "tf32: stored, ignored"))):
-        s.rect(30 + i * 180, y, 16, 16, fill=fill, rx=1, width=0.6)
-        s.text(30 + i * 180 + 24, y + 13, label, 12, anchor="start")
+        s.key(30 + i * 180, y, fill, label, rx=1, width=0.6)
     s.caption(336, "bf16 keeps fp32's 8 exponent bits; fp16, the same size, has 3 fewer exponent bits "
                    "and 3 more fraction bits.", 12)
     return s.render()

@@ -42,6 +42,9 @@ PURPLE = "#e4daf3"
 STRONG_BLUE = "#3b6fb6"
 STRONG_RED = "#b93d33"
 STRONG_GREEN = "#2e7d32"
+DEEP_ORANGE = "#d9822b"  # the highlighted one among ORANGE tiles
+STRONG_ORANGE = "#b36b1f"  # lines and arrows beside ORANGE, as STRONG_BLUE beside BLUE
+PANEL = "#f7f9fc"  # a panel that groups boxes on the card
 FONT = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\""
 
 
@@ -70,6 +73,11 @@ class Svg:
         """A paragraph: one text a line, the first at y, each next one `step` lower."""
         for i, s in enumerate(texts):
             self.text(x, y + i * step, s, size, **style)
+
+    def key(self, x, y, fill, label, rx=0, width=1.0):
+        """A legend entry: a 16-pixel swatch of the fill and its label."""
+        self.rect(x, y, 16, 16, fill=fill, rx=rx, width=width)
+        self.text(x + 24, y + 13, label, 12, anchor="start")
 
     def box(self, x, y, w, h, label, fill=GREY, size=12, weight="normal", sub=None):
         self.rect(x, y, w, h, fill)

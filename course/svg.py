@@ -1,4 +1,4 @@
-"""The one SVG writer: the figures of course/figures.py and the site's charts of recorded rows.
+"""The one SVG writer: the figures of course/figures/ and the site's charts of recorded rows.
 
 - el(): one element, attributes in the order given (`stroke_width` is written stroke-width), with a
   body or self-closed. Every SVG the course draws is built from it.
@@ -78,6 +78,13 @@ class Svg:
         """A legend entry: a 16-pixel swatch of the fill and its label."""
         self.rect(x, y, 16, 16, fill=fill, rx=rx, width=width)
         self.text(x + 24, y + 13, label, 12, anchor="start")
+
+    def grid(self, x, y, w, h, cols, rows, stroke=MUTED, width=0.5):
+        """Thin lines dividing the rectangle (x, y, w, h) into cols x rows cells."""
+        for c in range(1, cols):
+            self.line(x + c * w / cols, y, x + c * w / cols, y + h, stroke=stroke, width=width)
+        for r in range(1, rows):
+            self.line(x, y + r * h / rows, x + w, y + r * h / rows, stroke=stroke, width=width)
 
     def box(self, x, y, w, h, label, fill=GREY, size=12, weight="normal", sub=None):
         self.rect(x, y, w, h, fill)

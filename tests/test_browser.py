@@ -817,7 +817,7 @@ def test_every_image_has_alt_text(crawl):
 
 
 def test_every_figure_loads_on_its_page(crawl):
-    """The SVG figures drawn by course/figures.py: each is shown on some page, and loads there."""
+    """The SVG figures drawn by course/figures/: each is shown on some page, and loads there."""
     from course import figures
 
     seen: set[str] = set()

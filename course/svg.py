@@ -79,6 +79,11 @@ class Svg:
         self.rect(x, y, 16, 16, fill=fill, rx=rx, width=width)
         self.text(x + 24, y + 13, label, 12, anchor="start")
 
+    def panel(self, x, y, w, h, title):
+        """A panel that groups boxes (host memory, the device, a binary), its title centred at its top."""
+        self.rect(x, y, w, h, fill=PANEL, width=1.2)
+        self.text(x + w / 2, y + 20, title, 13, weight="bold")
+
     def grid(self, x, y, w, h, cols, rows, stroke=MUTED, width=0.5):
         """Thin lines dividing the rectangle (x, y, w, h) into cols x rows cells."""
         for c in range(1, cols):

@@ -199,10 +199,8 @@ def unified_memory() -> str:
     s.heading("Managed memory on Linux: pages move on demand, one fault at a time")
     s.box(40, 50, 680, 30, "1. cudaMallocManaged: one range of virtual addresses, no physical pages yet", GREY,
           size=12)
-    s.rect(40, 100, 300, 190, fill=PANEL, width=1.2)
-    s.text(190, 120, "host memory (CPU)", 13, weight="bold")
-    s.rect(420, 100, 300, 190, fill=PANEL, width=1.2)
-    s.text(570, 120, "device memory (GPU)", 13, weight="bold")
+    s.panel(40, 100, 300, 190, "host memory (CPU)")
+    s.panel(420, 100, 300, 190, "device memory (GPU)")
     for k in range(8):
         s.rect(60 + k * 34, 136, 28, 28, fill=CARD if k < 3 else BLUE, rx=2, width=0.8,
                dash="3,2" if k < 3 else None)

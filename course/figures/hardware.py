@@ -68,8 +68,7 @@ def fat_binary() -> str:
                       "GPU the sm_80 SASS, an H100 (9.0) the sm_90 SASS, and a Blackwell GPU (10.0 or 12.0) "
                       "JIT-compiles the compute_90 PTX")
     s.heading("One fat binary, many GPUs: matching SASS, or else the newest PTX, JIT-compiled")
-    s.rect(30, 50, 250, 270, fill=PANEL, width=1.2)
-    s.text(155, 70, "the binary", 13, weight="bold")
+    s.panel(30, 50, 250, 270, "the binary")
     images = [("SASS sm_75", BLUE, 86), ("SASS sm_80", BLUE, 146), ("SASS sm_90", BLUE, 206),
               ("PTX compute_90", ORANGE, 266)]
     for label, fill, y in images:
@@ -94,10 +93,8 @@ def host_device_copies() -> str:
                       "copy engine reads directly across PCIe; a device-to-device copy reads and writes device "
                       "memory, so it moves twice the buffer's size")
     s.heading("Pageable, pinned and device-to-device copies")
-    s.rect(30, 50, 300, 250, fill=PANEL, width=1.2)
-    s.text(180, 70, "host (CPU memory)", 13, weight="bold")
-    s.rect(430, 50, 300, 250, fill=PANEL, width=1.2)
-    s.text(580, 70, "device (GPU memory)", 13, weight="bold")
+    s.panel(30, 50, 300, 250, "host (CPU memory)")
+    s.panel(430, 50, 300, 250, "device (GPU memory)")
     s.box(50, 84, 150, 40, "pageable (malloc)", GREY, size=12)
     s.box(50, 150, 150, 40, "pinned staging", ORANGE, size=12)
     s.line(125, 126, 125, 148, arrow=True)

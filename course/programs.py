@@ -18,6 +18,8 @@ Each program declares how it is built and run in `course:` comment lines near it
                                     compute-sanitizer tool (deliberately invalid launches, say): the
                                     sanitizer run must report, and the page says why
     // course: sanitizer-skip <tool|all> <why>     not run under that tool, for the reason given
+                                    (a long <why> goes on under the directive, on comment lines
+                                    indented by two or more spaces after the // or #)
     // course: gpus <N>             needs at least N GPUs of one machine (default 1); the GPU run gives
                                     its items every GPU instead of pinning them to one
     // course: invariant faster <token> <partner> [impl-glob] [max-ratio=R]
@@ -67,6 +69,8 @@ SOURCE_SUFFIXES = {".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp", ".c": "c", ".h"
 HEADER_SUFFIXES = {".cuh", ".h", ".hpp"}
 
 _DIRECTIVE = re.compile(r"^\s*(?://|#)\s*course:\s*(?P<key>[a-z-]+)\s*(?P<value>.*?)\s*$")
+# A comment line indented by two or more spaces: the why of a sanitizer directive, continued.
+_CONTINUATION = re.compile(r"^\s*(?://|#)\s{2,}(?P<text>\S.*?)\s*$")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"(?P<path>[^"]+)"', re.MULTILINE)
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+(?P<module>\w+)", re.MULTILINE)
 # A course path inside text: kernels/..., snippets/..., or a build/ output whose source is under kernels/.
@@ -233,11 +237,18 @@ def parse(path: Path) -> Program:
     # not a program: like a header, it is built and run through the programs that use it.
     module = lang == "python" and "__name__" not in text
     prog = Program(path=path.resolve(), lang=lang, header=path.suffix in HEADER_SUFFIXES or shared or module)
-    for line in text.splitlines()[:60]:
+    lines = text.splitlines()[:60]
+    for i, line in enumerate(lines):
         m = _DIRECTIVE.match(line)
         if not m:
             continue
         key, value = m["key"], m["value"]
+        if key in ("sanitizer-expect", "sanitizer-skip"):
+            for more in lines[i + 1:]:
+                c = _CONTINUATION.match(more)
+                if not c:
+                    break
+                value += " " + c["text"]
         if key == "gpu":
             prog.gpu = True
         elif key == "nvcc-flags" or key == "cc-flags":

@@ -1,4 +1,4 @@
-"""The one SVG writer: the figures of course/figures.py and the site's charts of recorded rows.
+"""The one SVG writer: the figures of course/figures/ and the site's charts of recorded rows.
 
 - el(): one element, attributes in the order given (`stroke_width` is written stroke-width), with a
   body or self-closed. Every SVG the course draws is built from it.
@@ -42,6 +42,9 @@ PURPLE = "#e4daf3"
 STRONG_BLUE = "#3b6fb6"
 STRONG_RED = "#b93d33"
 STRONG_GREEN = "#2e7d32"
+DEEP_ORANGE = "#d9822b"  # the highlighted one among ORANGE tiles
+STRONG_ORANGE = "#b36b1f"  # lines and arrows beside ORANGE, as STRONG_BLUE beside BLUE
+PANEL = "#f7f9fc"  # a panel that groups boxes on the card
 FONT = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\""
 
 
@@ -62,9 +65,31 @@ class Svg:
         """The figure's heading, bold and centred at the top."""
         self.text(self.w / 2, 26, s, size, weight="bold")
 
-    def caption(self, y, s):
+    def caption(self, y, s, size=11):
         """The figure's closing note: small, muted, italic and centred."""
-        self.text(self.w / 2, y, s, 11, fill=MUTED, italic=True)
+        self.text(self.w / 2, y, s, size, fill=MUTED, italic=True)
+
+    def lines(self, x, y, texts, step=18, size=12, **style):
+        """A paragraph: one text a line, the first at y, each next one `step` lower."""
+        for i, s in enumerate(texts):
+            self.text(x, y + i * step, s, size, **style)
+
+    def key(self, x, y, fill, label, rx=0, width=1.0):
+        """A legend entry: a 16-pixel swatch of the fill and its label."""
+        self.rect(x, y, 16, 16, fill=fill, rx=rx, width=width)
+        self.text(x + 24, y + 13, label, 12, anchor="start")
+
+    def panel(self, x, y, w, h, title):
+        """A panel that groups boxes (host memory, the device, a binary), its title centred at its top."""
+        self.rect(x, y, w, h, fill=PANEL, width=1.2)
+        self.text(x + w / 2, y + 20, title, 13, weight="bold")
+
+    def grid(self, x, y, w, h, cols, rows, stroke=MUTED, width=0.5):
+        """Thin lines dividing the rectangle (x, y, w, h) into cols x rows cells."""
+        for c in range(1, cols):
+            self.line(x + c * w / cols, y, x + c * w / cols, y + h, stroke=stroke, width=width)
+        for r in range(1, rows):
+            self.line(x, y + r * h / rows, x + w, y + r * h / rows, stroke=stroke, width=width)
 
     def box(self, x, y, w, h, label, fill=GREY, size=12, weight="normal", sub=None):
         self.rect(x, y, w, h, fill)

@@ -122,7 +122,7 @@ def output_path(trace: str) -> Path:
 
 
 def outputs() -> list[Path]:
-    """Every figure this script owns (tests/test_figures.py accepts these beside course/figures.py's)."""
+    """Every figure this script owns (tests/test_figures.py accepts these beside those of course/figures/)."""
     return [output_path(trace) for trace in TRACES]
 
 

@@ -90,3 +90,14 @@ def test_declarations_parse(tmp_path):
     import pytest
     with pytest.raises(ValueError, match="invariant"):
         programs.parse(src)
+
+
+def test_a_sanitizer_reason_goes_on_under_its_directive(tmp_path):
+    """A long why continues on comment lines indented by two or more spaces (kernels keep to 118 columns);
+    the next directive or a plain comment ends it."""
+    src = tmp_path / "k.cu"
+    src.write_text("// course: gpu\n// course: sanitizer-expect memcheck the first part\n//         and the second\n"
+                   "// course: sanitizer-skip all one line\n// a comment, not part of it\nint main() {}\n")
+    prog = programs.parse(src)
+    assert prog.sanitizer_expect == {"memcheck": "the first part and the second"}
+    assert set(prog.sanitizer_skip.values()) == {"one line"}

@@ -1,4 +1,4 @@
-"""The figures under docs/assets/figures/ are what course/figures.py draws (beside the timelines that
+"""The figures under docs/assets/figures/ are what course/figures/ draws (beside the timelines that
 scripts/timeline_svg.py draws from the GPU record), legible, and each is shown on a page with alt text
 (tests/test_browser.py checks that they load there)."""
 
@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 from course import figures  # noqa: E402
 
 # The timeline figures are drawn from the GPU record by scripts/timeline_svg.py (checked by
-# tests/test_timeline_svg.py), not by course/figures.py.
+# tests/test_timeline_svg.py), not by course/figures/.
 _spec = importlib.util.spec_from_file_location("timeline_svg", ROOT / "scripts" / "timeline_svg.py")
 timeline_svg = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(timeline_svg)
@@ -41,18 +41,18 @@ def contrast(a: str, b: str) -> float:
 
 def test_every_drawn_figure_is_committed_and_nothing_else():
     assert {p.parent for p in timeline_svg.outputs()} == {figures.OUT}
-    assert not TIMELINES & set(figures.FIGURES), "course/figures.py and scripts/timeline_svg.py draw the same file"
+    assert not TIMELINES & set(figures.FIGURES), "course/figures/ and scripts/timeline_svg.py draw the same file"
     committed = {p.name for p in figures.OUT.glob("*.svg")}
     drawn = set(figures.FIGURES) | TIMELINES
     assert committed == drawn, \
-        f"docs/assets/figures/ holds {sorted(committed)}; course/figures.py draws {sorted(figures.FIGURES)} " \
+        f"docs/assets/figures/ holds {sorted(committed)}; course/figures/ draws {sorted(figures.FIGURES)} " \
         f"and scripts/timeline_svg.py {sorted(TIMELINES)}"
 
 
 @pytest.mark.parametrize("name", sorted(figures.FIGURES))
 def test_committed_figure_is_what_the_script_draws(name):
     assert (figures.OUT / name).read_text() == figures.FIGURES[name](), \
-        f"docs/assets/figures/{name} differs from what course/figures.py draws: run `python -m course.figures`"
+        f"docs/assets/figures/{name} differs from what course/figures/ draws: run `python -m course.figures`"
 
 
 @pytest.mark.parametrize("name", sorted(figures.FIGURES))

@@ -82,6 +82,18 @@ def test_every_header_or_module_is_used(program):
     assert users or mentioned, f"{program.rel} is neither included by a program nor used by a test or a page block"
 
 
+KERNEL_COLUMNS = 118  # at 1280 px the code column holds about 125 characters (reader.css)
+
+
+def test_every_kernel_line_fits_the_code_column():
+    """Pages embed kernel files whole or by markers: a longer line scrolls sideways on a desktop
+    (tests/test_browser.py sees it in a browser; this sees it without one)."""
+    long = [f"{path.relative_to(ROOT)}:{n}: {len(line)} columns"
+            for path in sorted((ROOT / "kernels").rglob("*")) if path.suffix in programs.SOURCE_SUFFIXES
+            for n, line in enumerate(path.read_text().splitlines(), 1) if len(line) > KERNEL_COLUMNS]
+    assert not long, f"lines over {KERNEL_COLUMNS} columns (wrap them):\n" + "\n".join(long)
+
+
 def test_every_page_is_in_the_nav():
     nav_text = (ROOT / "mkdocs.yml").read_text()
     missing = [_rel(p)[len("docs/"):] for p in PAGES if _rel(p)[len("docs/"):] not in nav_text]

@@ -267,7 +267,9 @@ struct Gradients {
 inline void round_gradients(long long count, const Gradients& exact, const Gradients* fp32, const Gradients* bf16) {
   for (long long e = 0; e < count; ++e) {
     if (fp32) fp32->dv[e] = exact.dv[e];
-    if (bf16) bf16->dq[e] = round_bf16(bf16->dq[e]), bf16->dk[e] = round_bf16(bf16->dk[e]), bf16->dv[e] = round_bf16(bf16->dv[e]);
+    if (bf16)
+      bf16->dq[e] = round_bf16(bf16->dq[e]), bf16->dk[e] = round_bf16(bf16->dk[e]),
+      bf16->dv[e] = round_bf16(bf16->dv[e]);
   }
 }
 // The query rows [i0, i1) only (the caller splits a head over cores and sums, then calls
@@ -403,8 +405,9 @@ inline bool report(const std::string& name, const Verdict& r) {
   if (r.n == 0) {
     std::printf("CHECK FAIL %s n=0 (nothing was compared)\n", label.c_str());
   } else if (r.ok) {
-    std::printf("CHECK PASS %s n=%zu below_tol=%.3g%% tol=%.3g max_err=%.3g rounded_ref_max_err=%.3g rms_ratio=%.3g\n",
-                label.c_str(), r.n, 100 * r.below_tol, r.tol, r.max_err, r.ref_max_err, r.rms_ratio);
+    std::printf(
+        "CHECK PASS %s n=%zu below_tol=%.3g%% tol=%.3g max_err=%.3g rounded_ref_max_err=%.3g rms_ratio=%.3g\n",
+        label.c_str(), r.n, 100 * r.below_tol, r.tol, r.max_err, r.ref_max_err, r.rms_ratio);
   } else if (r.bad >= 0) {
     std::printf("CHECK FAIL %s n=%zu below_tol=%.3g%% tol=%.3g first_bad=%lld got=%.9g want=%.9g\n", label.c_str(),
                 r.n, 100 * r.below_tol, r.tol, r.bad, r.got_bad, r.want_bad);
@@ -430,7 +433,8 @@ inline bool old_criterion_accepts(const float* got, const double* exact, size_t 
 }
 
 // Corrupt a copy of a kernel's output (rows of row_len values, as compared) with the planted fault.
-inline std::vector<float> planted(Plant p, std::vector<float> got, const double* exact, size_t row_len, double old_atol) {
+inline std::vector<float> planted(Plant p, std::vector<float> got, const double* exact, size_t row_len,
+                                  double old_atol) {
   const size_t n = got.size();
   if (p == Plant::kZerosSmall) {
     for (size_t e = 0; e < n; ++e)
@@ -524,7 +528,8 @@ inline bool check_forward(const std::string& name, const Shape& s, const Forward
     if (!lse.empty()) got_lse.push_back(lse[r]);
   }
   const std::vector<double>& rounded = bf16_p ? ref.rounded_bf16_p : ref.rounded_fp32_p;
-  if (plant != Plant::kNone) return report_planted(plant, "", got, ref.exact.data(), rounded.data(), s.dim, kOldAtolOut);
+  if (plant != Plant::kNone)
+    return report_planted(plant, "", got, ref.exact.data(), rounded.data(), s.dim, kOldAtolOut);
   const bool ok_out = report(name, compare_scaled(got.data(), ref.exact.data(), rounded.data(), got.size(),
                                                   kGroupRows * s.dim));
   if (lse.empty()) return ok_out;

@@ -9,7 +9,8 @@
 //   4 P -> bf16              a conversion, so that the next multiply runs on tensor cores
 //   5 O = P V                cuBLAS again, bf16 in, fp32 accumulate, bf16 out
 // (Three kernels in spirit, five launches in fact: steps 2 and 4 are the glue between them.)
-// Build: nvcc -std=c++17 -O3 -arch=native -lcublas -o build/attention/attention_naive kernels/attention/attention_naive.cu
+// Build: nvcc -std=c++17 -O3 -arch=native -lcublas -o build/attention/attention_naive
+//        kernels/attention/attention_naive.cu
 // Run:   ./build/attention/attention_naive --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
 //        ./build/attention/attention_naive --bench   (b4 h16 s4096 d128; memory up to running out)
 // Needs compute capability 8.0 (bf16 GEMMs on tensor cores).
@@ -155,7 +156,8 @@ int main(int argc, char** argv) {
     ok = check_and_time(handle, opt.shape, opt.seed, 0, oom);
     if (oom) ok = false;  // the checked sizes are small: running out here is a failure
   } else {
-    for (bool is_causal : {false, true}) ok = check_and_time(handle, attn::bench_shape(is_causal), opt.seed, 10, oom) && ok && !oom;
+    for (bool is_causal : {false, true})
+      ok = check_and_time(handle, attn::bench_shape(is_causal), opt.seed, 10, oom) && ok && !oom;
     // Memory at growing sequence lengths, until the score matrices no longer fit.
     for (int n : {1024, 2048, 8192, 16384, 32768}) {
       ok = check_and_time(handle, attn::bench_shape(false, n), opt.seed, 5, oom, attn::kSweepBudget) && ok;

@@ -448,7 +448,9 @@ struct BwdBuffers {
   attn::DeviceInputs in;
   bf16 *o, *d_out, *dq_bf16, *dk_bf16, *dv_bf16;
   float *lse, *delta, *dq, *dk, *dv, *dq_accum;
-  void release() const { in.release(), attn::device_free({o, d_out, dq_bf16, dk_bf16, dv_bf16, lse, delta, dq, dk, dv, dq_accum}); }
+  void release() const {
+    in.release(), attn::device_free({o, d_out, dq_bf16, dk_bf16, dv_bf16, lse, delta, dq, dk, dv, dq_accum});
+  }
 };
 
 // The float64 reference gradients of the (batch, head)s to check, computed once per shape on every
@@ -487,8 +489,9 @@ ReferenceGradients reference_gradients(const attn::Shape& s, const attn::Inputs&
     const attn::Gradients exact{x, x + per_head, x + 2 * per_head};
     const attn::Gradients fp32{x + 3 * per_head, x + 4 * per_head, x + 5 * per_head};
     const attn::Gradients bf16{x + 6 * per_head, x + 7 * per_head, x + 8 * per_head};
-    attn::reference_backward(s, in.q.data(), in.k.data(), in.v.data(), d_out.data(), ref.heads[h], exact, &fp32, &bf16,
-                             static_cast<int>(1LL * s.seq * part / parts), static_cast<int>(1LL * s.seq * (part + 1) / parts));
+    attn::reference_backward(s, in.q.data(), in.k.data(), in.v.data(), d_out.data(), ref.heads[h], exact, &fp32,
+                             &bf16, static_cast<int>(1LL * s.seq * part / parts),
+                             static_cast<int>(1LL * s.seq * (part + 1) / parts));
   });
   attn::parallel_for(heads, [&](long long h) {
     const long long at = h * per_head;
@@ -513,8 +516,8 @@ ReferenceGradients reference_gradients(const attn::Shape& s, const attn::Inputs&
 // One gradient (0 dQ, 1 dK, 2 dV) of the checked heads against the reference: version 1's fp32 or
 // version 2's bf16 output. With a plant, only the planted verdict is printed.
 template <typename T>
-bool check_gradient(int which, const std::string& prefix, const std::string& name, const attn::Shape& s, const ReferenceGradients& ref,
-                    const T* device, attn::Plant plant) {
+bool check_gradient(int which, const std::string& prefix, const std::string& name, const attn::Shape& s,
+                    const ReferenceGradients& ref, const T* device, attn::Plant plant) {
   static const char* kNames[] = {"dQ", "dK", "dV"};
   const std::vector<T> got_all = attn::to_host(device, s.elements());
   const long long per_head = 1LL * s.seq * s.dim;

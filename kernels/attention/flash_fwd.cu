@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
   // --8<-- [start:bench]
   // The chapter's benchmark, the same cases as sdpa_torch.py: bf16, batch 4 x 16 heads, sequence
   // 4096, head dimension 128, causal and not. Each timed kernel is first checked on every row.
-  for (bool is_causal : {false, true}) ok = check_and_time(attn::bench_shape(is_causal), {1, 2, 3}, opt.seed, 20) && ok;
+  for (bool is_causal : {false, true})
+    ok = check_and_time(attn::bench_shape(is_causal), {1, 2, 3}, opt.seed, 20) && ok;
   // Memory at growing sequence lengths (the fused kernels allocate O(seq), no score matrix); the
   // longer sequences are checked on a sample of 64-row tiles.
   for (int n : {1024, 2048, 8192, 16384, 32768})

@@ -341,8 +341,10 @@ __global__ void __launch_bounds__(kWarps * 32) flash_fwd_v2(Params p) {
 #pragma unroll
   for (int dt = 0; dt < D / 8; ++dt) {
     const int c = dt * 8 + 2 * t;
-    if (r_lo < p.seq) *reinterpret_cast<unsigned*>(o_head + 1LL * r_lo * D + c) = pack_bf16(o[dt][0] * inv[0], o[dt][1] * inv[0]);
-    if (r_hi < p.seq) *reinterpret_cast<unsigned*>(o_head + 1LL * r_hi * D + c) = pack_bf16(o[dt][2] * inv[1], o[dt][3] * inv[1]);
+    if (r_lo < p.seq)
+      *reinterpret_cast<unsigned*>(o_head + 1LL * r_lo * D + c) = pack_bf16(o[dt][0] * inv[0], o[dt][1] * inv[0]);
+    if (r_hi < p.seq)
+      *reinterpret_cast<unsigned*>(o_head + 1LL * r_hi * D + c) = pack_bf16(o[dt][2] * inv[1], o[dt][3] * inv[1]);
   }
   if (t == 0) {
     if (r_lo < p.seq) p.lse[1LL * bh * p.seq + r_lo] = l[0] == 0.0f ? INFINITY : (m[0] + log2f(l[0])) * kLn2;

@@ -15,7 +15,8 @@
 //                P V of tile n, and the softmax of tile n+1 runs while P V of tile n is on the tensor cores
 //   v4 ping-pong the overlapped loop, and the two consumer warpgroups take turns issuing their wgmma
 //                (named barriers), so that one's softmax runs while the other's products do
-// Build: nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o build/attention/flash_hopper kernels/attention/flash_hopper.cu
+// Build: nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o build/attention/flash_hopper
+//        kernels/attention/flash_hopper.cu
 // Run:   ./build/attention/flash_hopper --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
 //        ./build/attention/flash_hopper --bench     (b4 h16 s4096 d128, causal and not)
 //        ./build/attention/flash_hopper --batch 4 --heads 16 --seq 4096 --plant zeros-small   (or tile:
@@ -118,7 +119,8 @@ __device__ __forceinline__ void pingpong_turn_begin(int cw) {
     asm volatile("bar.sync %0, 256;\n" ::"r"(1 + cw) : "memory");
 }
 template <Schedule kSchedule>
-__device__ __forceinline__ void pingpong_turn_end(int cw, bool last) {  // warpgroup 1's last turn has no one to hand over to
+__device__ __forceinline__ void pingpong_turn_end(int cw, bool last) {
+  // warpgroup 1's last turn has no one to hand over to
   if constexpr (kSchedule == Schedule::kPingPong)
     if (!(cw == 1 && last)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - cw) : "memory");
 }
@@ -134,8 +136,11 @@ __device__ __forceinline__ void store_rows(const Params& p, const float (&o)[D /
 #pragma unroll
   for (int j = 0; j < D / 8; ++j) {
     const int c = 8 * j + 2 * t;
-    if (r_lo < p.seq) *reinterpret_cast<unsigned*>(out + 1LL * r_lo * D + c) = pack_bf16(o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
-    if (r_hi < p.seq) *reinterpret_cast<unsigned*>(out + 1LL * r_hi * D + c) = pack_bf16(o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
+    if (r_lo < p.seq)
+      *reinterpret_cast<unsigned*>(out + 1LL * r_lo * D + c) = pack_bf16(o[4 * j] * inv[0], o[4 * j + 1] * inv[0]);
+    if (r_hi < p.seq)
+      *reinterpret_cast<unsigned*>(out + 1LL * r_hi * D + c) =
+          pack_bf16(o[4 * j + 2] * inv[1], o[4 * j + 3] * inv[1]);
   }
   if (t == 0) {
     if (r_lo < p.seq) p.lse[1LL * bh * p.seq + r_lo] = l[0] == 0.0f ? INFINITY : (m[0] + log2f(l[0])) * kLn2;
@@ -149,7 +154,8 @@ __device__ __forceinline__ void store_rows(const Params& p, const float (&o)[D /
 // scores (the scale is positive, so it commutes with max) and the scale is folded into one fused
 // multiply-add per score: exp2(fma(s, scale_log2, -m)).
 __device__ __forceinline__ void online_softmax(const Params& p, int n, int key_len, int wg_row0, int r_lo, int r_hi,
-                                               int t, float (&s)[64], float (&m)[2], float (&l)[2], float (&alpha)[2]) {
+                                               int t, float (&s)[64], float (&m)[2], float (&l)[2],
+                                               float (&alpha)[2]) {
   const int j0 = n * kBlockN;
   // Only tiles that cross the padding or the diagonal need the per-element test.
   const bool needs_mask = j0 + kBlockN > key_len || (p.causal && j0 + kBlockN - 1 > wg_row0);
@@ -396,9 +402,12 @@ DeviceBuffers upload_with_maps(const attn::Shape& s, const attn::Inputs& in) {
 template <int D>
 void opt_in() {
   constexpr int smem = static_cast<int>(kSmemBytes<D>);
-  CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_hopper<D, Schedule::kPlain>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_hopper<D, Schedule::kOverlap>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_hopper<D, Schedule::kPingPong>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CUDA_CHECK(
+      cudaFuncSetAttribute(flash_fwd_hopper<D, Schedule::kPlain>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_hopper<D, Schedule::kOverlap>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_hopper<D, Schedule::kPingPong>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
 }
 
 template <int D>
@@ -426,7 +435,9 @@ void launch(Schedule schedule, const attn::Shape& s, const DeviceBuffers& d) {
 // before P V, as in flash_fwd.cu's tensor-core versions: the same rounded reference.
 bool run_and_check(Schedule schedule, const attn::Shape& s, const attn::ForwardReference& ref, const DeviceBuffers& d,
                    attn::Plant plant) {
-  const char* variant = schedule == Schedule::kPlain ? "plain" : schedule == Schedule::kOverlap ? "overlap" : "pingpong";
+  const char* variant = schedule == Schedule::kPlain     ? "plain"
+                        : schedule == Schedule::kOverlap ? "overlap"
+                                                         : "pingpong";
   const std::string name = std::string("v4 ") + variant + " " + attn::case_name(s) + attn::padded_suffix(s);
   return attn::run_and_check_forward(name, s, ref, d, true, plant, [&] { launch(schedule, s, d); });
 }

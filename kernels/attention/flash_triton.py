@@ -204,7 +204,8 @@ def check_case(label, q, k, v, causal, kv_len=None, plant=None) -> bool:
     if rows.any():
         dim = q.shape[-1]
         if plant:
-            return course_tools.check_planted(plant, got[rows], want[rows], rounded[rows], dim, OLD_TOL, OLD_TOL) and ok
+            return course_tools.check_planted(plant, got[rows], want[rows], rounded[rows], dim, OLD_TOL,
+                                              OLD_TOL) and ok
         ok &= course_tools.check_scaled(label, got[rows], want[rows], rounded[rows], dim)
     return bool(ok)
 

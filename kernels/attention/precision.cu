@@ -118,7 +118,10 @@ std::vector<Properties> probe_all(bool* ok) {
   // The probes against what the headers and bit patterns say: fp32 against <cfloat>, fp16 and bf16
   // against the CUDA headers' constants, fp8 against decoded bit patterns (e4m3 has no infinity and
   // gives its top pattern to NaN, so its largest finite value is 0x7E; e5m2 is IEEE-like: 0x7B).
-  auto fp8 = [](auto value, unsigned char bits) { value.__x = bits; return static_cast<double>(static_cast<float>(value)); };
+  auto fp8 = [](auto value, unsigned char bits) {
+    value.__x = bits;
+    return static_cast<double>(static_cast<float>(value));
+  };
   const double expected[6][3] = {
       {FLT_MAX, FLT_MIN, FLT_TRUE_MIN},
       // tf32 as emulated here: fp32's exponent range, 10 fraction bits, fp32's subnormals cut to 10 bits.
@@ -133,7 +136,8 @@ std::vector<Properties> probe_all(bool* ok) {
     const double got[3] = {props[i].max_finite, props[i].min_normal, props[i].min_subnormal};
     for (int j = 0; j < 3; ++j, ++facts)
       if (got[j] != expected[i][j]) {
-        std::printf("  %s: probe found %.9g, the header/bit pattern says %.9g\n", kFormats[i].name, got[j], expected[i][j]);
+        std::printf("  %s: probe found %.9g, the header/bit pattern says %.9g\n", kFormats[i].name, got[j],
+                    expected[i][j]);
         same = false;
       }
   }

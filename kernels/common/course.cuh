@@ -205,7 +205,8 @@ float time_kernel_ms(F&& launch, int warmup = 3, int repeats = 20, bool flush_l2
 // whole-number fields a chapter plots or tabulates: {{"size", 4096}, {"workspace_bytes", ws}}.
 struct BenchField {
   template <typename Number>  // any integer or floating type, without a narrowing cast at the call
-  BenchField(const char* field_name, Number field_value) : name(field_name), value(static_cast<double>(field_value)) {}
+  BenchField(const char* field_name, Number field_value)
+      : name(field_name), value(static_cast<double>(field_value)) {}
   const char* name;
   double value;  // printed as a whole number
 };
@@ -344,7 +345,8 @@ class Args {
     for (int i = 1; i < argc_ && error_.empty(); ++i)
       if (!used_[i]) error_ = std::string("unknown or repeated argument '") + argv_[i] + "'";
     if (error_.empty()) return;
-    std::fprintf(stderr, "error: %s\nusage: %s%s\n", error_.c_str(), argc_ > 0 ? argv_[0] : "program", usage_.c_str());
+    std::fprintf(stderr, "error: %s\nusage: %s%s\n", error_.c_str(), argc_ > 0 ? argv_[0] : "program",
+                 usage_.c_str());
     std::exit(kExitFail);
   }
 

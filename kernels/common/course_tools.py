@@ -478,7 +478,8 @@ def plant_zeros_small(got, want, below: float):
     if hasattr(got, "detach"):
         import torch
 
-        w = want.detach().to(got.device) if isinstance(want, torch.Tensor) else torch.as_tensor(want, device=got.device)
+        w = (want.detach().to(got.device) if isinstance(want, torch.Tensor)
+             else torch.as_tensor(want, device=got.device))
         small = (w.abs() > 0) & (w.abs() < below)
         return torch.where(small, torch.zeros_like(got), got), int(small.sum())
     import numpy as np

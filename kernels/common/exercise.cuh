@@ -44,7 +44,8 @@ bool compare(const char* name, const T* got, const R* want, size_t n, double rto
     if (g == w || err <= atol + rtol * std::fabs(w)) continue;  // equal infinities match whatever rtol
     if (static_cast<int>(wrong) < shown) {
       if (cols > 0)
-        std::printf("  wrong at index %zu (row %zu, col %zu): expected %.9g, got %.9g\n", i, i / cols, i % cols, w, g);
+        std::printf("  wrong at index %zu (row %zu, col %zu): expected %.9g, got %.9g\n", i, i / cols, i % cols, w,
+                    g);
       else
         std::printf("  wrong at index %zu: expected %.9g, got %.9g\n", i, w, g);
     }

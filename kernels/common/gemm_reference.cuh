@@ -74,7 +74,8 @@ void gemm_reference(int M, int N, int K, const TA* A, const TB* B, double* C, BL
 // than two rows there is nothing to plant. False, after a clear error, when m is too small.
 inline bool plant_fits_rows(bool plant, int m) {
   if (plant && m < 2) {
-    std::fprintf(stderr, "error: --plant zeros-small needs --m 2 or more (the quiet rows of A start at the second)\n");
+    std::fprintf(stderr,
+                 "error: --plant zeros-small needs --m 2 or more (the quiet rows of A start at the second)\n");
     return false;
   }
   return true;

@@ -1,7 +1,8 @@
 // casts.cpp: C casts and the four C++ casts, and the integer conversions that break index arithmetic.
 //
 // Taught in docs/cpp/types.md.
-// Build: mkdir -p build/cpp && g++ -std=c++17 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/casts kernels/cpp/casts.cpp
+// Build: mkdir -p build/cpp && g++ -std=c++17 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/casts
+//        kernels/cpp/casts.cpp
 // Run:   ./build/cpp/casts
 //
 // course: run

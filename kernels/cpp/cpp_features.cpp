@@ -2,7 +2,8 @@
 // each in the shape it takes in later chapters.
 //
 // Taught in docs/cpp/cpp-for-cuda.md.
-// Build: mkdir -p build/cpp && g++ -std=c++17 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/cpp_features kernels/cpp/cpp_features.cpp
+// Build: mkdir -p build/cpp && g++ -std=c++17 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/cpp_features
+//        kernels/cpp/cpp_features.cpp
 // Run:   ./build/cpp/cpp_features [--n 1000]
 //
 // course: run --n 1

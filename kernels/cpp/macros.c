@@ -2,7 +2,8 @@
  * conditional compilation, and the error-check macro every CUDA program is built around.
  *
  * Taught in docs/cpp/preprocessor.md.
- * Build: mkdir -p build/cpp && gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/macros kernels/cpp/macros.c -lm
+ * Build: mkdir -p build/cpp && gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/macros
+ *        kernels/cpp/macros.c -lm
  * Run:   ./build/cpp/macros
  * See the expansion: gcc -std=c11 -E -P kernels/cpp/macros.c | tail -n 40
  */

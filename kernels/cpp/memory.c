@@ -2,7 +2,8 @@
  * buffer safely. Also the program the page steps through with gdb.
  *
  * Taught in docs/cpp/memory.md.
- * Build: mkdir -p build/cpp && gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/memory kernels/cpp/memory.c -lm
+ * Build: mkdir -p build/cpp && gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/memory
+ *        kernels/cpp/memory.c -lm
  * Debug: gcc -std=c11 -g -O0 -o build/cpp/memory_debug kernels/cpp/memory.c -lm   (then gdb, see the page)
  * Run:   ./build/cpp/memory [--n 1000]
  */

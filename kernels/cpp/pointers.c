@@ -2,7 +2,8 @@
  * pointers: the C that every CUDA program is made of.
  *
  * Taught in docs/cpp/pointers.md. Each section checks what it claims and prints a CHECK line.
- * Build: mkdir -p build/cpp && gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/pointers kernels/cpp/pointers.c -lm
+ * Build: mkdir -p build/cpp && gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/pointers
+ *        kernels/cpp/pointers.c -lm
  * Run:   ./build/cpp/pointers
  *        ./build/cpp/pointers --bug oob|use-after-free|overflow   (commits that bug on purpose; see the
  *        page, which runs these under AddressSanitizer and UndefinedBehaviorSanitizer)

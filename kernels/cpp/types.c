@@ -2,7 +2,8 @@
  * a struct, passed by value and by pointer, with an enum choosing its activation.
  *
  * Taught in docs/cpp/types.md.
- * Build: mkdir -p build/cpp && gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/types kernels/cpp/types.c -lm
+ * Build: mkdir -p build/cpp && gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/types
+ *        kernels/cpp/types.c -lm
  * Run:   ./build/cpp/types
  */
 // course: run

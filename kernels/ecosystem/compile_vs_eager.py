@@ -75,14 +75,16 @@ def main() -> int:
         flops = 0  # GELU's transcendental work is not counted: this function is memory-bound
         case = f"bias+GELU+residual, {rows}x{cols} float32"
         for config in ("eager in a CUDA graph", "torch.compile reduce-overhead"):
-            course_tools.pruned(config, f"the function moves {nbytes / 2**20:.0f} MiB, so the GPU works far longer than "
-                                "a launch takes; CUDA graphs remove launch overhead, which time_ms keeps out of the "
-                                "measured GPU time")
+            course_tools.pruned(
+                config, f"the function moves {nbytes / 2**20:.0f} MiB, so the GPU works far longer than "
+                "a launch takes; CUDA graphs remove launch overhead, which time_ms keeps out of the "
+                "measured GPU time")
         for mode in ("eager", "default", "max-autotune-no-cudagraphs"):
             fn, impl = bias_gelu_residual, "eager (4 kernels), fp32"
             if mode != "eager":
                 torch._dynamo.reset()  # a fresh compile per mode; each mode is checked and timed before the next
-                fn, impl = torch.compile(bias_gelu_residual, mode=mode, dynamic=False), f"torch.compile {mode} (fused), fp32"
+                fn, impl = (torch.compile(bias_gelu_residual, mode=mode, dynamic=False),
+                            f"torch.compile {mode} (fused), fp32")
             got = fn(x, bias, scale)  # compiles for this shape before timing
             if course_tools.check_close(course_tools.slug(f"{impl} {rows}x{cols}"), got, want, 1e-5, 1e-5):
                 course_tools.bench(case, impl, time_call(fn, x, bias, scale), nbytes, flops, peer=mode == "eager",

@@ -221,8 +221,10 @@ __global__ void stockham_kernel(const float2* __restrict__ in, float2* __restric
 // become shifts and masks, and twiddle indices are computed with constants.
 template <int N, int RMAX>
 struct Fixed {
-  static constexpr int P = (N / RMAX > N / 16 ? N / RMAX : N / 16) > 512 ? 512
-                          : ((N / RMAX > N / 16 ? N / RMAX : N / 16) < 1 ? 1 : (N / RMAX > N / 16 ? N / RMAX : N / 16));
+  static constexpr int P =
+      (N / RMAX > N / 16 ? N / RMAX : N / 16) > 512
+          ? 512
+          : ((N / RMAX > N / 16 ? N / RMAX : N / 16) < 1 ? 1 : (N / RMAX > N / 16 ? N / RMAX : N / 16));
   static constexpr int T = 256 / P > 1 ? 256 / P : 1;  // transforms per block
 };
 
@@ -268,7 +270,8 @@ __device__ __forceinline__ void fixed_stages(float2* s, const float2* __restrict
 
 template <int N>
 __global__ void __launch_bounds__(Fixed<N, 8>::P * Fixed<N, 8>::T)
-    stockham_fixed(const float2* __restrict__ in, float2* __restrict__ out, const float2* __restrict__ tw, int batch) {
+    stockham_fixed(const float2* __restrict__ in, float2* __restrict__ out, const float2* __restrict__ tw,
+                   int batch) {
   constexpr int P = Fixed<N, 8>::P, T = Fixed<N, 8>::T, kThreads = P * T;
   __shared__ __align__(16) float2 smem[T * N];
   const int which = threadIdx.x / P, p = threadIdx.x % P;

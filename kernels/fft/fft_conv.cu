@@ -197,7 +197,8 @@ struct CudnnConv {
       // FindEx runs the algorithms on buffers we give it, filled with random values: plain
       // cudnnFindConvolutionForwardAlgorithm allocates its own and leaves them uninitialised, which
       // compute-sanitizer's initcheck reports. Its workspace: the most any algorithm asks for.
-      CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, x_desc, f_desc, conv, y_desc, max_algos, &got, perf.data()));
+      CUDNN_CHECK(
+          cudnnGetConvolutionForwardAlgorithm_v7(h, x_desc, f_desc, conv, y_desc, max_algos, &got, perf.data()));
       size_t find_ws = 0;
       for (int i = 0; i < got; ++i)
         if (perf[i].status == CUDNN_STATUS_SUCCESS) find_ws = std::max(find_ws, perf[i].memory);
@@ -228,7 +229,8 @@ struct CudnnConv {
     }
     choice = perf[best];
     CUDNN_CHECK(cudnnSetConvolutionMathType(conv, choice.mathType));  // run it as it was measured
-    CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, x_desc, f_desc, conv, y_desc, choice.algo, &workspace_bytes));
+    CUDNN_CHECK(
+        cudnnGetConvolutionForwardWorkspaceSize(h, x_desc, f_desc, conv, y_desc, choice.algo, &workspace_bytes));
     workspace_bytes = std::max(workspace_bytes, choice.memory);
     if (workspace_bytes) CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
   }
@@ -245,7 +247,9 @@ struct CudnnConv {
                                         workspace_bytes, &zero, y_desc, out));
   }
   const char* math_name() const {
-    return choice.mathType == CUDNN_FMA_MATH ? "FMA" : choice.mathType == CUDNN_TENSOR_OP_MATH ? "TENSOR_OP" : "DEFAULT";
+    return choice.mathType == CUDNN_FMA_MATH         ? "FMA"
+           : choice.mathType == CUDNN_TENSOR_OP_MATH ? "TENSOR_OP"
+                                                     : "DEFAULT";
   }
 };
 // --8<-- [end:cudnn]
@@ -323,17 +327,20 @@ static bool check(cudnnHandle_t h, int H, int W, int R, int S, uint64_t seed, bo
   conv_reference(H, W, R, S, img.data(), f.data(), want.data());
   conv_reference(H, W, R, S, course::abs_values(img).data(), course::abs_values(f).data(), sum_abs.data());
   const double fft_part = fft_atol(img, f, n_out);
-  const std::vector<double> direct_atol = conv_atol(sum_abs, R, S, 0, 0), fft_and_sum = conv_atol(sum_abs, R, S, fft_part, 0),
+  const std::vector<double> direct_atol = conv_atol(sum_abs, R, S, 0, 0),
+                            fft_and_sum = conv_atol(sum_abs, R, S, fft_part, 0),
                             tf32_atol = conv_atol(sum_abs, R, S, fft_part, 0x1p-10);
   // --plant zeros-small: zeros below each check's old fixed atol
   const double old_fft = plant ? kOldFftAtol * std::sqrt(static_cast<double>(R) * S) : 0;
-  const double old_direct = plant ? 1e-6 * R * S : 0, old_tf32 = plant ? 3e-3 * std::sqrt(static_cast<double>(R) * S) + 1e-3 : 0;
+  const double old_direct = plant ? 1e-6 * R * S : 0,
+               old_tf32 = plant ? 3e-3 * std::sqrt(static_cast<double>(R) * S) + 1e-3 : 0;
   Buffers b(img, f, n_out);
   const double* w = want.data();
   bool ok = check_one("conv_direct", H, W, R, S, w, b.out, n_out, 0, direct_atol, old_direct,
                       [&] { launch_direct(b.img, b.out, H, W, R, S); });
   const FftConv fft(H, W, R, S);
-  ok &= check_one("conv_fft", H, W, R, S, w, b.out, n_out, 0, fft_and_sum, old_fft, [&] { fft(b.img, b.filter, b.out); });
+  ok &= check_one("conv_fft", H, W, R, S, w, b.out, n_out, 0, fft_and_sum, old_fft,
+                  [&] { fft(b.img, b.filter, b.out); });
   const FftConv fft_pre(H, W, R, S);  // a fresh plan: the spectrum comes from set_filter alone
   fft_pre.set_filter(b.filter);
   ok &= check_one("conv_fft_precomputed_filter", H, W, R, S, w, b.out, n_out, 0, fft_and_sum, old_fft,
@@ -371,7 +378,8 @@ static bool bench_filter(cudnnHandle_t h, int H, int W, int R, uint64_t seed) {
   // The reference is the direct kernel's fp32 output: its own rounding (the direct bound) is added.
   const std::vector<double> sum_abs(sum_abs_f.begin(), sum_abs_f.end());
   const double fft_part = fft_atol(img, f, n_out);
-  std::vector<double> fft_and_sum = conv_atol(sum_abs, R, R, fft_part, 0), tf32_atol = conv_atol(sum_abs, R, R, fft_part, 0x1p-10);
+  std::vector<double> fft_and_sum = conv_atol(sum_abs, R, R, fft_part, 0),
+                      tf32_atol = conv_atol(sum_abs, R, R, fft_part, 0x1p-10);
   const std::vector<double> direct_atol = conv_atol(sum_abs, R, R, 0, 0);
   for (size_t i = 0; i < n_out; ++i) fft_and_sum[i] += direct_atol[i], tf32_atol[i] += direct_atol[i];
   const FftConv fft(H, W, R, R);
@@ -393,7 +401,8 @@ static bool bench_filter(cudnnHandle_t h, int H, int W, int R, uint64_t seed) {
   char cs[64];
   std::snprintf(cs, sizeof(cs), "conv %dx%d image, %dx%d filter", H, W, R, R);
   const double bytes = sizeof(float) * (static_cast<double>(H) * W + R * R + n_out);
-  const double flops = 2.0 * H * static_cast<double>(W) * R * R;  // the direct method's: each input meets each tap once
+  // the direct method's: each input meets each tap once
+  const double flops = 2.0 * H * static_cast<double>(W) * R * R;
   const float t_direct = course::time_kernel_ms([&] { launch_direct(b.img, b.out, H, W, R, R); });
   const float t_fp32 = course::time_kernel_ms([&] { fp32(b.img, b.filter, b.out); });
   const float t_dflt = course::time_kernel_ms([&] { dflt(b.img, b.filter, b.out); });

@@ -200,7 +200,9 @@ int main(int argc, char** argv) {
     std::snprintf(name, sizeof(name), "chain of %d kernels on %d floats", kernels, n);
     const double moved = 2.0 * kernels * n * sizeof(float);  // each kernel reads and writes x
     const double flops = 2.0 * kernels * n;
-    auto row = [&](const char* impl, auto&& fn) { course::print_bench(name, impl, course::time_kernel_ms(fn), moved, flops); };
+    auto row = [&](const char* impl, auto&& fn) {
+      course::print_bench(name, impl, course::time_kernel_ms(fn), moved, flops);
+    };
     row("stream launches", plain);
     row("CUDA graph", [&] { CUDA_CHECK(cudaGraphLaunch(exec, s)); });
     if (has_pdl) {

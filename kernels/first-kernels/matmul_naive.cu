@@ -153,9 +153,9 @@ static void bench(const Problem& p, cublasHandle_t h) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const Problem p{static_cast<int>(args.get_int("--batch", 3, 1, 65535)),
-                  static_cast<int>(args.get_int("--m", 131, 1, 4096)), static_cast<int>(args.get_int("--n", 67, 1, 4096)),
-                  static_cast<int>(args.get_int("--k", 97, 1, 4096))};
+  const Problem p{
+      static_cast<int>(args.get_int("--batch", 3, 1, 65535)), static_cast<int>(args.get_int("--m", 131, 1, 4096)),
+      static_cast<int>(args.get_int("--n", 67, 1, 4096)), static_cast<int>(args.get_int("--k", 97, 1, 4096))};
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
   const bool run_bench = args.has("--bench");
   args.finish();

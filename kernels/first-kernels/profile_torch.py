@@ -32,7 +32,8 @@ def main() -> int:
     # --8<-- [end:profile]
     events = prof.key_averages()
     kernels = [e for e in events if e.device_time_total > 0 and "aten::" not in e.key and "vector add" not in e.key]
-    ok_ranges = any(e.key == "vector add x10" for e in events) and any(e.key == "aten::add" and e.count == 10 for e in events)
+    ok_ranges = (any(e.key == "vector add x10" for e in events)
+                 and any(e.key == "aten::add" and e.count == 10 for e in events))
     ok_kernel = len(kernels) >= 1 and sum(e.count for e in kernels) >= 10
     ok_ranges = course_tools.check_true("profiler_saw_range_and_10_adds", ok_ranges, 2)
     ok_kernel = course_tools.check_true("profiler_saw_cuda_kernels", ok_kernel, max(1, len(kernels)))

@@ -6,7 +6,8 @@
 // PURPOSE, for the sanitizer to report (its own checks may or may not notice).
 //
 // Taught in docs/first-kernels/sanitizer.md. tests/test_first_kernels_sanitizer.py runs the tools.
-// Build: nvcc -O3 -lineinfo -arch=native -o build/first-kernels/sanitizer_demo kernels/first-kernels/sanitizer_demo.cu
+// Build: nvcc -O3 -lineinfo -arch=native -o build/first-kernels/sanitizer_demo
+//        kernels/first-kernels/sanitizer_demo.cu
 // Run:   compute-sanitizer --tool memcheck ./build/first-kernels/sanitizer_demo --plant-bug oob
 //        compute-sanitizer --tool racecheck ./build/first-kernels/sanitizer_demo --plant-bug race
 //

@@ -125,7 +125,8 @@ int main(int argc, char** argv) {
   };
   const Variant variants[] = {
       {Alloc::kMallocFree, "cudaMalloc_cudaFree", "cudaMalloc + cudaFree every step"},
-      {Alloc::kAsyncDefaultPool, "cudaMallocAsync_default_pool", "cudaMallocAsync, default pool (release threshold 0)"},
+      {Alloc::kAsyncDefaultPool, "cudaMallocAsync_default_pool",
+       "cudaMallocAsync, default pool (release threshold 0)"},
       {Alloc::kAsyncKeepingPool, "cudaMallocAsync_keeping_pool", "cudaMallocAsync, pool that keeps its memory"},
       {Alloc::kOnce, "allocated_once", "allocated once before the loop"},
   };
@@ -141,7 +142,8 @@ int main(int argc, char** argv) {
   if (ok && bench) {
     char name[96];
     std::snprintf(name, sizeof(name), "%d steps, %.0f MiB scratch each", steps, n * sizeof(float) / 1048576.0);
-    const double moved = steps * 5.0 * n * sizeof(float);  // fill: read x, write scratch; accumulate: 2 reads, 1 write
+    // fill: read x, write scratch; accumulate: 2 reads, 1 write
+    const double moved = steps * 5.0 * n * sizeof(float);
     for (const Variant& v : variants)
       course::print_bench(name, v.impl, course::time_kernel_ms([&] { run_steps(v.how, b, steps, s); }, 1, 7),
                           moved, 0, v.how == Alloc::kOnce);

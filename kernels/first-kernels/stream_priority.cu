@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
     course::print_bench(name, "same (low) priority", short_latency_ms(d_x, bench_n, d_y, true, low, low2), moved, 0);
     course::print_bench(name, "high priority", short_latency_ms(d_x, bench_n, d_y, true, low, high), moved, 0);
     // The long kernel alone, for scale: how long the same-priority kernel could have to wait.
-    course::print_bench(name, "the long kernel itself",
-                        course::time_kernel_ms([&] { launch_long(d_x, bench_n, 0); }), 2.0 * bench_n * sizeof(float), 0);
+    course::print_bench(name, "the long kernel itself", course::time_kernel_ms([&] { launch_long(d_x, bench_n, 0); }),
+                        2.0 * bench_n * sizeof(float), 0);
   }
 
   for (cudaStream_t s : {low, low2, high}) CUDA_CHECK(cudaStreamDestroy(s));

@@ -2,7 +2,8 @@
 // compile at run time (NVRTC) and launch from Python. It is add_v1 of vector_add.cu.
 //
 // Taught in docs/first-kernels/python.md; loaded by kernels/first-kernels/vector_add_cupy.py.
-// Build: nvcc -O3 -arch=native -c -o build/first-kernels/vector_add_kernel.o kernels/first-kernels/vector_add_kernel.cu
+// Build: nvcc -O3 -arch=native -c -o build/first-kernels/vector_add_kernel.o
+//        kernels/first-kernels/vector_add_kernel.cu
 //        (only to check it compiles; CuPy compiles it itself)
 //
 // course: compile-only

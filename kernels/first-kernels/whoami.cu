@@ -15,7 +15,8 @@
 // course: run --nx 37 --ny 19 --nz 5 --n 1000003
 // course: run --nx 1 --ny 1 --nz 1 --n 1
 // course: run --nx 131 --ny 7 --nz 3 --n 257 --print
-// course: sanitizer-expect memcheck its two deliberately invalid launches (a block of 1025 threads, a grid of 65536 blocks in y) are reported as CUDA API errors
+// course: sanitizer-expect memcheck its two deliberately invalid launches (a block of 1025 threads, a grid of 65536
+//         blocks in y) are reported as CUDA API errors
 #include "../common/course.cuh"
 
 // --8<-- [start:print]

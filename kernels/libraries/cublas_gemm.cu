@@ -158,8 +158,8 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
   course::poison(dCb, Cb.size() * sizeof(float));
   gemm_strided_batched(h, dAb, dBb, dCb, m, n, k, batch);
   Cb = course::to_host(dCb, Cb.size());
-  ok &= course::check_close_each_planted("gemm_strided_batched_bf16", Cb.data(), wantb.data(), atolb.data(), Cb.size(),
-                                         0, plant ? 1e-4 : 0);
+  ok &= course::check_close_each_planted("gemm_strided_batched_bf16", Cb.data(), wantb.data(), atolb.data(),
+                                         Cb.size(), 0, plant ? 1e-4 : 0);
 
   course::device_free({dA, dB, dC, dA16, dB16, dAb, dBb, dCb});
   return ok;

@@ -3,7 +3,8 @@
 // a cuBLAS GEMM followed by a separate bias-and-activation kernel.
 //
 // Taught in docs/libraries/cublaslt.md.
-// Build: nvcc -O3 -arch=native -o build/libraries/cublaslt_epilogue kernels/libraries/cublaslt_epilogue.cu -lcublasLt -lcublas
+// Build: nvcc -O3 -arch=native -o build/libraries/cublaslt_epilogue
+//        kernels/libraries/cublaslt_epilogue.cu -lcublasLt -lcublas
 // Run:   ./build/libraries/cublaslt_epilogue               (checks both epilogues on odd sizes)
 //        ./build/libraries/cublaslt_epilogue --bench       (times fused against unfused)
 //
@@ -35,7 +36,8 @@ static void linear_reference(int m, int n, int k, const __nv_bfloat16* X, const 
     for (int j = 0; j < n; ++j) {
       double& y = Y[(size_t)i * n + j];
       const double z = y + course::to_double(b[j]);
-      y = act == Act::kRelu ? std::max(z, 0.0) : 0.5 * z * (1.0 + std::tanh(0.7978845608028654 * (z + 0.044715 * z * z * z)));
+      y = act == Act::kRelu ? std::max(z, 0.0)
+                            : 0.5 * z * (1.0 + std::tanh(0.7978845608028654 * (z + 0.044715 * z * z * z)));
     }
 }
 
@@ -80,7 +82,8 @@ __global__ void bias_act(__nv_bfloat16* __restrict__ Y, const __nv_bfloat16* __r
 // --8<-- [end:epilogue_kernel]
 
 static void launch_bias_act(__nv_bfloat16* Y, const __nv_bfloat16* b, int rows, int n, Act act) {
-  const bool vectorized = n % 8 == 0 && reinterpret_cast<uintptr_t>(Y) % 16 == 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0;
+  const bool vectorized =
+      n % 8 == 0 && reinterpret_cast<uintptr_t>(Y) % 16 == 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0;
   const int blocks = std::min(rows, 1 << 16);
   if (act == Act::kRelu) bias_act<Act::kRelu><<<blocks, 256>>>(Y, b, rows, n, vectorized);
   else bias_act<Act::kGelu><<<blocks, 256>>>(Y, b, rows, n, vectorized);
@@ -108,7 +111,8 @@ static LtLinear make_lt_linear(cublasLtHandle_t lt, int m, int n, int k, Act act
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(L.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(L.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   const cudaDataType_t bias_type = CUDA_R_16BF;
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(L.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+  CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(L.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&L.a, CUDA_R_16BF, n, k, n));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&L.b, CUDA_R_16BF, k, m, k));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&L.d, CUDA_R_16BF, n, m, n));
@@ -183,11 +187,12 @@ static double activation_atol(Act act, double z, double e_z) {
 }
 // --8<-- [end:tolerance]
 
-constexpr double kBf16Rtol = 0x1p-7;   // the bf16 rounding of each output (unit roundoff 2^-8: 8 significant bits), twice over
+// the bf16 rounding of each output (unit roundoff 2^-8: 8 significant bits), twice over
+constexpr double kBf16Rtol = 0x1p-7;
 constexpr double kOldAtol = 1e-2;      // the fixed atol these checks used: --plant zeros-small zeroes below it
 
-static bool check(cublasLtHandle_t lt, cublasHandle_t h, int m, int n, int k, uint64_t seed, void* ws, size_t ws_bytes,
-                  bool plant) {
+static bool check(cublasLtHandle_t lt, cublasHandle_t h, int m, int n, int k, uint64_t seed, void* ws,
+                  size_t ws_bytes, bool plant) {
   std::vector<float> X((size_t)m * k), W((size_t)k * n), b(n);
   course::fill_uniform(X, seed);
   course::fill_uniform(W, seed + 1);
@@ -286,8 +291,10 @@ static void bench(cublasLtHandle_t lt, cublasHandle_t h, void* ws, size_t ws_byt
     const float t = course::time_kernel_ms([&] { lt_run(lt, L, L.candidates[i].algo, X, W, Y, ws, ws_bytes); });
     int id = 0, tile = 0;
     size_t written = 0;
-    CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&L.candidates[i].algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id), &written));
-    CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&L.candidates[i].algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &written));
+    CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&L.candidates[i].algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id),
+                                                      &written));
+    CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&L.candidates[i].algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile,
+                                                      sizeof(tile), &written));
     char impl[96];
     std::snprintf(impl, sizeof(impl), "cuBLASLt fused, candidate %zu (algo %d, tile %d)", i, id, tile);
     bench_line(c, impl, t, bytes, flops, false, (int)i);

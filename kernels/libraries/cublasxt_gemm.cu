@@ -103,7 +103,8 @@ static void bench(int ngpus, uint64_t seed) {
     CUDA_CHECK(cudaMemcpy(hC, dC, e * 4, cudaMemcpyDeviceToHost));
   }, 1, 5);
   const float t_dev = course::time_kernel_ms(
-      [&] { CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, s, s, s, &one, dB, s, dA, s, &zero, dC, s)); }, 1, 5);
+      [&] { CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, s, s, s, &one, dB, s, dA, s, &zero, dC, s)); },
+      1, 5);
   char impl[64];
   std::snprintf(impl, sizeof(impl), "cuBLASXt on %d GPU(s), host operands", ngpus);
   course::print_bench(c, impl, t_xt, bytes, flops);

@@ -238,7 +238,8 @@ static bool check(cudnnHandle_t h, const ConvShape& s, uint64_t seed, const std:
   // Run both the heuristic's first choice and find's fastest, each with its own workspace.
   for (bool find : {false, true}) {
     const auto perf = choose(h, d, find, true, dx, df, dy);
-    const auto it = std::find_if(perf.begin(), perf.end(), [](const auto& p) { return p.status == CUDNN_STATUS_SUCCESS; });
+    const auto it =
+        std::find_if(perf.begin(), perf.end(), [](const auto& p) { return p.status == CUDNN_STATUS_SUCCESS; });
     if (it == perf.end()) {
       std::printf("CHECK FAIL cudnn_conv_%s n=0 no algorithm succeeded\n", find ? "find" : "heuristic");
       return false;

@@ -108,9 +108,10 @@ def bench(torch) -> bool:
     course_tools.pruned("bf16 or fp16 data", "the page compares fp32 convolutions, cudnn_conv.cu's data type")
     course_tools.pruned("torch.compile default", "Inductor lowers a lone conv2d to the same cuDNN call as eager "
                         "(an extern aten.convolution kernel); only max-autotune adds candidates")
-    course_tools.pruned("CUDA graphs (eager in a graph, torch.compile reduce-overhead)",
-                        f"one convolution of {nbytes / 2**20:.0f} MiB and {flops / 1e9:.1f} GFLOP runs for far longer "
-                        "than a launch takes; graphs remove launch overhead, which time_ms keeps out of the measurement")
+    course_tools.pruned(
+        "CUDA graphs (eager in a graph, torch.compile reduce-overhead)",
+        f"one convolution of {nbytes / 2**20:.0f} MiB and {flops / 1e9:.1f} GFLOP runs for far longer "
+        "than a launch takes; graphs remove launch overhead, which time_ms keeps out of the measurement")
     ok = True
     for layout in ("NCHW", "NHWC"):
         xl = x if layout == "NCHW" else x.contiguous(memory_format=torch.channels_last)

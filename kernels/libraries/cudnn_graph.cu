@@ -4,7 +4,8 @@
 // Taught in docs/libraries/cudnn.md. Needs the header-only cudnn-frontend (pip wheel
 // nvidia-cudnn-frontend, folder include/); the course passes its folder with -isystem. Without
 // the headers the program compiles to a stub that reports itself waived.
-// Build: nvcc -std=c++17 -O3 -arch=native -isystem .cudnn_fe/include -DNV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING -DCUDNN_FRONTEND_SKIP_JSON_LIB -o build/libraries/cudnn_graph kernels/libraries/cudnn_graph.cu -lcudnn
+// Build: nvcc -std=c++17 -O3 -arch=native -isystem .cudnn_fe/include -DNV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING
+//        -DCUDNN_FRONTEND_SKIP_JSON_LIB -o build/libraries/cudnn_graph kernels/libraries/cudnn_graph.cu -lcudnn
 // Run:   ./build/libraries/cudnn_graph
 //
 // course: gpu
@@ -211,7 +212,8 @@ int main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   parse_options(argc, argv);
-  std::printf("WAIVED needs the cudnn-frontend and NVRTC headers (pip install nvidia-cudnn-frontend; pass its include/)\n");
+  std::printf(
+      "WAIVED needs the cudnn-frontend and NVRTC headers (pip install nvidia-cudnn-frontend; pass its include/)\n");
   return course::kExitWaived;
 }
 

@@ -28,7 +28,8 @@ const double kPi = 3.14159265358979323846;
 static void dft(const cd* x, cd* X, int n, int stride = 1) {
   for (int k = 0; k < n; ++k) {
     cd acc = 0;
-    for (int j = 0; j < n; ++j) acc += x[(size_t)j * stride] * std::polar(1.0, -2.0 * kPi * (double)(((long long)j * k) % n) / n);
+    for (int j = 0; j < n; ++j)
+      acc += x[(size_t)j * stride] * std::polar(1.0, -2.0 * kPi * (double)(((long long)j * k) % n) / n);
     X[(size_t)k * stride] = acc;
   }
 }
@@ -112,7 +113,8 @@ static bool check_1d(int n, int batch, uint64_t seed, bool plant) {
   if (plant) {  // the same check, quietly, with zeros where the output is below the old fixed tolerance
     size_t planted = 0;
     const double old_tol = 2e-6 * std::sqrt((double)n) * (std::log2((double)n) + 1);
-    const bool passed = course::verdict_quietly([&] { return check_complex("planted", y, want, atol, old_tol, &planted); });
+    const bool passed =
+        course::verdict_quietly([&] { return check_complex("planted", y, want, atol, old_tol, &planted); });
     ok &= course::report_planted_zeros_small(planted, passed);
   }
   // Inverse of the forward result is n times the input: cuFFT does not normalise. Its input is the
@@ -220,7 +222,8 @@ static void fft_conv(const FftConv& c, float* x_pad, float* h_pad, float* y) {
   const size_t nc = (size_t)(c.nfft / 2 + 1) * c.batch;
   CUFFT_CHECK(cufftExecR2C(c.fwd, x_pad, c.X));
   CUFFT_CHECK(cufftExecR2C(c.fwd, h_pad, c.H));
-  multiply_spectra<<<(unsigned)std::min<size_t>(course::ceil_div<size_t>(nc, 256), 4096), 256>>>(c.X, c.H, nc, 1.0f / c.nfft);
+  multiply_spectra<<<(unsigned)std::min<size_t>(course::ceil_div<size_t>(nc, 256), 4096), 256>>>(c.X, c.H, nc,
+                                                                                                 1.0f / c.nfft);
   CUDA_CHECK_LAUNCH();
   CUFFT_CHECK(cufftExecC2R(c.inv, c.X, y));  // C2R overwrites its input: X is scratch here
 }
@@ -285,7 +288,8 @@ static bool check_conv(int n, int taps, uint64_t seed) {
       if (i - j >= 0 && i - j < n) sum_abs[i] += std::fabs((double)h[j] * x[i - j]);
   for (int i = 0; i < ny; ++i) direct_atol[i] = 4 * std::sqrt((double)taps) * 0x1p-24 * sum_abs[i];
   // --8<-- [end:conv_tolerance]
-  bool ok = course::check_close_each("fft_convolution_vs_direct_sum", y.data(), want.data(), fft_atol.data(), ny, 1e-4);
+  bool ok =
+      course::check_close_each("fft_convolution_vs_direct_sum", y.data(), want.data(), fft_atol.data(), ny, 1e-4);
   // The direct GPU kernel against the same reference.
   course::poison(dy, nfft * sizeof(float));
   CUDA_CHECK(cudaMemcpy(dx, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));

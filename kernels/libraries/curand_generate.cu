@@ -50,7 +50,8 @@ static void moments(const std::vector<float>& v, double& mean, double& var) {
 // same seed for all threads, a different subsequence per thread (independent streams), and an
 // offset that skips that many 32-bit values into the subsequence. Each thread then draws count
 // numbers and writes them interleaved, out[i * threads + t].
-__global__ void philox_uniform(float* out, int threads, int count, unsigned long long seed, unsigned long long offset) {
+__global__ void philox_uniform(float* out, int threads, int count, unsigned long long seed,
+                               unsigned long long offset) {
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= threads) return;
   curandStatePhilox4_32_10_t state;
@@ -75,7 +76,8 @@ static bool check(size_t n, uint64_t seed) {
   const double se = std::sqrt(1.0 / 12.0 / n);
   const bool in_range = std::all_of(u.begin(), u.end(), [](float x) { return x > 0.0f && x <= 1.0f; });
   ok &= course::check_true("uniform_in_0_1", in_range, n);
-  ok &= course::check_true("uniform_mean_and_variance", std::fabs(mean - 0.5) < 5 * se && std::fabs(var - 1.0 / 12) < 0.01, n);
+  ok &= course::check_true("uniform_mean_and_variance",
+                           std::fabs(mean - 0.5) < 5 * se && std::fabs(var - 1.0 / 12) < 0.01, n);
 
   // Normal: an even count, because the Box-Muller transform makes values in pairs.
   const size_t even = n & ~size_t(1);
@@ -174,7 +176,8 @@ int main(int argc, char** argv) {
   args.finish();
   int version = 0;
   CURAND_CHECK(curandGetVersion(&version));
-  std::printf("cuRAND %d (headers %d)\n", version, CURAND_VER_MAJOR * 1000 + CURAND_VER_MINOR * 100 + CURAND_VER_PATCH);
+  std::printf("cuRAND %d (headers %d)\n", version,
+              CURAND_VER_MAJOR * 1000 + CURAND_VER_MINOR * 100 + CURAND_VER_PATCH);
   const bool ok = check((size_t)n, seed);
   if (ok && run_bench) bench();
   return ok ? 0 : course::kExitFail;

@@ -5,7 +5,8 @@
 // Taught in docs/libraries/cutlass.md. Needs the header-only CUTLASS (pip wheel nvidia-cutlass,
 // folder cutlass_library/source/include); the course passes its folder with -isystem. Without
 // the headers the program compiles to a stub that reports itself waived.
-// Build: nvcc -std=c++17 -O3 -arch=native --expt-relaxed-constexpr -isystem .cutlass/include -o build/libraries/cutlass_gemm kernels/libraries/cutlass_gemm.cu -lcublas
+// Build: nvcc -std=c++17 -O3 -arch=native --expt-relaxed-constexpr -isystem .cutlass/include
+//        -o build/libraries/cutlass_gemm kernels/libraries/cutlass_gemm.cu -lcublas
 // Run:   ./build/libraries/cutlass_gemm                  (checks both GEMMs)
 //        ./build/libraries/cutlass_gemm --bench          (times them against cuBLAS at 4096^3)
 //
@@ -38,7 +39,8 @@ static Options parse_options(int argc, char** argv) {
   o.plant = course::plant_zeros_small_requested(args);
   args.finish();
   if (o.plant && o.m < 2) {
-    std::fprintf(stderr, "error: --plant zeros-small needs --m 2 or more (the quiet rows of A start at the second)\n");
+    std::fprintf(stderr,
+                 "error: --plant zeros-small needs --m 2 or more (the quiet rows of A start at the second)\n");
     std::exit(course::kExitFail);
   }
   if (o.n % 8 || o.k % 8) {  // the bf16 kernel reads 8 elements (16 bytes) at a time along n and k
@@ -132,8 +134,8 @@ static bool check(int m, int n, int k, uint64_t seed, bool plant) {
   course::gemm_reference(m, n, k, A.data(), B.data(), want.data());
   CUTLASS_CHECK((run_gemm<GemmF32>(dA, dB, dC, m, n, k)));
   CUDA_CHECK(cudaMemcpy(C.data(), dC, C.size() * sizeof(float), cudaMemcpyDeviceToHost));
-  bool ok = course::check_close_each_planted("cutlass_sgemm_simt", C.data(), want.data(), gemm_atol(m, n, k, A, B).data(),
-                                             C.size(), 0, plant_below);
+  bool ok = course::check_close_each_planted("cutlass_sgemm_simt", C.data(), want.data(),
+                                             gemm_atol(m, n, k, A, B).data(), C.size(), 0, plant_below);
 
   // The reference reads the bf16-rounded inputs, the values the tensor cores multiply.
   const std::vector<__nv_bfloat16> A16 = to_bf16(A), B16 = to_bf16(B);
@@ -170,12 +172,15 @@ static void bench(uint64_t seed) {
     CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, s, s, s, &one, B16, CUDA_R_16BF, s, A16, CUDA_R_16BF, s,
                               &zero, C, CUDA_R_32F, s, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   });
-  const float t_cutlass16 = course::time_kernel_ms([&] { CUTLASS_CHECK((run_gemm<GemmBf16>(A16, B16, C, s, s, s))); });
+  const float t_cutlass16 =
+      course::time_kernel_ms([&] { CUTLASS_CHECK((run_gemm<GemmBf16>(A16, B16, C, s, s, s))); });
   const float t_cublas32 = course::time_kernel_ms(
       [&] { CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, s, s, s, &one, B, s, A, s, &zero, C, s)); });
   const float t_cutlass32 = course::time_kernel_ms([&] { CUTLASS_CHECK((run_gemm<GemmF32>(A, B, C, s, s, s))); });
-  course::print_bench("GEMM 4096^3, bf16 in, fp32 out", "cuBLAS cublasGemmEx", t_cublas16, e * (2 + 2 + 4.0), flops, true);
-  course::print_bench("GEMM 4096^3, bf16 in, fp32 out", "CUTLASS 2.x Sm80 TensorOp (mma.sync)", t_cutlass16, e * (2 + 2 + 4.0), flops);
+  course::print_bench("GEMM 4096^3, bf16 in, fp32 out", "cuBLAS cublasGemmEx", t_cublas16, e * (2 + 2 + 4.0), flops,
+                      true);
+  course::print_bench("GEMM 4096^3, bf16 in, fp32 out", "CUTLASS 2.x Sm80 TensorOp (mma.sync)", t_cutlass16,
+                      e * (2 + 2 + 4.0), flops);
   course::print_bench("GEMM 4096^3, fp32", "cuBLAS SGEMM", t_cublas32, e * 12.0, flops, true);
   course::print_bench("GEMM 4096^3, fp32", "CUTLASS 2.x SIMT SGEMM", t_cutlass32, e * 12.0, flops);
   // --8<-- [end:bench]

@@ -11,9 +11,12 @@
 // course: gpu
 // course: gpus 2
 // course: libs nccl
-// course: sanitizer-expect memcheck memcheck reports cudaErrorNoKernelImageForDevice returned to libnccl while it sets up its communicators (an API error inside libnccl, which it handles; the sums are exact)
-// course: sanitizer-expect initcheck the reports are uninitialised reads inside libnccl's own buffers during communication, not in this program's buffers (the sums are exact)
-// course: sanitizer-skip synccheck the program aborts under synccheck inside libnccl's communicator initialisation (ncclCommInitAll), before any of this program's kernels run
+// course: sanitizer-expect memcheck memcheck reports cudaErrorNoKernelImageForDevice returned to libnccl while it
+//         sets up its communicators (an API error inside libnccl, which it handles; the sums are exact)
+// course: sanitizer-expect initcheck the reports are uninitialised reads inside libnccl's own buffers during
+//         communication, not in this program's buffers (the sums are exact)
+// course: sanitizer-skip synccheck the program aborts under synccheck inside libnccl's communicator initialisation
+//         (ncclCommInitAll), before any of this program's kernels run
 // course: run --count 1000003
 // course: run --count 1
 // course: bench --bench

@@ -63,11 +63,13 @@ static void cub_two_phase(Algorithm algorithm, void*& temp, size_t& temp_bytes) 
 }
 
 static void cub_sort(const int* in, int* out, int n, void*& temp, size_t& temp_bytes) {
-  cub_two_phase([&](void* t, size_t& b) { return cub::DeviceRadixSort::SortKeys(t, b, in, out, n); }, temp, temp_bytes);
+  cub_two_phase([&](void* t, size_t& b) { return cub::DeviceRadixSort::SortKeys(t, b, in, out, n); }, temp,
+                temp_bytes);
 }
 
 static void cub_scan(const int* in, int* out, int n, void*& temp, size_t& temp_bytes) {
-  cub_two_phase([&](void* t, size_t& b) { return cub::DeviceScan::InclusiveSum(t, b, in, out, n); }, temp, temp_bytes);
+  cub_two_phase([&](void* t, size_t& b) { return cub::DeviceScan::InclusiveSum(t, b, in, out, n); }, temp,
+                temp_bytes);
 }
 
 struct Widen {
@@ -142,9 +144,11 @@ static void bench() {
   size_t temp_bytes = 0;
   const double b = 4.0 * n;
   const float t_cub_sum = course::time_kernel_ms([&] { cub_sum(in, dsum, n, temp, temp_bytes); });
-  const float t_thr_sum = course::time_kernel_ms([&] { (void)thrust::reduce(keys.begin(), keys.end(), 0LL, thrust::plus<long long>()); });
+  const float t_thr_sum =
+      course::time_kernel_ms([&] { (void)thrust::reduce(keys.begin(), keys.end(), 0LL, thrust::plus<long long>()); });
   const float t_cub_scan = course::time_kernel_ms([&] { cub_scan(in, o, n, temp, temp_bytes); });
-  const float t_thr_scan = course::time_kernel_ms([&] { thrust::inclusive_scan(keys.begin(), keys.end(), out.begin()); });
+  const float t_thr_scan =
+      course::time_kernel_ms([&] { thrust::inclusive_scan(keys.begin(), keys.end(), out.begin()); });
   const float t_cub_sort = course::time_kernel_ms([&] { cub_sort(in, o, n, temp, temp_bytes); });
   // thrust::sort sorts in place, so each repeat copies the unsorted keys first (timed too: a
   // 512 MiB device copy, small next to the sort).

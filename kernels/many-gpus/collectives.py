@@ -182,9 +182,10 @@ def worker(rank: int, n: int, args, store: str) -> None:
     sys.stdout.reconfigure(line_buffering=True)                        # rank 0's lines reach the pipe at once
     torch.cuda.set_device(rank)
     # --8<-- [start:init]
+    # a hung collective fails, it does not wait forever
     dist.init_process_group("nccl", init_method=f"file://{store}", rank=rank, world_size=n,
                             device_id=torch.device("cuda", rank),
-                            timeout=datetime.timedelta(seconds=120))  # a hung collective fails, it does not wait forever
+                            timeout=datetime.timedelta(seconds=120))
     # --8<-- [end:init]
     try:
         ok = check_collectives(torch, dist, rank, n, args.count, args.seed)

@@ -19,7 +19,8 @@
 //       64 x 256 tile in 64 x 64 pieces into two swizzled staging buffers, and one thread hands each
 //       piece to the TMA engine, so the warpgroup returns to its wgmmas without waiting for C's writes
 //       (needs N a multiple of 8, TMA's 16-byte row strides; for other N it runs v3's epilogue)
-// Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -lcublas -o build/matmul/gemm_hopper kernels/matmul/gemm_hopper.cu
+// Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -lcublas -o build/matmul/gemm_hopper
+//        kernels/matmul/gemm_hopper.cu
 // Run:   ./build/matmul/gemm_hopper --m 200 --n 135 --k 72          (every version; --version 3 for one)
 //        ./build/matmul/gemm_hopper --bench
 //        ./build/matmul/gemm_hopper --profile 4 --m 4096 --n 4096 --k 4096   (one launch of v4, for ncu)
@@ -287,8 +288,9 @@ __global__ void __launch_bounds__(THREADS, 1)
             tma_load_2d(sB + s * B_TILE, &tmB, kt * BK, col, &full[s]);
           } else {
             constexpr int rows = BN / CLUSTER;  // this block's share of the B tile
-            tma_load_2d_multicast(sB + s * B_TILE + rank * rows * BK, &tmB, kt * BK, col + static_cast<int>(rank) * rows,
-                                  &full[s], static_cast<uint16_t>((1u << CLUSTER) - 1));
+            tma_load_2d_multicast(sB + s * B_TILE + rank * rows * BK, &tmB, kt * BK,
+                                  col + static_cast<int>(rank) * rows, &full[s],
+                                  static_cast<uint16_t>((1u << CLUSTER) - 1));
           }
         }
       }
@@ -434,8 +436,10 @@ struct Hopper {  // the tensor maps are built once per problem, outside the time
 static Machine setup_kernels(int sms_wanted) {
   CUDA_CHECK(cudaFuncSetAttribute(gemm_v1_pipeline, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(kV1SmemBytes)));
-  CUDA_CHECK(cudaFuncSetAttribute(gemm_ws<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
-  CUDA_CHECK(cudaFuncSetAttribute(gemm_ws<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
+  CUDA_CHECK(
+      cudaFuncSetAttribute(gemm_ws<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
+  CUDA_CHECK(
+      cudaFuncSetAttribute(gemm_ws<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
   CUDA_CHECK(cudaFuncSetAttribute(gemm_ws<1, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(kV5SmemBytes)));
   int device = 0, sms = 0;
@@ -480,7 +484,8 @@ struct Program {
     int only, sms_wanted;  // --version (0: every version), --sms (0: all; fewer = more tiles per block)
     Machine machine;
     explicit Options(const course::Args& args)
-        : only(static_cast<int>(args.get_int("--version", 0, 0, 5))), sms_wanted(static_cast<int>(args.get_int("--sms", 0, 0, 1024))) {}
+        : only(static_cast<int>(args.get_int("--version", 0, 0, 5))),
+          sms_wanted(static_cast<int>(args.get_int("--sms", 0, 0, 1024))) {}
     bool selected(int id) const { return only == 0 || id == 0 || id == only; }
     void setup() {
       course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA multicast are Hopper instructions");

@@ -8,7 +8,8 @@
 //   v1  wgmma + TMA: 128 x 256 tiles, one producer warpgroup (TMA copies into a 4-stage ring of shared
 //       memory, synchronised with mbarriers) and two consumer warpgroups (each a 64 x 256 wgmma per
 //       16-wide step of K, straight from shared memory)
-// Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -lcublas -o build/matmul/gemm_wgmma kernels/matmul/gemm_wgmma.cu
+// Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -lcublas -o build/matmul/gemm_wgmma
+//        kernels/matmul/gemm_wgmma.cu
 // Run:   ./build/matmul/gemm_wgmma --m 200 --n 135 --k 72
 //        ./build/matmul/gemm_wgmma --bench
 //        ./build/matmul/gemm_wgmma --plant zeros     (the check at 8192^3 must reject a planted fault)

@@ -91,7 +91,8 @@ def main():
         r["clusters"] = cluster_figures(ncu, exe, args)
         rows.append((v, impl, r))
 
-    print(f"ncu metrics, gemm_hopper.cu at {SIZE}^3, one launch per version (stalls: warp-cycles per issued instruction)")
+    print(f"ncu metrics, gemm_hopper.cu at {SIZE}^3, one launch per version "
+          "(stalls: warp-cycles per issued instruction)")
     lines = [("time us", "time_us", "{:.0f}"), ("DRAM read MB", "dram_read", "{:.0f}"),
              ("DRAM write MB", "dram_write", "{:.0f}"), ("L2 MB", "l2_bytes", "{:.0f}"),
              ("L2 hit %", "l2_hit_pct", "{:.1f}"), ("tensor pipe %", "tensor_pct", "{:.1f}"),

@@ -85,7 +85,8 @@ std::vector<float> to_float(const std::vector<T>& v) {
 template <typename T>
 std::vector<T> absolute(const std::vector<T>& v) {
   std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_float<T>(static_cast<float>(std::fabs(course::to_double(v[i]))));
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = from_float<T>(static_cast<float>(std::fabs(course::to_double(v[i]))));
   return out;
 }
 
@@ -156,7 +157,8 @@ bool check_bounded(const char* name, const G* got, const W* want, const S* scale
 // beside it each element's scale: |alpha| sum_k |a_ik| |b_kj| + |beta c0_ij|.
 template <typename T>
 void reference(int M, int N, int K, course::BLayout layout, const std::vector<T>& A, const std::vector<T>& B,
-               double alpha, double beta, const std::vector<T>& C0, std::vector<double>& C, std::vector<double>& scale) {
+               double alpha, double beta, const std::vector<T>& C0, std::vector<double>& C,
+               std::vector<double>& scale) {
   const size_t nc = static_cast<size_t>(M) * N;
   C.resize(nc);
   scale.resize(nc);
@@ -218,7 +220,8 @@ struct Harness {
   // alpha = 1.5, beta = -0.5 on a random C.
   bool check_all(int M, int N, int K, uint64_t seed) const {
     const size_t nc = static_cast<size_t>(M) * N;
-    const auto A = random_matrix<Elem>(static_cast<size_t>(M) * K, seed), B = random_matrix<Elem>(b_count(N, K), seed + 1);
+    const auto A = random_matrix<Elem>(static_cast<size_t>(M) * K, seed),
+               B = random_matrix<Elem>(b_count(N, K), seed + 1);
     const auto C0 = random_matrix<Elem>(nc, seed + 2);
     DeviceMats<Elem> d(A, B, nc);
     const Problem p0 = problem(M, N, K, d);
@@ -228,7 +231,8 @@ struct Harness {
     for (int id = 0; id < kVersions; ++id)
       if (opts.selected(id)) targets.push_back({id, "v" + std::to_string(id)});
     if constexpr (has_extras<Program>::value)
-      for (const auto& e : Program::extras()) targets.push_back({e.id, e.label});  // every shape an autotuner may pick
+      for (const auto& e : Program::extras())
+        targets.push_back({e.id, e.label});  // every shape an autotuner may pick
     bool ok = true;
     for (int pass = 0; pass < (Program::kAlphaBeta ? 2 : 1); ++pass) {
       const double alpha = pass ? 1.5 : 1.0, beta = pass ? -0.5 : 0.0;
@@ -344,8 +348,9 @@ struct Harness {
         }
     }
     const bool caught = first_violation(got.data(), prob.ref.data(), prob.scale.data(), prob.n, prob.tol) < prob.n;
-    std::printf("CHECK %s planted_%s_caught n=%zu planted=%zu size=%d (%s)\n", caught ? "PASS" : "FAIL", fault.c_str(),
-                prob.n, planted, S, caught ? "the check rejected the planted fault" : "the check MISSED the planted fault");
+    std::printf("CHECK %s planted_%s_caught n=%zu planted=%zu size=%d (%s)\n", caught ? "PASS" : "FAIL",
+                fault.c_str(), prob.n, planted, S,
+                caught ? "the check rejected the planted fault" : "the check MISSED the planted fault");
     return caught && planted > 0;
   }
   // --8<-- [end:plant]
@@ -353,7 +358,8 @@ struct Harness {
   // --tune: every extra launcher timed on M x N x K beside cuBLAS, and checked against cuBLAS's result.
   bool tune(int M, int N, int K, uint64_t seed) const {
     const size_t nc = static_cast<size_t>(M) * N;
-    const auto A = random_matrix<Elem>(static_cast<size_t>(M) * K, seed), B = random_matrix<Elem>(b_count(N, K), seed + 1);
+    const auto A = random_matrix<Elem>(static_cast<size_t>(M) * K, seed),
+               B = random_matrix<Elem>(b_count(N, K), seed + 1);
     DeviceMats<Elem> d(A, B, nc);
     const Problem p = problem(M, N, K, d);
     const typename Program::Launcher launch(p, opts);
@@ -383,8 +389,8 @@ struct Harness {
 
   // --profile ID: one launch on random inputs, for a profiler; no check.
   void profile(int id, int M, int N, int K, uint64_t seed) const {
-    DeviceMats<Elem> d(random_matrix<Elem>(static_cast<size_t>(M) * K, seed), random_matrix<Elem>(b_count(N, K), seed + 1),
-                       static_cast<size_t>(M) * N);
+    DeviceMats<Elem> d(random_matrix<Elem>(static_cast<size_t>(M) * K, seed),
+                       random_matrix<Elem>(b_count(N, K), seed + 1), static_cast<size_t>(M) * N);
     const Problem p = problem(M, N, K, d);
     const typename Program::Launcher launch(p, opts);
     launch(id, p);
@@ -413,14 +419,17 @@ int main(int argc, char** argv) {
     return course::kExitFail;
   }
   if (profile >= static_cast<int>(std::size(Program::kImpl))) {
-    std::fprintf(stderr, "error: --profile takes a version from 0 to %zu, got %d\n", std::size(Program::kImpl) - 1, profile);
+    std::fprintf(stderr, "error: --profile takes a version from 0 to %zu, got %d\n", std::size(Program::kImpl) - 1,
+                 profile);
     return course::kExitFail;
   }
   if (!plant.empty() && plant != "zeros" && plant != "tile") {
     std::fprintf(stderr, "error: --plant takes zeros or tile, got '%s'\n", plant.c_str());
     return course::kExitFail;
   }
-  if (static_cast<int>(profile >= 0) + static_cast<int>(tune) + static_cast<int>(bench) + static_cast<int>(!plant.empty()) > 1) {
+  const int modes = static_cast<int>(profile >= 0) + static_cast<int>(tune) + static_cast<int>(bench) +
+                    static_cast<int>(!plant.empty());
+  if (modes > 1) {
     std::fprintf(stderr, "error: --profile, --tune, --bench and --plant are separate modes; give one\n");
     return course::kExitFail;
   }
@@ -434,7 +443,8 @@ int main(int argc, char** argv) {
   matmul::Harness<Program> h{opts};
   {
     using Elem = Program::Elem;
-    matmul::DeviceMats<Elem> warm(matmul::random_matrix<Elem>(64 * 64, seed), matmul::random_matrix<Elem>(64 * 64, seed), 64 * 64);
+    matmul::DeviceMats<Elem> warm(matmul::random_matrix<Elem>(64 * 64, seed),
+                                  matmul::random_matrix<Elem>(64 * 64, seed), 64 * 64);
     const Problem p = h.problem(64, 64, 64, warm);
     const Program::Launcher launch(p, opts);
     launch(0, p);

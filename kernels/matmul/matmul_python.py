@@ -53,8 +53,10 @@ def main():
     A, B, C = (rng.uniform(-1, 1, s).astype(np.float32) for s in ((a.m, a.k), (a.k, a.n), (a.m, a.n)))
     alpha, beta = 1.5, -0.5
     want = alpha * (A.astype(np.float64) @ B.astype(np.float64)) + beta * C.astype(np.float64)
-    ok = course_tools.check_close("python_loops", matmul_loops(alpha, A.tolist(), B.tolist(), beta, C.tolist()), want, 1e-6, 1e-9)
-    ok &= course_tools.check_close("numpy_float32", matmul_numpy(np.float32(alpha), A, B, np.float32(beta), C), want, 1e-4, 1e-6 * a.k)
+    ok = course_tools.check_close("python_loops", matmul_loops(alpha, A.tolist(), B.tolist(), beta, C.tolist()), want,
+                                  1e-6, 1e-9)
+    ok &= course_tools.check_close("numpy_float32", matmul_numpy(np.float32(alpha), A, B, np.float32(beta), C), want,
+                                   1e-4, 1e-6 * a.k)
     if a.time:
         S = a.time
         A, B, C = (rng.uniform(-1, 1, (S, S)).astype(np.float32) for _ in range(3))

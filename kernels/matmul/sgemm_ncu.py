@@ -46,7 +46,8 @@ METRICS = {
 
 
 def main():
-    course_tools.parser("profile sgemm.cu's versions at 4096^3 with Nsight Compute; one row of metrics each").parse_args()
+    course_tools.parser(
+        "profile sgemm.cu's versions at 4096^3 with Nsight Compute; one row of metrics each").parse_args()
     course_tools.require_cuda("torch")  # a GPU must be visible before nvcc and ncu are run
     ncu = ncu_tools.require_ncu()
     exe = ncu_tools.ROOT / "build/matmul/ncu/sgemm"

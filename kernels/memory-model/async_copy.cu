@@ -39,7 +39,7 @@ constexpr int kInH = kTileH + 2 * kRadius;     // 20 rows
 constexpr int kThreads = 256;                  // 64 columns x 4 row groups
 constexpr int kTileFloats = kInH * kInW;
 constexpr int kTileBytes = kTileFloats * static_cast<int>(sizeof(float));
-constexpr int kStageFloats = (kTileBytes + 127) / 128 * 128 / static_cast<int>(sizeof(float));  // stages 128-byte aligned
+constexpr int kStageFloats = (kTileBytes + 127) / 128 * 128 / static_cast<int>(sizeof(float));  // 128-B aligned
 // TMA's box: its first column must sit on a 16-byte boundary, so it starts kTmaShift = 4 columns left
 // of the tile (x0 is a multiple of 64) and spans 72 columns (70 needed, rounded up to 16 bytes).
 constexpr int kTmaShift = 4;
@@ -157,7 +157,9 @@ __global__ void __launch_bounds__(kThreads) blur_cp_async(const float* __restric
     if (t < tiles)
       for_each_input(
           tile_at(t, W), H, W,
-          [&](int i, size_t g) { cuda::memcpy_async(&s[stage][i], &in[g], cuda::aligned_size_t<4>(sizeof(float)), pipe); },
+          [&](int i, size_t g) {
+            cuda::memcpy_async(&s[stage][i], &in[g], cuda::aligned_size_t<4>(sizeof(float)), pipe);
+          },
           [&](int i) { s[stage][i] = 0.0f; });  // padding: a plain store, visible after the barrier below
     pipe.producer_commit();
   };

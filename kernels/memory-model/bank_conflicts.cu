@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
     const double bytes = 4.0 * bench_blocks * kThreads * bench_iters;  // shared-memory bytes read
     for (int stride = 1; stride <= kMaxStride; ++stride) {
       // No L2 flush: the kernel never touches global memory except to write its result.
-      const float ms = course::time_kernel_ms([&] { launch(d_out, bench_blocks, stride, bench_iters); }, 3, 20, false);
+      const float ms =
+          course::time_kernel_ms([&] { launch(d_out, bench_blocks, stride, bench_iters); }, 3, 20, false);
       course::print_bench("shared-memory reads, lanes stride words apart", "shared_stride", ms, bytes, 0, false,
                           {{"stride", stride}});  // the plot's x axis
     }

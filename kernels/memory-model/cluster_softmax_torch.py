@@ -79,7 +79,8 @@ def main() -> int:
             case, nbytes = f"softmax {rows} x {cols} fp32", 2.0 * x.numel() * 4
             course_tools.bench(case, "cudaMemcpy (torch copy_, same bytes)",
                                course_tools.time_ms(lambda: y.copy_(x)), nbytes)
-            # eager, and torch.compile in each mode; CUDA graphs are pruned (256 MiB each way), with the reason printed
+            # eager, and torch.compile in each mode; CUDA graphs are pruned (256 MiB each way), with the reason
+            # printed
             for impl, run in course_tools.torch_peers(lambda t: torch.softmax(t, dim=1), (x,), "torch.softmax, fp32",
                                                       nbytes):
                 good = check_sample(course_tools.slug(f"{impl} {rows}x{cols} sample"), run()[:4], want)

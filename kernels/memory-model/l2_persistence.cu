@@ -142,7 +142,8 @@ int main(int argc, char** argv) {
     float *x = course::to_device(h_x), *table = course::to_device(h_table);
     float* out = course::device_alloc<float>(h_x.size());
     const unsigned tsize = static_cast<unsigned>(c.table_floats);
-    const int blocks = static_cast<int>(std::min<long long>(course::ceil_div<long long>(c.n / 4 + 1, 256), 8LL * sms));
+    const int blocks =
+        static_cast<int>(std::min<long long>(course::ceil_div<long long>(c.n / 4 + 1, 256), 8LL * sms));
     char case_name[96];
     std::snprintf(case_name, sizeof(case_name), "%lld fp32 streamed, %.0f MiB table", c.n, table_bytes / 1048576.0);
     const char* names[] = {"normal (no access policy window)", "table in a persisting window"};
@@ -176,7 +177,8 @@ int main(int argc, char** argv) {
                               0, /*peer=*/true);
         }
         const float ms = course::time_kernel_ms([&] { launch(x, table, out, c.n, tsize, blocks, mode); });
-        course::print_bench(case_name, (std::string(names[m]) + ", fp32").c_str(), ms, moved, static_cast<double>(c.n));
+        course::print_bench(case_name, (std::string(names[m]) + ", fp32").c_str(), ms, moved,
+                            static_cast<double>(c.n));
         // --8<-- [end:bench]
       }
     }

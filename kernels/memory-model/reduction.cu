@@ -56,7 +56,8 @@ static const Version kVersions[] = {
     {"7 chunks, 4 loads, one launch", "sum_chunks_x4_fused", nullptr, Kind::kFused},
     {"CUB DeviceReduce::Sum", "sum_cub", nullptr, Kind::kCub},
 };
-static const Version kRacy = {"2 shared-memory tree, barrier removed", "sum_shared_racy", reduce_shared_racy, Kind::kAtomic};
+static const Version kRacy = {"2 shared-memory tree, barrier removed", "sum_shared_racy", reduce_shared_racy,
+                              Kind::kAtomic};
 
 // Scratch the launchers need, allocated once outside the timed region.
 struct Workspace {
@@ -87,7 +88,8 @@ static void launch(const Version& v, const float* in, float* out, long long n, W
       break;
     }
     case Kind::kFused:
-      reduce_chunks_x4_fused<<<grid_blocks(n, ws.max_blocks), kGridThreads>>>(in, ws.partials, ws.blocks_done, out, n);
+      reduce_chunks_x4_fused<<<grid_blocks(n, ws.max_blocks), kGridThreads>>>(in, ws.partials, ws.blocks_done, out,
+                                                                              n);
       break;
     case Kind::kCub:
       CUDA_CHECK(cub::DeviceReduce::Sum(ws.cub_temp, ws.cub_bytes, in, out, static_cast<int64_t>(n)));

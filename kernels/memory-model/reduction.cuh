@@ -198,7 +198,8 @@ extern "C" __global__ void reduce_chunks_x4_fused(const float* __restrict__ in, 
   __syncthreads();
   if (!is_last) return;
   float v = 0.0f;
-  for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x) v += __ldcg(&partials[i]);  // from L2, not a stale L1
+  for (int i = threadIdx.x; i < (int)gridDim.x; i += blockDim.x)
+    v += __ldcg(&partials[i]);  // from L2, not a stale L1
   v = block_sum(v);
   if (threadIdx.x == 0) {
     *out = v;

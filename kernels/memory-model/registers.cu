@@ -48,7 +48,8 @@ __global__ void quadratic(const float* __restrict__ x, float* __restrict__ out, 
 // 48 live values do not fit in 32 registers, so the compiler spills some to local memory. The request
 // must fit the SM (ptxas rejects more): 2,048 threads on compute capability 8.0, 9.0 and 10.x, 1,536
 // on 8.6, 8.7, 8.9, 11.0 and 12.x, 1,024 on 7.5, where fewer blocks leave more registers each.
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ >= 1000 && __CUDA_ARCH__ < 1100
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || \
+    __CUDA_ARCH__ >= 1000 && __CUDA_ARCH__ < 1100
 constexpr int kCappedBlocks = 8;
 #elif __CUDA_ARCH__ < 800
 constexpr int kCappedBlocks = 4;

@@ -119,7 +119,8 @@ def run_transpose(mod, shapes, do_bench: bool) -> bool:
             case, nbytes = f"transpose {rows} x {cols} fp32", 2.0 * x.numel() * 4
             y = torch.empty_like(x)
             bench(case, "cudaMemcpy (torch copy_, same bytes)", time_ms(lambda: y.copy_(x)), nbytes)
-            for impl, run in torch_peers(lambda t: t.t().contiguous(), (x,), "torch .t().contiguous(), fp32", nbytes, modes):
+            for impl, run in torch_peers(lambda t: t.t().contiguous(), (x,), "torch .t().contiguous(), fp32", nbytes,
+                                         modes):
                 good = check_close(slug(f"{impl} {rows}x{cols}"), run(), want, 0.0, 0.0)
                 ok &= good
                 if good:
@@ -251,7 +252,8 @@ def run_softmax(mod, shapes, do_bench: bool, compiled) -> bool:
             # --8<-- [start:bench_softmax]
             case, nbytes = f"softmax {rows} x {cols} fp32", 2.0 * x.numel() * 4
             bench(case, "cudaMemcpy (torch copy_, same bytes)", time_ms(lambda: out.copy_(x)), nbytes)
-            for impl, run in torch_peers(lambda t: torch.softmax(t, dim=1), (x,), "torch.softmax, fp32", nbytes, modes):
+            for impl, run in torch_peers(lambda t: torch.softmax(t, dim=1), (x,), "torch.softmax, fp32", nbytes,
+                                         modes):
                 good = check_softmax(slug(f"{impl} {rows}x{cols}"), run(), want)
                 ok &= good
                 if good:
@@ -261,8 +263,9 @@ def run_softmax(mod, shapes, do_bench: bool, compiled) -> bool:
                     bench(case, f"course {kernel}", time_ms(make_softmax(mod, kernel, x, out)), nbytes)
             # --8<-- [end:bench_softmax]
     masked = torch.full((1, 37), float("-inf"), device="cuda")
-    ok &= course_tools.check_true("torch_softmax_fully_masked_row_is_nan", bool(torch.softmax(masked, dim=1).isnan().all()),
-                                  masked.numel(), "torch.softmax of an all -inf row")
+    ok &= course_tools.check_true("torch_softmax_fully_masked_row_is_nan",
+                                  bool(torch.softmax(masked, dim=1).isnan().all()), masked.numel(),
+                                  "torch.softmax of an all -inf row")
     return ok
 
 
@@ -286,7 +289,8 @@ def main() -> int:
         compiled = torch.compile(lambda t: torch.softmax(t, dim=1), dynamic=False)
     ok = run_transpose(load("transpose"), [(1, 1), (1009, 997), (1004, 100)], False)
     ok &= run_sum(load("reduction"), [1, 4099, 1000003], False)
-    ok &= run_softmax(load("softmax"), [(1, 1), (97, 997), (37, 8192), (3, 1000), (24, 20), (40, 33)], False, compiled)
+    ok &= run_softmax(load("softmax"), [(1, 1), (97, 997), (37, 8192), (3, 1000), (24, 20), (40, 33)], False,
+                      compiled)
     if args.bench and ok:
         ok &= run_transpose(load("transpose"), [(8192, 8192)], True)
         ok &= run_sum(load("reduction"), [1 << 28], True)

@@ -104,7 +104,8 @@ def check_tf32(batch, act, loss, grads, params, load, offsets):
     (the recorded errors stay below an eighth of it), and end to end as much as the atol itself:
     there TF32's rounding, carried through the layers, is as large as the smallest values."""
     tag, dt = f"b{batch}_tf32", torch.float64
-    t = {k: torch.from_numpy(load(f"tf32.{k}").astype(np.float64)) for k in ("x", "p1", "c1", "c2", "dc2", "dp1", "dc1")}
+    t = {k: torch.from_numpy(load(f"tf32.{k}").astype(np.float64))
+         for k in ("x", "p1", "c1", "c2", "dc2", "dp1", "dc1")}
     w1, w2 = params[0].to(dt), params[3].to(dt)
     x, p1 = t["x"].reshape(batch, 1, 28, 28), t["p1"].reshape(batch, 32, 14, 14)
     dc2, dc1 = t["dc2"].reshape(batch, 64, 14, 14), t["dc1"].reshape(batch, 32, 28, 28)
@@ -113,8 +114,10 @@ def check_tf32(batch, act, loss, grads, params, load, offsets):
         "conv1_forward": (t["c1"], F.conv2d(x, w1, padding=1)),
         "conv2_forward": (t["c2"], F.conv2d(p1, w2, padding=1)),
         "conv2_input_grad": (t["dp1"], torch.nn.grad.conv2d_input(p1.shape, w2, dc2, padding=1)),
-        "conv2_weight_grad": (got_grads[offsets[3]:offsets[4]], torch.nn.grad.conv2d_weight(p1, w2.shape, dc2, padding=1)),
-        "conv1_weight_grad": (got_grads[offsets[0]:offsets[1]], torch.nn.grad.conv2d_weight(x, w1.shape, dc1, padding=1)),
+        "conv2_weight_grad": (got_grads[offsets[3]:offsets[4]],
+                              torch.nn.grad.conv2d_weight(p1, w2.shape, dc2, padding=1)),
+        "conv1_weight_grad": (got_grads[offsets[0]:offsets[1]],
+                              torch.nn.grad.conv2d_weight(x, w1.shape, dc1, padding=1)),
     }
     for name, (got, want) in own.items():
         want = want.numpy()

@@ -284,8 +284,8 @@ __global__ void __launch_bounds__(kThreads)
 // tile of 64 x 64 would waste most of its work. One block per (output channel, slice of images)
 // keeps nine sums per thread instead, and writes them to part[slice][m][9]; reduce_parts adds the
 // slices in a fixed order (no atomics: the same bits in every run).
-__global__ void conv3x3_wgrad_c1(const float* __restrict__ dout, const float* __restrict__ in, float* __restrict__ part,
-                                 int N, int M, int H, int W, int images_per_block) {
+__global__ void conv3x3_wgrad_c1(const float* __restrict__ dout, const float* __restrict__ in,
+                                 float* __restrict__ part, int N, int M, int H, int W, int images_per_block) {
   const int m = blockIdx.y, HW = H * W;
   const int nbegin = blockIdx.x * images_per_block, nend = min(N, nbegin + images_per_block);
   float acc[9] = {};

@@ -73,7 +73,8 @@ static std::vector<uint8_t> gzip_stored(const std::vector<uint8_t>& data) {
     g.push_back(static_cast<uint8_t>(len >> 8));
     g.push_back(static_cast<uint8_t>(~len));
     g.push_back(static_cast<uint8_t>(~len >> 8));
-    g.insert(g.end(), data.begin() + static_cast<std::ptrdiff_t>(at), data.begin() + static_cast<std::ptrdiff_t>(at + len));
+    g.insert(g.end(), data.begin() + static_cast<std::ptrdiff_t>(at),
+             data.begin() + static_cast<std::ptrdiff_t>(at + len));
     at += len;
   } while (at < data.size());
   const uint32_t crc = crc32(data), size = static_cast<uint32_t>(data.size());

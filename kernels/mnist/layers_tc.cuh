@@ -159,7 +159,9 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_bf16(const Op op, int M, int
 // 16-byte row; the warp gets back 8 x 8 bf16 matrices already in mma's fragment layout (lane
 // g * 4 + t holds row g, elements 2t and 2t + 1). .x4 loads four matrices (lanes 0-7 address the
 // rows of the first, 8-15 the second, ...), .x2 two (lanes 0-15).
-__device__ inline uint32_t shared_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ inline uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
 __device__ inline void ldmatrix_x4(uint32_t (&r)[4], const __nv_bfloat16* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -571,7 +573,9 @@ struct LinWgrad {
 // --- launchers ------------------------------------------------------------------------------------
 
 // Split-K: `splits` asked for, each slice a whole number of k-tiles; k_slices is how many the grid has.
-inline int k_split_length(int K, int splits) { return course::ceil_div(course::ceil_div(K, std::max(1, splits)), kBK) * kBK; }
+inline int k_split_length(int K, int splits) {
+  return course::ceil_div(course::ceil_div(K, std::max(1, splits)), kBK) * kBK;
+}
 inline int k_slices(int K, int splits) { return course::ceil_div(K, k_split_length(K, splits)); }
 
 template <int BM, int BN, int WARPS_M, int WARPS_N, class Op>

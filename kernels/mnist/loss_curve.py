@@ -30,8 +30,8 @@ CURVE_STEPS, CURVE_BATCH = 50, 64
 #           alone stays far below; one wrong gradient moves step 1's loss by a good part of a step's
 #           progress, about 0.25 here), bf16 to 1e-2 for its first two steps (one step's rounding);
 #   trend:  the mean loss of the last 25 steps (half the curve: ten steps are too few to average out
-#           the paths' differences; a GPU run saw 16% at ten steps and 10% at 25) within 15% of PyTorch's, and below half of the first
-#           step's: the same training, not a diverged or stalled one.
+#           the paths' differences; a GPU run saw 16% at ten steps and 10% at 25) within 15% of
+#           PyTorch's, and below half of the first step's: the same training, not a diverged or stalled one.
 CURVE_CHECKS = {"fused": {"early": 10, "rtol": 1e-4}, "tc": {"early": 2, "rtol": 1e-2}}
 TREND_STEPS, TREND_RTOL = 25, 0.15
 
@@ -121,7 +121,8 @@ def compare_curve(data, data_dir: Path, binary_arg: str | None) -> bool:
 
 
 def main():
-    ap = course_tools.parser("Compare mnist_train's loss curves (versions 3 and 4, 50 steps) with PyTorch's in float64.")
+    ap = course_tools.parser(
+        "Compare mnist_train's loss curves (versions 3 and 4, 50 steps) with PyTorch's in float64.")
     ap.add_argument("--data-dir")
     ap.add_argument("--binary", help="a built mnist_train (default: build one)")
     args = ap.parse_args()

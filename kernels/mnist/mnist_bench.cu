@@ -15,7 +15,8 @@
 // course: bench --bench --batch 64
 // course: bench --bench --batch 256
 // course: bench --bench --batch 1024
-// course: sanitizer-skip all a run trains whole epochs, too long under the sanitizer; mnist_check.cu runs the same step (mnist_model.cuh) of every version under all four tools
+// course: sanitizer-skip all a run trains whole epochs, too long under the sanitizer; mnist_check.cu runs the same
+//         step (mnist_model.cuh) of every version under all four tools
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -106,8 +107,9 @@ static void bench_tc_layers(const Net& n, int B, const char* impl) {
       [&] { tc::linear_forward(n.p2_bf16, n.param_bf16(W3), n.h_pre, n.fc1_part, B, 3136, 128, n.sms, n.st); });
   row("fc1 input gradient", 2 * b * 3136 * 128, b * 128 * 4 + 401408 * 2 + b * 3136 * 4,
       [&] { tc::linear_backward_data(n.dh_pre, n.param_bf16(W3), n.dp2, B, 3136, 128, n.st); });
-  row("fc1 weight gradient", 2 * b * 3136 * 128, b * 128 * 4 + b * 3136 * 2 + 401408 * 4,
-      [&] { tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), n.fc1_wgrad_part, B, 3136, 128, n.sms, n.st); });
+  row("fc1 weight gradient", 2 * b * 3136 * 128, b * 128 * 4 + b * 3136 * 2 + 401408 * 4, [&] {
+    tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), n.fc1_wgrad_part, B, 3136, 128, n.sms, n.st);
+  });
 }
 // --8<-- [end:layer_bench]
 

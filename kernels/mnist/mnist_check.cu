@@ -300,8 +300,8 @@ static bool check_tc_convs(cudaStream_t st) {
   ok &= course::check_close("v4_conv2_bn_sumsq_vs_stored", stats.data() + K, sumsq.data(), K, 1e-5, 1e-6);
   ok &= check_scaled("v4_conv2_input_grad_vs_fp64", course::to_host(d_din, din.size()).data(), din.data(), din.size(),
                             0.0, bf16_atol(K * 9, 1, 1), kBf16Noise * bf16_atol(K * 9, 1, 1));
-  ok &= check_scaled("v4_conv2_weight_grad_vs_fp64", course::to_host(d_dw, dw.size()).data(), dw.data(), dw.size(), 0.0,
-                            bf16_atol(N * HW, 1, 1), kBf16Noise * bf16_atol(N * HW, 1, 1));
+  ok &= check_scaled("v4_conv2_weight_grad_vs_fp64", course::to_host(d_dw, dw.size()).data(), dw.data(), dw.size(),
+                     0.0, bf16_atol(N * HW, 1, 1), kBf16Noise * bf16_atol(N * HW, 1, 1));
   course::device_free({d_in, d_dout, d_w, d_out, d_din, d_dw, d_stats, d_part});
   course::device_free({d_stat_part});
   return ok;
@@ -330,7 +330,8 @@ static bool check_tc_conv1(cudaStream_t st) {
             for (int s = 0; s < 3; ++s) {
               const int iy = y + r - 1, ix = xx + s - 1;
               if (iy >= 0 && iy < H && ix >= 0 && ix < H)
-                out[(n * C + c) * HW + y * H + xx] += static_cast<double>(w[c * 9 + r * 3 + s]) * x[n * HW + iy * H + ix];
+                out[(n * C + c) * HW + y * H + xx] +=
+                    static_cast<double>(w[c * 9 + r * 3 + s]) * x[n * HW + iy * H + ix];
             }
   const std::vector<float> got = course::to_host(d_out, out.size());
   bool ok = check_scaled("v4_conv1_forward_vs_fp64", got.data(), out.data(), out.size(), 0.0, 1e-5, 1e-5 / 10);
@@ -354,7 +355,8 @@ static bool check_tc_conv1(cudaStream_t st) {
 static bool check_tc_linears(int sms, cudaStream_t st) {
   // fc1's shapes on a batch of 5 (not a multiple of the 64-row tile; fc1 forward splits k = 3136).
   constexpr int B = 5, I = 3136, O = 128;
-  const std::vector<float> x = random_vector(B * I, 201), w = random_vector(O * I, 202), dy = random_vector(B * O, 203);
+  const std::vector<float> x = random_vector(B * I, 201), w = random_vector(O * I, 202),
+                           dy = random_vector(B * O, 203);
   __nv_bfloat16* d_x = course::to_device(to_bf16_host(x));  // stored in bf16 by the step (p2); dy in fp32
   float* d_dy = course::to_device(dy);
   __nv_bfloat16* d_w = course::to_device(to_bf16_host(w));
@@ -396,13 +398,16 @@ static bool check_tc_small_kernels(cudaStream_t st) {
                            w4 = random_vector(1280, 303, -0.1f, 0.1f), b4 = random_vector(10, 304, -0.1f, 0.1f);
   std::vector<int> labels(B);
   for (int b = 0; b < B; ++b) labels[b] = (b * 7 + 3) % 10;
-  float *d_hpre = course::to_device(h_pre), *d_b3 = course::to_device(b3), *d_w4 = course::to_device(w4), *d_b4 = course::to_device(b4);
+  float *d_hpre = course::to_device(h_pre), *d_b3 = course::to_device(b3), *d_w4 = course::to_device(w4),
+        *d_b4 = course::to_device(b4);
   int* d_labels = course::to_device(labels);
   int* d_step = course::to_device(std::vector<int>{0});
-  float *d_h = course::device_alloc<float>(B * 128), *d_logits = course::device_alloc<float>(B * 10), *d_dlogits = course::device_alloc<float>(B * 10);
+  float *d_h = course::device_alloc<float>(B * 128), *d_logits = course::device_alloc<float>(B * 10),
+        *d_dlogits = course::device_alloc<float>(B * 10);
   float *d_loss = course::device_alloc<float>(1), *d_part = course::device_alloc<float>(tc::kLossBlocks);
   unsigned* d_done = course::to_device(std::vector<unsigned>{0});
-  float *d_dhpre = course::device_alloc<float>(B * 128), *d_g = course::device_alloc<float>(tc::kFc2Grads);  // db3 | dw4 | db4
+  float *d_dhpre = course::device_alloc<float>(B * 128),
+        *d_g = course::device_alloc<float>(tc::kFc2Grads);  // db3 | dw4 | db4
   const size_t grad_part_floats = static_cast<size_t>(tc::fc2_loss_blocks(B)) * tc::kFc2Grads;
   float* d_gpart = course::device_alloc<float>(grad_part_floats);
   course::poison(d_gpart, grad_part_floats * sizeof(float));  // every block must write its part
@@ -445,15 +450,17 @@ static bool check_tc_small_kernels(cudaStream_t st) {
     for (int k = 0; k < 10; ++k) g[1408 + k] += dz[b * 10 + k];  // db4
   }
   bool ok = true;
-  ok &= course::check_close("v4_fc1_bias_relu_vs_fp64", course::to_host(d_h, h.size()).data(), h.data(), h.size(), 1e-6, 1e-6);
-  ok &= course::check_close("v4_fc2_logits_vs_fp64", course::to_host(d_logits, z.size()).data(), z.data(), z.size(), 1e-5, 1e-5);
-  ok &= course::check_close("v4_softmax_xent_grad_vs_fp64", course::to_host(d_dlogits, dz.size()).data(), dz.data(), dz.size(),
-                            1e-4, 1e-8);
+  ok &= course::check_close("v4_fc1_bias_relu_vs_fp64", course::to_host(d_h, h.size()).data(), h.data(), h.size(),
+                            1e-6, 1e-6);
+  ok &= course::check_close("v4_fc2_logits_vs_fp64", course::to_host(d_logits, z.size()).data(), z.data(), z.size(),
+                            1e-5, 1e-5);
+  ok &= course::check_close("v4_softmax_xent_grad_vs_fp64", course::to_host(d_dlogits, dz.size()).data(), dz.data(),
+                            dz.size(), 1e-4, 1e-8);
   ok &= course::check_close("v4_softmax_xent_loss_vs_fp64", course::to_host(d_loss, 1).data(), &loss, 1, 1e-5, 1e-6);
   ok &= course::check_close("v4_fc2_backward_dh_vs_fp64", course::to_host(d_dhpre, dhpre.size()).data(), dhpre.data(),
                             dhpre.size(), 1e-4, 1e-8);
-  ok &= course::check_close("v4_fc2_backward_grads_vs_fp64", course::to_host(d_g, g.size()).data(), g.data(), g.size(), 1e-4,
-                            1e-6);
+  ok &= course::check_close("v4_fc2_backward_grads_vs_fp64", course::to_host(d_g, g.size()).data(), g.data(),
+                            g.size(), 1e-4, 1e-6);
   ok &= course::check_true("v4_loss_counter_reset", course::to_host(d_done, 1)[0] == 0, 1);
 
   // SGD: fp32 master weights and their bf16 copy (within bf16's relative rounding, 2^-8).
@@ -471,7 +478,8 @@ static bool check_tc_small_kernels(cudaStream_t st) {
   const std::vector<__nv_bfloat16> p16 = course::to_host(d_p16, n_params);
   std::vector<float> p16f(n_params);
   for (int i = 0; i < n_params; ++i) p16f[i] = __bfloat162float(p16[i]);
-  ok &= course::check_close("v4_sgd_fp32_vs_fp64", course::to_host(d_p, n_params).data(), p1.data(), n_params, 1e-6, 1e-7);
+  ok &= course::check_close("v4_sgd_fp32_vs_fp64", course::to_host(d_p, n_params).data(), p1.data(), n_params, 1e-6,
+                            1e-7);
   ok &= course::check_close("v4_sgd_bf16_copy_vs_fp64", p16f.data(), p1.data(), n_params, std::ldexp(1.0, -8), 0.0);
   ok &= course::check_true("v4_sgd_advances_step", course::to_host(d_step, 1)[0] == 1, 1);
 
@@ -608,7 +616,8 @@ static bool planted_zeros_caught(Net& n, DeviceData& d, int B) {
     std::vector<float> planted(right, right + kParamSize[p]);
     int zeroed = 0;
     for (int i = 0; i < kParamSize[p]; ++i)
-      if (std::fabs(want[i]) <= atol && want[i] != 0.0f) planted[i] = 0.0f, ++zeroed;  // a zero for a zero is no fault
+      if (std::fabs(want[i]) <= atol && want[i] != 0.0f)
+        planted[i] = 0.0f, ++zeroed;  // a zero for a zero is no fault
     if (!zeroed) continue;  // no small values in this tensor: nothing to plant
     ++plants;
     const bool rejected = !compare_scaled(planted.data(), want, kParamSize[p], kGradTol, atol, atol / 100).ok;

@@ -152,7 +152,8 @@ def describe(o: dict) -> str:
         said = "".join(f", {k}={v}" for k, v in o["notes"].items() if k != "fullgraph_why")
         return (f"step {o['step_ms']:.4f} ms, epoch {o['epoch_ms'] / 1e3:.3f} s; check {o['check']}; "
                 f"compiled in {o['compile_s']:g} s{said}")
-    return {"failed": "FAILED its check, not timed: ", "pruned": "pruned: ", "not reached": "not reached: "}[o["kind"]] + o["why"]
+    prefix = {"failed": "FAILED its check, not timed: ", "pruned": "pruned: ", "not reached": "not reached: "}
+    return prefix[o["kind"]] + o["why"]
 
 
 def progress_line(i: int, batch: int, o: dict) -> str:

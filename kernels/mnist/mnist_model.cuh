@@ -136,7 +136,8 @@ struct Net {
     CUDA_CHECK(cudaMemset(loss_blocks_done, 0, sizeof(unsigned)));
     sms = igemm::sm_count();
     wgrad_part = course::device_alloc<float>(tc::conv_wgrad_partial_floats(max_b, sms, 32, 64));
-    stat_part = course::device_alloc<double>(std::max<size_t>(tc::bn_stat_part_doubles(sms), kBnBackwardSlices * 128));
+    stat_part =
+        course::device_alloc<double>(std::max<size_t>(tc::bn_stat_part_doubles(sms), kBnBackwardSlices * 128));
     fc1_part = course::device_alloc<float>(tc::linear_part_floats(max_b, 3136, 128, sms));
     fc1_wgrad_part = course::device_alloc<float>(tc::linear_part_floats(max_b, 3136, 128, sms));
     fc2_part = course::device_alloc<float>(static_cast<size_t>(tc::kLossBlocks) * tc::kFc2Grads);
@@ -168,7 +169,9 @@ inline std::vector<float> init_params(uint64_t seed) {
   return p;
 }
 
-inline int blocks(long long n, int threads = 256) { return static_cast<int>(course::ceil_div<long long>(n, threads)); }
+inline int blocks(long long n, int threads = 256) {
+  return static_cast<int>(course::ceil_div<long long>(n, threads));
+}
 
 // --- cuBLAS: row-major Y[B][O] = X[B][I] W[O][I]^T is column-major Y^T = W^T-as-stored^T X^T ---------
 // --8<-- [start:cublas]
@@ -196,8 +199,8 @@ inline void linear_backward_blas(const Net& n, const float* dY, const float* X, 
 // --- the three versions ---------------------------------------------------------------------------
 
 // Batch norm, ReLU and pooling of one block, unfused (versions 1 and 2).
-inline void bn_relu_pool_unfused(const Net& n, const float* c, float* a, float* r, float* p, uint8_t* arg, float* mean,
-                          float* rstd, int gamma, int beta, int B, int C, int H) {
+inline void bn_relu_pool_unfused(const Net& n, const float* c, float* a, float* r, float* p, uint8_t* arg,
+                                 float* mean, float* rstd, int gamma, int beta, int B, int C, int H) {
   const int HW = H * H, total = B * C * HW;
   naive::batchnorm_stats<<<C, 1024, 0, n.st>>>(c, mean, rstd, B, C, HW);
   naive::batchnorm_apply<<<blocks(total), 256, 0, n.st>>>(c, mean, rstd, n.param(gamma), n.param(beta), a, B, C, HW);
@@ -206,9 +209,9 @@ inline void bn_relu_pool_unfused(const Net& n, const float* c, float* a, float* 
   CUDA_CHECK_LAUNCH();
 }
 
-inline void bn_relu_pool_backward_unfused(const Net& n, const float* dp, const uint8_t* arg, float* dr, const float* a,
-                                   float* da, const float* c, const float* mean, const float* rstd, int gamma,
-                                   int beta, float* dc, int B, int C, int H) {
+inline void bn_relu_pool_backward_unfused(const Net& n, const float* dp, const uint8_t* arg, float* dr,
+                                          const float* a, float* da, const float* c, const float* mean,
+                                          const float* rstd, int gamma, int beta, float* dc, int B, int C, int H) {
   const int HW = H * H, total = B * C * HW;
   naive::maxpool_backward<<<blocks(total), 256, 0, n.st>>>(dp, arg, dr, B * C, H, H);
   naive::relu_backward<<<blocks(total), 256, 0, n.st>>>(dr, a, da, total);
@@ -226,7 +229,8 @@ inline void bn_relu_pool_backward_fused(const Net& n, const float* dp, const T* 
                                  int B, int C, int H) {
   const int pooled_per_channel = B * (H / 2) * (H / 2);
   const int slices = std::max(1, std::min(kBnBackwardSlices, course::ceil_div(pooled_per_channel, 2048)));
-  fused::bn_relu_pool_backward_reduce<<<dim3(slices, C), 256, 0, n.st>>>(dp, p, arg, c, coef, n.stat_part, B, C, H, H);
+  fused::bn_relu_pool_backward_reduce<<<dim3(slices, C), 256, 0, n.st>>>(dp, p, arg, c, coef, n.stat_part, B, C, H,
+                                                                         H);
   CUDA_CHECK_LAUNCH();
   reduce_parts(n.stat_part, slices, 2 * C, dsum, n.st);
   fused::bn_backward_finalize<<<1, C, 0, n.st>>>(dsum, dsum + C, coef, C, B * H * H, bcoef, n.grad(gamma),
@@ -249,7 +253,8 @@ inline void forward_tc(const Net& n, const Source& src, int B, float* loss_out, 
   // written, part by part, then added in a fixed order (reduce_parts).
   tc::conv1_forward(n.x, n.param(W1), n.c1, B, n.stat_part, s, n.sms, n.st);
   fused::bn_finalize<<<1, 32, 0, n.st>>>(s, s + 32, n.param(G1), n.param(BE1), 32, B * 784, n.coef1);
-  fused::bn_relu_pool_forward<<<blocks(B * 32 * 196), 256, 0, n.st>>>(n.c1, n.coef1, n.p1_bf16, n.arg1, B, 32, 28, 28);
+  fused::bn_relu_pool_forward<<<blocks(B * 32 * 196), 256, 0, n.st>>>(n.c1, n.coef1, n.p1_bf16, n.arg1, B, 32, 28,
+                                                                      28);
   tc::conv_forward<14, 32, 64>(n.param_bf16(W2), n.p1_bf16, n.c2, B, n.stat_part, s + 64, n.sms, n.st);
   fused::bn_finalize<<<1, 64, 0, n.st>>>(s + 64, s + 128, n.param(G2), n.param(BE2), 64, B * 196, n.coef2);
   fused::bn_relu_pool_forward<<<blocks(B * 3136), 256, 0, n.st>>>(n.c2, n.coef2, n.p2_bf16, n.arg2, B, 64, 14, 14);
@@ -264,20 +269,22 @@ inline void forward_tc(const Net& n, const Source& src, int B, float* loss_out, 
 }
 
 inline void backward_tc(const Net& n, int B) {
-  // fc2's backward ran with the loss (forward_tc). The weight gradients of fc1 and conv2 feed nothing but SGD: they run
-  // on a second stream beside the chain of input gradients (a fork and a join in the captured graph),
-  // so that at small batches, where one kernel leaves most SMs idle, they overlap.
+  // fc2's backward ran with the loss (forward_tc). The weight gradients of fc1 and conv2 feed nothing but
+  // SGD: they run on a second stream beside the chain of input gradients (a fork and a join in the
+  // captured graph), so that at small batches, where one kernel leaves most SMs idle, they overlap.
   double* s = n.stats;
   CUDA_CHECK(cudaEventRecord(n.fork_fc1, n.st));
   CUDA_CHECK(cudaStreamWaitEvent(n.side, n.fork_fc1, 0));
   tc::linear_backward_weight(n.dh_pre, n.p2_bf16, n.grad(W3), n.fc1_wgrad_part, B, 3136, 128, n.sms, n.side);
   tc::linear_backward_data(n.dh_pre, n.param_bf16(W3), n.dp2, B, 3136, 128, n.st);
-  bn_relu_pool_backward_fused(n, n.dp2, n.p2_bf16, n.arg2, n.c2, n.coef2, n.bcoef2, s + 256, G2, BE2, n.dc2, B, 64, 14);
+  bn_relu_pool_backward_fused(n, n.dp2, n.p2_bf16, n.arg2, n.c2, n.coef2, n.bcoef2, s + 256, G2, BE2, n.dc2, B, 64,
+                              14);
   CUDA_CHECK(cudaEventRecord(n.fork_conv2, n.st));
   CUDA_CHECK(cudaStreamWaitEvent(n.side, n.fork_conv2, 0));
   tc::conv_backward_weight<14, 32, 64>(n.dc2, n.p1_bf16, n.grad(W2), n.wgrad_part, B, n.sms, n.side);
   tc::conv_backward_data<14, 32, 64>(n.param_bf16(W2), n.dc2, n.dp1, B, n.sms, n.st);
-  bn_relu_pool_backward_fused(n, n.dp1, n.p1_bf16, n.arg1, n.c1, n.coef1, n.bcoef1, s + 192, G1, BE1, n.dc1, B, 32, 28);
+  bn_relu_pool_backward_fused(n, n.dp1, n.p1_bf16, n.arg1, n.c1, n.coef1, n.bcoef1, s + 192, G1, BE1, n.dc1, B, 32,
+                              28);
   igemm::backward_weight(n.dc1, n.x, n.grad(W1), B, 1, 32, 28, 28, n.st, false, n.c1_wgrad_part);
   CUDA_CHECK(cudaEventRecord(n.join, n.side));  // SGD waits for the side stream
   CUDA_CHECK(cudaStreamWaitEvent(n.st, n.join, 0));
@@ -366,7 +373,8 @@ inline void backward(const Net& n, Version v, int B) {
                                   14);
   }
   if (v == kNaive) {
-    naive::conv3x3_backward_data<<<blocks(B * 32 * 196), 256, 0, n.st>>>(n.dc2, n.param(W2), n.dp1, B, 32, 64, 14, 14);
+    naive::conv3x3_backward_data<<<blocks(B * 32 * 196), 256, 0, n.st>>>(n.dc2, n.param(W2), n.dp1, B, 32, 64, 14,
+                                                                         14);
     naive::conv3x3_backward_weight<<<64 * 32 * 9, 256, 0, n.st>>>(n.dc2, n.p1, n.grad(W2), B, 32, 64, 14, 14);
   } else {
     igemm::backward_data(n.dc2, n.param(W2), n.dp1, B, 32, 64, 14, 14, n.st, v == kTf32);
@@ -415,10 +423,12 @@ inline void refresh_bf16(const Net& n) {
 inline cudaGraphExec_t capture_step(const Net& n, Version v, const Source& src, int B, float lr) {
   // One eager step first, so that every kernel and cuBLAS routine is loaded before the capture;
   // the weights and the step counters are put back afterwards.
-  CUDA_CHECK(cudaMemcpyAsync(n.params_backup, n.params, kTotalParams * sizeof(float), cudaMemcpyDeviceToDevice, n.st));
+  CUDA_CHECK(
+      cudaMemcpyAsync(n.params_backup, n.params, kTotalParams * sizeof(float), cudaMemcpyDeviceToDevice, n.st));
   CUDA_CHECK(cudaMemcpyAsync(n.step_backup, n.step, 2 * sizeof(int), cudaMemcpyDeviceToDevice, n.st));
   train_step(n, v, src, B, lr);
-  CUDA_CHECK(cudaMemcpyAsync(n.params, n.params_backup, kTotalParams * sizeof(float), cudaMemcpyDeviceToDevice, n.st));
+  CUDA_CHECK(
+      cudaMemcpyAsync(n.params, n.params_backup, kTotalParams * sizeof(float), cudaMemcpyDeviceToDevice, n.st));
   CUDA_CHECK(cudaMemcpyAsync(n.step, n.step_backup, 2 * sizeof(int), cudaMemcpyDeviceToDevice, n.st));
   refresh_bf16(n);
   CUDA_CHECK(cudaStreamSynchronize(n.st));

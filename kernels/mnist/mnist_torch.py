@@ -571,12 +571,14 @@ def run_phase(configs, batch: int, images_u8, labels, ref: Reference, repeats: i
                       "why": "the budget (--budget-s) was spent"})
                 continue
             if prep is None and prep_error is None and left < COMPILE_RESERVE_S[cfg.mode]:
-                emit({"kind": "not reached", "key": cfg.key, "why": f"less than the {COMPILE_RESERVE_S[cfg.mode]:g} s "
-                      f"a {cfg.mode} compile needs was left of the budget (--budget-s)"})
+                emit({"kind": "not reached", "key": cfg.key,
+                      "why": f"less than the {COMPILE_RESERVE_S[cfg.mode]:g} s "
+                             f"a {cfg.mode} compile needs was left of the budget (--budget-s)"})
                 continue
             if prep is None and prep_error is None:
-                print(f"  compiling/preparing {cfg.precision} {'channels_last' if cfg.channels_last else 'contiguous'} "
-                      f"{cfg.compile_token} ({left:.0f} s of budget left)", flush=True)
+                print(
+                    f"  compiling/preparing {cfg.precision} {'channels_last' if cfg.channels_last else 'contiguous'} "
+                    f"{cfg.compile_token} ({left:.0f} s of budget left)", flush=True)
                 try:
                     with settings(PRECISIONS[cfg.precision], cfg.cudnn_benchmark):
                         prep = prepare(cfg.group, images_u8, labels, batch)
@@ -617,7 +619,8 @@ def run_config(cfg: Config, prep: Prepared, batch: int, images_u8, ref: Referenc
         built = None
 
 
-def run_worker(configs, batch: int, repeats: int, budget_s: float, cudnn_benchmark: bool, data_dir: Path, counter: list):
+def run_worker(configs, batch: int, repeats: int, budget_s: float, cudnn_benchmark: bool, data_dir: Path,
+               counter: list):
     """The configurations of the other cudnn.benchmark value, in a process of their own: cuDNN keeps the
     plan it chose for a convolution (keyed by shapes, layout, data type and TF32, not by the benchmark
     flag) for the rest of the process, so in one process the configurations run later would reuse the
@@ -627,8 +630,10 @@ def run_worker(configs, batch: int, repeats: int, budget_s: float, cudnn_benchma
     cmd = [sys.executable, "-u", str(Path(__file__).resolve()), "--bench", "--worker", "--batch", str(batch),
            "--cudnn-benchmark", "on" if cudnn_benchmark else "off", "--budget-s", f"{max(budget_s, 1):.1f}",
            "--repeats", str(repeats), "--configs", ",".join(c.key for c in configs), "--data-dir", str(data_dir)]
-    print(f"batch {batch}: {len(configs)} configurations with cudnn.benchmark "
-          f"{'on' if cudnn_benchmark else 'off'} go to a process of their own ({budget_s:.0f} s of budget left)", flush=True)
+    print(
+        f"batch {batch}: {len(configs)} configurations with cudnn.benchmark "
+        f"{'on' if cudnn_benchmark else 'off'} go to a process of their own ({budget_s:.0f} s of budget left)",
+        flush=True)
     outcomes = []
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1)
     for line in proc.stdout:
@@ -760,7 +765,8 @@ def main():
         sys.exit(f"error: {e}")  # a missing or damaged file: the message, and exit code 1
     set_precision()
     device = torch.device("cpu" if args.cpu else "cuda")
-    print(f"torch {torch.__version__} on {torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}", flush=True)
+    print(f"torch {torch.__version__} on {torch.cuda.get_device_name() if device.type == 'cuda' else 'CPU'}",
+          flush=True)
     if args.time_to_99:
         key = configs[0].key if args.configs is not None else TIME_TO_99_CONFIG
         if not time_to_99(data, device, key, args.seeds, args.epochs, args.batch or BATCH):

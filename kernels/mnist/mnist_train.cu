@@ -22,7 +22,8 @@
 // course: run
 // course: run --train --version 4 --epochs 5 --save build/mnist/v4-weights.bin --predict build/mnist/v4-weights.bin
 // course: bench --bench --seeds 5 --epochs 3
-// course: sanitizer-skip all a run trains whole epochs, too long under the sanitizer; mnist_check.cu runs the same step (mnist_model.cuh) of every version under all four tools
+// course: sanitizer-skip all a run trains whole epochs, too long under the sanitizer; mnist_check.cu runs the same
+//         step (mnist_model.cuh) of every version under all four tools
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -300,7 +301,8 @@ struct TrainOptions {
   std::string save_path, predict_path, image_path;
 };
 
-static bool train_mode(Net& n, DeviceData& d, const Split& test_split, const TrainOptions& o, Version predict_version) {
+static bool train_mode(Net& n, DeviceData& d, const Split& test_split, const TrainOptions& o,
+                       Version predict_version) {
   bool ok = true;
   for (const Runner r : kAccuracyRunners) {
     if (!runs_here(r, o.only_version)) continue;
@@ -356,7 +358,8 @@ int main(int argc, char** argv) {
     return usage_error("--save writes the weights that --train trained; give --train too");
   if ((!o.curves[0].empty() || !o.curves[1].empty()) && !train_flag)
     return usage_error("--curves and --curves-tf32 write a --train run's curves; give --train too");
-  if (seeds && (train_flag || !o.predict_path.empty() || !curve_dir.empty() || (o.only_version && o.only_version != 4)))
+  if (seeds &&
+      (train_flag || !o.predict_path.empty() || !curve_dir.empty() || (o.only_version && o.only_version != 4)))
     return usage_error("--seeds trains version 4 alone; give it without --train, --predict and --loss-curve");
   if (bench && !seeds) return usage_error("--bench prints the BENCH rows of the --seeds runs; give --seeds too");
   // A weights file that cannot be read is an error before any GPU work.

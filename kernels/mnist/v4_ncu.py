@@ -216,12 +216,14 @@ def main():
           f"{'DRAM%':>6} {'tensor%':>7} {'FMA%':>5} {'SM%':>5} {'regs':>5} {'occup%':>6}")
     for r in rows:
         t = r.get("time_ns")
-        print(f"{r['slot']:>2} {r['label'][:44]:<44} {r['group']:<24} {fmt(t and t / 1e3, '{:.1f}'):>8} "
-              f"{fmt(t and 100 * t / total_ns, '{:.1f}%'):>6} {fmt(r['dram_bytes'] and r['dram_bytes'] / 1e6, '{:.1f}'):>8} "
-              f"{fmt(r['flops'] and r['flops'] / 1e9, '{:.2f}'):>7} {fmt(r.get('dram_pct'), '{:.0f}'):>6} "
-              f"{fmt(r.get('tensor_pct'), '{:.1f}'):>7} {fmt(r.get('fma_pct'), '{:.0f}'):>5} "
-              f"{fmt(r.get('sm_pct'), '{:.0f}'):>5} {fmt(r.get('registers'), '{:.0f}'):>5} "
-              f"{fmt(r.get('occupancy_pct'), '{:.0f}'):>6}")
+        print(
+            f"{r['slot']:>2} {r['label'][:44]:<44} {r['group']:<24} {fmt(t and t / 1e3, '{:.1f}'):>8} "
+            f"{fmt(t and 100 * t / total_ns, '{:.1f}%'):>6} "
+            f"{fmt(r['dram_bytes'] and r['dram_bytes'] / 1e6, '{:.1f}'):>8} "
+            f"{fmt(r['flops'] and r['flops'] / 1e9, '{:.2f}'):>7} {fmt(r.get('dram_pct'), '{:.0f}'):>6} "
+            f"{fmt(r.get('tensor_pct'), '{:.1f}'):>7} {fmt(r.get('fma_pct'), '{:.0f}'):>5} "
+            f"{fmt(r.get('sm_pct'), '{:.0f}'):>5} {fmt(r.get('registers'), '{:.0f}'):>5} "
+            f"{fmt(r.get('occupancy_pct'), '{:.0f}'):>6}")
     print("by group:")
     for g in dict.fromkeys(r["group"] for r in rows):
         t = sum(r.get("time_ns", 0) for r in rows if r["group"] == g)

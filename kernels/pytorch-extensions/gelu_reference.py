@@ -78,7 +78,8 @@ def check_operator(label: str, op, device: str, dtypes=(torch.float32,), bad_dev
 
     # Double-precision gradcheck: finite differences against the backward the operator registers.
     xd = torch.randn(17, 5, device=device, dtype=torch.float64, requires_grad=True)
-    ok &= check_true(f"{label}_gradcheck_float64", torch.autograd.gradcheck(op, (xd,), eps=1e-6, atol=1e-5), xd.numel())
+    ok &= check_true(f"{label}_gradcheck_float64", torch.autograd.gradcheck(op, (xd,), eps=1e-6, atol=1e-5),
+                     xd.numel())
 
     # Wrong dtype and wrong device: a Python exception with a message, never a crash.
     bad = [("dtype", lambda: op(torch.ones(4, device=device, dtype=bad_dtype)))]
@@ -99,7 +100,8 @@ def main() -> int:
     y = gelu_composite(x)
     g = torch.randn_like(y)
     (dx,) = torch.autograd.grad(y, x, g)
-    ok = check_close("composite_matches_torch_gelu_tanh", y, torch.nn.functional.gelu(x, approximate="tanh"), 1e-12, 1e-12)
+    ok = check_close("composite_matches_torch_gelu_tanh", y, torch.nn.functional.gelu(x, approximate="tanh"), 1e-12,
+                     1e-12)
     ok &= check_close("hand_derivative_matches_autograd", gelu_backward_composite(g, x.detach()), dx, 1e-12, 1e-12)
     return 0 if ok else 1
 

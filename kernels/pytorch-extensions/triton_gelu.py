@@ -119,7 +119,8 @@ def main() -> int:
     where = "interpreter on the CPU" if INTERPRET else torch.cuda.get_device_name()
     print(f"triton {triton.__version__}, torch {torch.__version__}, {where}")
     # float64 with float64's tolerance: catches constants that carry only float32's precision.
-    dtypes = (torch.float32, torch.float64) if INTERPRET else (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+    dtypes = ((torch.float32, torch.float64) if INTERPRET
+              else (torch.float32, torch.float64, torch.float16, torch.bfloat16))
     ok = check_operator("triton", triton_gelu, DEVICE, dtypes=dtypes, bad_device=None if INTERPRET else "cpu")
     return 0 if ok else 1
 

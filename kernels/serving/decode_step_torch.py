@@ -92,14 +92,16 @@ def build_model(torch, c: Config, dtype, batch: int, seed: int):
             self.o = torch.nn.ParameterList(
                 weight(c.heads * c.head_dim, c.hidden, std=(c.heads * c.head_dim)**-0.5) for _ in range(c.layers))
             self.mlp_norm = torch.nn.ParameterList(norm_weight() for _ in range(c.layers))
-            self.gate_up = torch.nn.ParameterList(weight(c.hidden, 2 * c.mlp, std=c.hidden**-0.5) for _ in range(c.layers))
+            self.gate_up = torch.nn.ParameterList(
+                weight(c.hidden, 2 * c.mlp, std=c.hidden**-0.5) for _ in range(c.layers))
             self.down = torch.nn.ParameterList(weight(c.mlp, c.hidden, std=c.mlp**-0.5) for _ in range(c.layers))
             self.final_norm = norm_weight()
             cache_shape = (c.layers, batch, c.kv_heads, c.context, c.head_dim)
             self.register_buffer("cache_k", weight(*cache_shape, std=1.0).data)
             self.register_buffer("cache_v", weight(*cache_shape, std=1.0).data)
             acc = torch.float64 if dtype == torch.float64 else torch.float32
-            inv_freq = c.rope_theta ** (-torch.arange(0, c.head_dim, 2, dtype=torch.float64, device=DEVICE) / c.head_dim)
+            inv_freq = c.rope_theta ** (-torch.arange(0, c.head_dim, 2, dtype=torch.float64, device=DEVICE)
+                                        / c.head_dim)
             angle = c.context * inv_freq                    # the new token's position
             self.register_buffer("cos", angle.cos().to(acc))
             self.register_buffer("sin", angle.sin().to(acc))
@@ -205,7 +207,8 @@ def bench(torch, batch, modes, seed):
         course_tools.bench(case, impl, ms, nbytes, 2.0 * batch * c.weight_elements(), **fields)
     # The ceiling: a copy that reads half the step's bytes and writes the other half.
     half = nbytes // 2
-    src, dst = torch.empty(half, dtype=torch.uint8, device=DEVICE), torch.empty(half, dtype=torch.uint8, device=DEVICE)
+    src, dst = (torch.empty(half, dtype=torch.uint8, device=DEVICE),
+                torch.empty(half, dtype=torch.uint8, device=DEVICE))
     ms = course_tools.time_ms(lambda: dst.copy_(src), repeats=10)
     course_tools.bench(case, "Tensor.copy_ (copy, same bytes)", ms, 2 * half, 0, peer=False, **fields)
     print(f"{case}: {nbytes / 1e9:.3f} GB read per step, {nbytes / batch / 1e6:.1f} MB per generated token")

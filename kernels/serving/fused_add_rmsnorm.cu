@@ -173,7 +173,8 @@ static void bench_case(int tokens, int hidden) {
   });
   char case_name[48];
   std::snprintf(case_name, sizeof(case_name), "t%d h%d", tokens, hidden);
-  course::print_bench(case_name, "fused add + RMSNorm (bf16)", ms, bytes, 0.0, false, {{"tokens", tokens}, {"hidden", hidden}});
+  course::print_bench(case_name, "fused add + RMSNorm (bf16)", ms, bytes, 0.0, false,
+                      {{"tokens", tokens}, {"hidden", hidden}});
   course::print_bench(case_name, "cudaMemcpy (copy, same bytes)", copy_ms, 4.0 * n * sizeof(__nv_bfloat16), 0.0,
                       true, {{"tokens", tokens}, {"hidden", hidden}});
   course::device_free({buf});

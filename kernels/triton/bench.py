@@ -122,8 +122,8 @@ def check_softmax(softmax_module) -> bool:
         ok &= check_adversarial("triton_softmax_gpu", lambda t, o: softmax(t, out=o), cols, "cuda")
         for kernel in SOFTMAX_KERNELS:
             if softmax_applies(kernel, cols):
-                ok &= check_adversarial(f"cuda_{kernel}", lambda t, o, k=kernel: cuda_softmax(softmax_module, k, t, o)(),
-                                        cols, "cuda")
+                ok &= check_adversarial(f"cuda_{kernel}",
+                                        lambda t, o, k=kernel: cuda_softmax(softmax_module, k, t, o)(), cols, "cuda")
     return bool(ok)
 
 
@@ -213,7 +213,8 @@ def bench_matmul():
 
 def main() -> int:
     global torch, cp
-    p = course_tools.parser("check and time the Triton chapter's kernels against PyTorch, cuBLAS and the course's CUDA kernels")
+    p = course_tools.parser(
+        "check and time the Triton chapter's kernels against PyTorch, cuBLAS and the course's CUDA kernels")
     p.add_argument("--bench", action="store_true", help="also time every kernel")
     p.add_argument("--part", choices=PARTS, help="check (and with --bench time) only this kernel")
     args = p.parse_args()

@@ -5,7 +5,8 @@
 // Taught in docs/triton/programming-model.md. kernels/triton/bench.py compiles it at run time with
 // CuPy (NVRTC) and launches it on PyTorch's tensors, so it includes nothing and has no main. The
 // softmax peer is the memory-model chapter's kernels/memory-model/softmax.cuh, loaded the same way.
-// Build (syntax check only): nvcc -std=c++17 -O3 -arch=native -c -o build/triton/cuda_peers.o kernels/triton/cuda_peers.cu
+// Build (syntax check only): nvcc -std=c++17 -O3 -arch=native -c -o build/triton/cuda_peers.o
+//                            kernels/triton/cuda_peers.cu
 //
 // course: compile-only
 

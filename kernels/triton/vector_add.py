@@ -68,7 +68,8 @@ def main() -> int:
     b = torch.rand(args.n, device=DEVICE) * 2 - 1
     print(f"triton {triton.__version__}, {'interpreter on the CPU' if INTERPRET else torch.cuda.get_device_name()}")
     c = torch.full_like(a, float("nan"))           # poisoned: an element the kernel skips fails
-    ok = course_tools.check_close("triton_vector_add", add(a, b, out=c), a.double() + b.double(), rtol=1e-6, atol=1e-6)
+    ok = course_tools.check_close("triton_vector_add", add(a, b, out=c),
+                                  a.double() + b.double(), rtol=1e-6, atol=1e-6)
     return 0 if ok else 1
 
 

@@ -2,7 +2,8 @@
  * them against sums written out here.
  *
  * Taught in docs/cpp/build.md, which builds it by hand (gcc -E, -S, -c, link), with make and with CMake.
- * Build: mkdir -p build/cpp/project && gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/project/main kernels/cpp/project/main.c kernels/cpp/project/vec.c -lm
+ * Build: mkdir -p build/cpp/project && gcc -std=c11 -O2 -Wall -Wextra -Werror -pedantic -o build/cpp/project/main
+ *        kernels/cpp/project/main.c kernels/cpp/project/vec.c -lm
  * Run:   ./build/cpp/project/main [--n 1000]
  */
 // course: cc-flags kernels/cpp/project/vec.c

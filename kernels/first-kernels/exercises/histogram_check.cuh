@@ -68,7 +68,8 @@ static bool check_histogram(size_t n, uint64_t seed, bool all_equal, bool bench)
         [&] { CUDA_CHECK(cudaMemcpyAsync(d_copy, d_data[0], n, cudaMemcpyDeviceToDevice)); });
     const double your_ms = ex::time_rotating_ms(run, sets);  // the bins overflow here; rechecked below
     char bench_case[80];
-    std::snprintf(bench_case, sizeof(bench_case), "exercise histogram %zu bytes%s", n, all_equal ? ", all equal" : "");
+    std::snprintf(bench_case, sizeof(bench_case), "exercise histogram %zu bytes%s", n,
+                  all_equal ? ", all equal" : "");
     std::snprintf(name, sizeof(name), "histogram_speed%s", all_equal ? "_all_equal" : "");
     ok = ex::speed_bar(name, bench_case, "histogram256 (exercise)", your_ms, "cudaMemcpy (copy of the input)",
                        copy_ms, static_cast<double>(n), 0.0, kMinShareOfCopy);

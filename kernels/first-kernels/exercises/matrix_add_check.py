@@ -2,9 +2,9 @@
 launches the kernel in kernels/first-kernels/exercises/matrix_add.py (or, with --solution,
 kernels/first-kernels/exercises/solutions/matrix_add.py) with blocks of 16 x 8 threads over random
 matrices that are not square and whose sides are not multiples of 16 or 8 (so swapping rows and
-columns fails; the sides are drawn from the seed, one case taller than wide, one wider than tall, and one with no rows),
-the output filled with NaN first and followed by guard rows that must stay untouched, and
-compares with float64. It first checks that the file exposes a @cuda.jit kernel, not a host function;
+columns fails; the sides are drawn from the seed, one case taller than wide, one wider than tall,
+and one with no rows), the output filled with NaN first and followed by guard rows that must stay
+untouched, and compares with float64. It first checks that the file exposes a @cuda.jit kernel, not a host function;
 on the simulator an output written as a whole array (out[:, :] = a + b) fails too. --sim runs it on
 Numba's CUDA simulator (no GPU; smaller sizes).
 
@@ -35,7 +35,8 @@ def main() -> int:
 
     results = []
     if sim:
-        shapes = [(side(9, 30, 8), side(33, 60, 16)), (side(33, 60, 8), side(9, 30, 16)), (1, 1), (0, side(9, 30, 16))]
+        shapes = [(side(9, 30, 8), side(33, 60, 16)), (side(33, 60, 8), side(9, 30, 16)),
+                  (1, 1), (0, side(9, 30, 16))]
     else:
         shapes = [(side(900, 1100, 8), side(1101, 1300, 16)), (side(33, 60, 8), side(9, 30, 16)), (1, 1),
                   (3, side(4000, 4200, 16)), (0, side(9, 30, 16))]

@@ -1,11 +1,11 @@
 """saxpy_check.py: the checker for the SAXPY exercise of docs/first-kernels/exercises.md. It launches
 the kernel in kernels/first-kernels/exercises/saxpy.py (or, with --solution,
 kernels/first-kernels/exercises/solutions/saxpy.py) with ceil(n / 128) blocks of 128 threads on random
-inputs of sizes drawn from the seed that are not multiples of 128 (and 0, with one block, 1 and 129), the output filled
-with NaN first and followed by guard elements that must stay untouched (a missing bounds check writes
-there), and compares with float64. It first checks that the file exposes a @cuda.jit kernel, not a
-host function; on the simulator an output written as a whole array (out[:] = a * x + y, NumPy on
-every thread) fails too. --sim runs it on Numba's CUDA simulator (no GPU; smaller sizes).
+inputs of sizes drawn from the seed that are not multiples of 128 (and 0, with one block, 1 and 129),
+the output filled with NaN first and followed by guard elements that must stay untouched (a missing
+bounds check writes there), and compares with float64. It first checks that the file exposes a @cuda.jit
+kernel, not a host function; on the simulator an output written as a whole array (out[:] = a * x + y,
+NumPy on every thread) fails too. --sim runs it on Numba's CUDA simulator (no GPU; smaller sizes).
 
 Run: python -m course.exercise saxpy     (or this file, with --solution, --sim, --seed S)
 """

@@ -3,9 +3,10 @@
 // (so that a transposed or swapped call cannot pass by luck), with C between guard bytes and filled
 // with NaN first, and compares with a float64 CPU product. It reads cuBLAS's own log of the calls your
 // function makes: exactly one GEMM, no transpose flag, nothing else (no cublasSgeam transpose). With
-// --bench (which `python -m course.exercise` passes) it caps your function's time at 1.6 times cuBLAS called directly, on three shapes where one matrix is
-// far larger than the others (8192 x 8192 against a side of 16): a route that transposes or copies
-// that matrix, or computes on the host, takes several times as long.
+// --bench (which `python -m course.exercise` passes) it caps your function's time at 1.6 times cuBLAS
+// called directly, on three shapes where one matrix is far larger than the others (8192 x 8192 against a
+// side of 16): a route that transposes or copies that matrix, or computes on the host, takes several
+// times as long.
 //
 // course: header
 #pragma once
@@ -41,7 +42,8 @@ struct CublasLog {
     capturing = false;
     Calls found;
     const std::regex call(R"(function\s+\S+\s+(cublas\w+)\s*\()");
-    for (std::sregex_iterator it(text.begin(), text.end(), call), end; it != end; ++it) found.names.push_back((*it)[1]);
+    for (std::sregex_iterator it(text.begin(), text.end(), call), end; it != end; ++it)
+      found.names.push_back((*it)[1]);
     found.transposed = text.find("CUBLAS_OP_T") != std::string::npos || text.find("CUBLAS_OP_C") != std::string::npos;
     return found;
   }

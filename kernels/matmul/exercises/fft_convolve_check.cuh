@@ -2,10 +2,10 @@
 // calls YOUR circular_convolve on random signals of lengths that are powers of two, primes and 1,
 // with y between guard bytes and filled with NaN first, and compares with the direct O(n^2) sum in
 // float64. The tolerance grows with log2(n) and with the largest sum of |x_j| |h_(i-j)|, as FFT
-// rounding errors do. With --bench (which `python -m course.exercise` passes) it caps your function's time at three times cuFFT's own work for the same
-// length (two plans, two forward and one inverse transform) on 2^20 samples, where the direct sum,
-// on the GPU or the host, takes hundreds of times as long. It does not otherwise check that cuFFT
-// does the work: a convolution as fast as cuFFT's passes.
+// rounding errors do. With --bench (which `python -m course.exercise` passes) it caps your function's
+// time at three times cuFFT's own work for the same length (two plans, two forward and one inverse
+// transform) on 2^20 samples, where the direct sum, on the GPU or the host, takes hundreds of times as
+// long. It does not otherwise check that cuFFT does the work: a convolution as fast as cuFFT's passes.
 //
 // course: header
 #pragma once

@@ -31,7 +31,8 @@ __global__ void sgemm_untiled(int M, int N, int K, const float* __restrict__ A, 
   const int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
   if (row < M && col < N) {
     float acc = 0.0f;
-    for (int k = 0; k < K; ++k) acc += A[static_cast<long long>(row) * K + k] * B[static_cast<long long>(k) * N + col];
+    for (int k = 0; k < K; ++k)
+      acc += A[static_cast<long long>(row) * K + k] * B[static_cast<long long>(k) * N + col];
     C[static_cast<long long>(row) * N + col] = acc;
   }
 }
@@ -84,7 +85,8 @@ static bool check_sgemm(cublasHandle_t handle, int M, int N, int K, uint64_t see
     float* dPeer = course::device_alloc<float>(c_size);
     const float alpha = 1.0f, beta = 0.0f;
     const double peer_ms = course::time_kernel_ms([&] {
-      CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, dB[1], N, dA[1], K, &beta, dPeer, N));
+      CUBLAS_CHECK(
+          cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, dB[1], N, dA[1], K, &beta, dPeer, N));
     });
     // Launched as sgemm.cu launches it: 32 x 32 threads per block.
     const dim3 untiled_block(32, 32), untiled_grid(course::ceil_div(N, 32), course::ceil_div(M, 32));

@@ -1,8 +1,8 @@
 """block_sum_check.py: the checker for the shared-memory reduction exercise of
 docs/memory-model/exercises.md. It launches the kernel in kernels/memory-model/exercises/block_sum.py
 (or, with --solution, kernels/memory-model/exercises/solutions/block_sum.py) with blocks of 128
-threads over random inputs whose length (drawn from the seed) is not a multiple of 128 (and 0, 1 and 129) and which are
-followed in memory by large values (a kernel that reads past the end sums them), the partial sums
+threads over random inputs whose length (drawn from the seed) is not a multiple of 128 (and 0, 1 and
+129) and which are followed in memory by large values (a kernel that reads past the end sums them), the partial sums
 filled with NaN first, and compares every block's sum with float64. It first checks that the file
 exposes a @cuda.jit kernel, not a host function; on the simulator partial sums written as a whole
 array fail too. --sim runs it on Numba's CUDA simulator (no GPU).
@@ -22,8 +22,8 @@ THREADS = 128
 
 
 def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the shared-memory reduction exercise (Numba).", STUB, SOLUTION,
-                                                  "block_sums")
+    kernel, sim, rng = exercise_tools.numba_start("Check the shared-memory reduction exercise (Numba).", STUB,
+                                                  SOLUTION, "block_sums")
     import numpy as np
     from numba import cuda
 

@@ -47,7 +47,8 @@ def fake_result(name, got, x) -> bool:
     wrong = [f"{k} {g} (want {w})" for k, (g, w) in facts.items() if g != w]
     for what in wrong:
         print(f"  {name}: the fake result's {what}")
-    return course_tools.check_true(f"{name}_fake_result", not wrong, len(facts), "; ".join(wrong) or "as the real one")
+    return course_tools.check_true(f"{name}_fake_result", not wrong, len(facts),
+                                   "; ".join(wrong) or "as the real one")
 
 
 def main() -> int:

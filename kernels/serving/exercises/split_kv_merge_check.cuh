@@ -66,7 +66,8 @@ static MergeCase make_case(int rows, int splits, int dim, uint64_t seed) {
   const double u = std::ldexp(1.0, -24) * 8 * (splits + 2);
   for (int r = 0; r < rows; ++r) {
     double big = -INFINITY;
-    for (int s = 0; s < splits; ++s) big = std::max(big, static_cast<double>(c.m[static_cast<size_t>(r) * splits + s]));
+    for (int s = 0; s < splits; ++s)
+      big = std::max(big, static_cast<double>(c.m[static_cast<size_t>(r) * splits + s]));
     if (big == -INFINITY) continue;
     double total = 0.0;
     for (int s = 0; s < splits; ++s) {

@@ -2,10 +2,10 @@
 It launches add_kernel from kernels/triton/exercises/add_masked.py (or, with --solution,
 kernels/triton/exercises/solutions/add_masked.py) with BLOCK = 1024 and cdiv(n, 1024) programs, on
 random vectors whose lengths are drawn from the seed, never a multiple of 1024 (and 1, and 0 with one
-program), in float32 and one case in float16, the output filled with NaN first, and compares with float64. It first checks that
-the file exposes a @triton.jit kernel, not a host function that adds with PyTorch. It also checks
-that nothing past n was written: guard elements after the end of the output must keep the value they
-had. --sim runs it on Triton's interpreter (no GPU).
+program), in float32 and one case in float16, the output filled with NaN first, and compares with
+float64. It first checks that the file exposes a @triton.jit kernel, not a host function that adds with
+PyTorch. It also checks that nothing past n was written: guard elements after the end of the output must
+keep the value they had. --sim runs it on Triton's interpreter (no GPU).
 
 Run: python -m course.exercise add_masked     (or this file, with --solution, --sim, --seed S)
 """
@@ -23,8 +23,8 @@ SENTINEL = 1234.0  # exact in float16 too
 
 
 def main() -> int:
-    kernel, device, gen = exercise_tools.triton_start("Check the masked vector-addition exercise (Triton).", STUB, SOLUTION,
-                                                      "add_kernel")
+    kernel, device, gen = exercise_tools.triton_start("Check the masked vector-addition exercise (Triton).", STUB,
+                                                      SOLUTION, "add_kernel")
     import torch
     import triton
 

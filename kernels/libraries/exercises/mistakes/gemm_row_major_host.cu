@@ -2,7 +2,8 @@
 // checker must reject: the product computed on the host (copy A and B back, three loops, copy C up):
 // right numbers, no cuBLAS call, and far slower.
 // tests/test_exercises.py requires the checker to fail it.
-// Check it: python -m course.exercise gemm_row_major --file kernels/libraries/exercises/mistakes/gemm_row_major_host.cu
+// Check it: python -m course.exercise gemm_row_major --file
+//           kernels/libraries/exercises/mistakes/gemm_row_major_host.cu
 //
 // course: compile-only
 // course: libs cublas

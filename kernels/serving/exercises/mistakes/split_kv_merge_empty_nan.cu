@@ -2,7 +2,8 @@
 // checker must reject: the merge is right wherever some chunk has keys, but a row whose chunks are
 // all empty computes e^(-inf - (-inf)) = NaN instead of giving zeros. tests/test_exercises.py
 // requires the checker to fail it.
-// Check it: python -m course.exercise split_kv_merge --file kernels/serving/exercises/mistakes/split_kv_merge_empty_nan.cu
+// Check it: python -m course.exercise split_kv_merge --file
+//           kernels/serving/exercises/mistakes/split_kv_merge_empty_nan.cu
 //
 // course: compile-only
 #include "../split_kv_merge_check.cuh"

@@ -2,7 +2,8 @@
 // checker must reject: weights e^m taken without subtracting the row's maximum first. Right in exact
 // arithmetic, but e^m overflows fp32 once scores pass about 88, and inf / inf is NaN.
 // tests/test_exercises.py requires the checker to fail it.
-// Check it: python -m course.exercise split_kv_merge --file kernels/serving/exercises/mistakes/split_kv_merge_no_max.cu
+// Check it: python -m course.exercise split_kv_merge --file
+//           kernels/serving/exercises/mistakes/split_kv_merge_no_max.cu
 //
 // course: compile-only
 #include "../split_kv_merge_check.cuh"

@@ -1,0 +1,76 @@
+"""The course's figures, drawn as SVG by code: `python -m course.figures` writes docs/assets/figures/*.svg.
+
+tests/test_figures.py checks that the committed files are exactly what this script produces, so a
+figure is changed here, never by hand. Each figure is a light card (its own opaque background) with
+dark text and mid-tone fills: it reads the same in the light and dark palettes and in print, whatever
+the page around it. Hardware figures are the H100 SXM's from NVIDIA's Hopper architecture whitepaper
+and the H100 datasheet, and say so; no measured number is drawn (those come from the GPU record).
+course/svg.py writes the SVG (Svg, its drawing methods and the palette), for these figures and for the
+site's charts. Each module here draws the figures of one chapter (or two short ones).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..svg import CARD  # noqa: F401  (tests/test_figures.py checks each figure's card against it)
+from .hardware import h100_sm, memory_hierarchy, host_device_copies, fat_binary
+from .first_kernels import (thread_hierarchy, grid_over_matrix, matmul_naive, grid_stride,
+                            histogram_atomics, timing_ways, unified_memory, profiling_tools)
+from .memory_model import (coalescing, bank_conflicts, online_softmax, reduction_tree, transpose_tile,
+                           occupancy, async_copies, cluster_softmax, grid_sync, l2_persistence, kernels_from_python)
+from .matmul import (matmul_tiling, sgemm_register_blocking, sgemm_warp_tiling,
+                     hopper_pipeline, row_column_major, loop_order, scan_and_cub)
+from .attention import flash_tile_loop, attention_three_kernels, flash_backward, attention_shapes, number_formats
+from .chapters import chapter_map
+
+OUT = Path(__file__).resolve().parent.parent.parent / "docs" / "assets" / "figures"
+
+
+FIGURES = {
+    "h100-sm.svg": h100_sm,
+    "memory-hierarchy.svg": memory_hierarchy,
+    "thread-hierarchy.svg": thread_hierarchy,
+    "grid-over-matrix.svg": grid_over_matrix,
+    "coalescing.svg": coalescing,
+    "bank-conflicts.svg": bank_conflicts,
+    "matmul-tiling.svg": matmul_tiling,
+    "online-softmax.svg": online_softmax,
+    "sgemm-register-blocking.svg": sgemm_register_blocking,
+    "sgemm-warp-tiling.svg": sgemm_warp_tiling,
+    "flash-tile-loop.svg": flash_tile_loop,
+    "hopper-pipeline.svg": hopper_pipeline,
+    "reduction-tree.svg": reduction_tree,
+    "chapter-map.svg": chapter_map,
+    "matmul-naive.svg": matmul_naive,
+    "transpose-tile.svg": transpose_tile,
+    "attention-three-kernels.svg": attention_three_kernels,
+    "occupancy.svg": occupancy,
+    "row-column-major.svg": row_column_major,
+    "grid-stride.svg": grid_stride,
+    "histogram-atomics.svg": histogram_atomics,
+    "async-copies.svg": async_copies,
+    "cluster-softmax.svg": cluster_softmax,
+    "grid-sync.svg": grid_sync,
+    "timing-ways.svg": timing_ways,
+    "unified-memory.svg": unified_memory,
+    "loop-order.svg": loop_order,
+    "l2-persistence.svg": l2_persistence,
+    "flash-backward.svg": flash_backward,
+    "attention-shapes.svg": attention_shapes,
+    "profiling-tools.svg": profiling_tools,
+    "host-device-copies.svg": host_device_copies,
+    "fat-binary.svg": fat_binary,
+    "kernels-from-python.svg": kernels_from_python,
+    "scan-and-cub.svg": scan_and_cub,
+    "number-formats.svg": number_formats,
+}
+
+
+def main(argv: list[str]) -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, draw in FIGURES.items():
+        (OUT / name).write_text(draw())
+    print(f"wrote {len(FIGURES)} figures to {OUT}")
+    return 0

@@ -1,0 +1,115 @@
+"""The GPU and its toolchain (chapters GPU introduction and Setup): one SM of the H100, the memory
+hierarchy, what a fat binary holds, and the copies between host and device."""
+
+from __future__ import annotations
+
+from ..svg import (BLUE, CARD, GREEN, GREY, INK, MUTED, ORANGE, PANEL, PURPLE, STRONG_BLUE, STRONG_GREEN,
+                   STRONG_ORANGE, Svg)
+
+
+def h100_sm() -> str:
+    s = Svg(760, 560, "One streaming multiprocessor (SM) of the H100, after NVIDIA's Hopper whitepaper")
+    s.heading("One SM of the H100 (Hopper, compute capability 9.0); the H100 SXM has 132")
+    s.rect(20, 40, 720, 470, fill=CARD, width=1.5)
+    s.box(40, 52, 680, 26, "L1 instruction cache", GREY)
+    pw, ph = 330, 180  # the four partitions, a 2 x 2 grid
+    for i in range(4):
+        x = 40 + (i % 2) * (pw + 20)
+        y = 88 + (i // 2) * (ph + 10)
+        s.rect(x, y, pw, ph, fill=PANEL, width=1.2)
+        s.text(x + 8, y + 16, f"Partition {i}", 12, anchor="start", weight="bold")
+        s.box(x + 100, y + 5, 222, 18, "L0 instruction cache", GREY, size=11)
+        s.box(x + 8, y + 28, 314, 20, "Warp scheduler (one warp's instruction per clock)", ORANGE, size=11)
+        s.box(x + 8, y + 52, 314, 24, "Register file: 16,384 x 32-bit (64 KB)", BLUE, size=11)
+        s.box(x + 8, y + 80, 74, 44, "INT32", GREEN, size=11, sub="x16")
+        s.box(x + 86, y + 80, 74, 44, "FP32", GREEN, size=11, sub="x32")
+        s.box(x + 164, y + 80, 74, 44, "FP64", GREEN, size=11, sub="x16")
+        s.box(x + 242, y + 80, 80, 44, "Tensor core", PURPLE, size=11, sub="4th gen")
+        s.box(x + 8, y + 130, 232, 22, "LD/ST units (loads and stores)", GREY, size=11)
+        s.box(x + 244, y + 130, 78, 22, "SFU", GREY, size=11)
+        s.text(x + pw / 2, y + 170, "up to 16 resident warps scheduled here", 10, fill=MUTED)
+    s.box(40, 466, 300, 34, "Tensor Memory Accelerator (TMA)", PURPLE, size=12)
+    s.box(350, 466, 370, 34, "256 KB L1 data cache / shared memory", BLUE, size=12, weight="bold")
+    s.text(380, 532, "Per SM: 65,536 registers, up to 228 KB of the 256 KB as shared memory, "
+           "up to 64 resident warps.", 11, fill=MUTED)
+    s.caption(550, "Datasheet facts: NVIDIA H100 Tensor Core GPU Architecture whitepaper.")
+    return s.render()
+
+
+def memory_hierarchy() -> str:
+    s = Svg(760, 420, "The H100's memory hierarchy, from registers to host memory, with datasheet sizes")
+    s.heading("Memory hierarchy of the H100 SXM: smaller and faster at the top")
+    levels = [
+        ("Registers", "private to a thread", "64K x 32-bit per SM (256 KB)", BLUE),
+        ("Shared memory / L1 cache", "shared by a block, on the SM", "256 KB per SM, up to 228 KB shared", BLUE),
+        ("L2 cache", "shared by all 132 SMs", "50 MB", GREEN),
+        ("Global memory (HBM3)", "every thread, and the host by copies", "80 GB, 3.35 TB/s (datasheet)", ORANGE),
+        ("Host memory", "across PCIe, from the CPU side", "the CPU's DRAM", GREY),
+    ]
+    top, step = 46, 66
+    for i, (name, who, size, fill) in enumerate(levels):
+        inset = 150 - i * 32
+        x, w = 40 + inset, 680 - 2 * inset
+        y = top + i * step
+        s.rect(x, y, w, step - 10, fill=fill, width=1.2)
+        s.text(380, y + 22, name, 14, weight="bold")
+        s.text(380, y + 42, f"{who}; {size}", 12, fill=INK)
+    s.line(28, top + 6, 28, top + 5 * step - 14, arrow=True)
+    s.text(20, top + 5 * step / 2, "slower, larger", 11, fill=MUTED, anchor="middle")
+    s.items[-1] = s.items[-1].replace("<text ", f'<text transform="rotate(-90 20 {top + 5 * step / 2:g})" ')
+    s.caption(400, "Sizes and the HBM3 bandwidth are datasheet figures (H100 SXM); measured bandwidths "
+               "are on the pages' results tables.")
+    return s.render()
+
+
+def fat_binary() -> str:
+    s = Svg(760, 380, "What the driver loads from a fat binary holding SASS for sm_75, sm_80 and sm_90 and PTX "
+                      "for compute_90: a Turing GPU (7.5) runs the sm_75 SASS, an A100 (8.0) and an 8.6 or 8.9 "
+                      "GPU the sm_80 SASS, an H100 (9.0) the sm_90 SASS, and a Blackwell GPU (10.0 or 12.0) "
+                      "JIT-compiles the compute_90 PTX")
+    s.heading("One fat binary, many GPUs: matching SASS, or else the newest PTX, JIT-compiled")
+    s.panel(30, 50, 250, 270, "the binary")
+    images = [("SASS sm_75", BLUE, 86), ("SASS sm_80", BLUE, 146), ("SASS sm_90", BLUE, 206),
+              ("PTX compute_90", ORANGE, 266)]
+    for label, fill, y in images:
+        s.box(50, y, 210, 40, label, fill, size=13, weight="bold")
+    gpus = [("Turing (7.5): sm_75 SASS", 80, 86), ("A100 (8.0): sm_80 SASS", 126, 146),
+            ("8.6, 8.9 (consumer): sm_80 SASS", 172, 146), ("H100, H200 (9.0): sm_90 SASS", 218, 206),
+            ("Blackwell (10.0, 12.0): PTX, JIT", 272, 266)]
+    for name, y, target in gpus:
+        s.box(440, y, 290, 36, name, GREEN if "JIT" not in name else ORANGE, size=12)
+        s.line(438, y + 18, 262, target + 20, arrow=True, stroke=STRONG_BLUE if "JIT" not in name else STRONG_ORANGE,
+               width=1.2)
+    s.lines(380, 340, ["SASS runs on its own major version at the same or a higher minor; PTX runs on any GPU of "
+                       "at least its",
+                       "compute capability. Built with -gencode for sm_75, sm_80, sm_90 and compute_90 (page's "
+                       "example)."])
+    return s.render()
+
+
+def host_device_copies() -> str:
+    s = Svg(760, 360, "Three copies the bandwidth page times: from pageable host memory the driver first copies "
+                      "into a pinned staging buffer and the GPU's copy engine reads that; from pinned memory the "
+                      "copy engine reads directly across PCIe; a device-to-device copy reads and writes device "
+                      "memory, so it moves twice the buffer's size")
+    s.heading("Pageable, pinned and device-to-device copies")
+    s.panel(30, 50, 300, 250, "host (CPU memory)")
+    s.panel(430, 50, 300, 250, "device (GPU memory)")
+    s.box(50, 84, 150, 40, "pageable (malloc)", GREY, size=12)
+    s.box(50, 150, 150, 40, "pinned staging", ORANGE, size=12)
+    s.line(125, 126, 125, 148, arrow=True)
+    s.text(135, 141, "the driver copies", 12, anchor="start")
+    s.box(50, 220, 190, 40, "pinned (cudaMallocHost)", ORANGE, size=12)
+    s.box(450, 150, 120, 40, "copy engine", PURPLE, size=12)
+    s.line(202, 170, 448, 170, arrow=True, stroke=STRONG_BLUE, width=1.5)
+    s.line(242, 240, 448, 180, arrow=True, stroke=STRONG_BLUE, width=1.5)
+    s.text(380, 160, "PCIe (DMA)", 12)
+    s.box(590, 150, 120, 40, "buffer", BLUE, size=12)
+    s.line(572, 170, 588, 170, arrow=True)
+    s.box(590, 220, 120, 40, "copy of it", BLUE, size=12)
+    s.line(650, 192, 650, 218, arrow=True, stroke=STRONG_GREEN, width=1.5)
+    s.text(644, 210, "read + write", 12, anchor="end")
+    s.text(380, 326, "A device-to-device copy of B bytes moves 2 x B bytes through device memory: the copy "
+           "bandwidth counts both.", 12)
+    s.caption(346, "Pinned memory is also what asynchronous copies need; pin what you transfer often.", 12)
+    return s.render()

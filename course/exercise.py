@@ -79,6 +79,25 @@ class Exercise:
             raise ValueError(f"{self.name} has no mistake {mistake!r}; it has {', '.join(self.mistakes)}")
         return mistake_files.materialise(ROOT / self.folder / "mistakes", mistake).relative_to(ROOT).as_posix()
 
+    def hash_inputs(self) -> list[tuple[str, bytes]]:
+        """What checking this exercise reads, as (name, content) for the content hash of its GPU items
+        (tests/test_exercises.py, course/pytest_plugin.py): the stub, checker, solution and mistakes with
+        the headers and modules they include or import (kernels/common/exercise.cuh, exercise_tools.py),
+        and the runner: course/mistakes.py, and this file with the registry reduced to this exercise's
+        entry. Another exercise's files, or its registry entry, are not in it: editing one re-stales only
+        that exercise's items."""
+        found: list[Path] = []
+        for rel in (self.stub, self.checker, self.solution, *(self.mistake_source(m) for m in self.mistakes)):
+            path = ROOT / rel
+            made_of = programs.parse(path).sources() if path.suffix in programs.SOURCE_SUFFIXES else [path]
+            found += [p for p in made_of if p not in found]
+        found.append(ROOT / "course" / "mistakes.py")
+        runner = Path(__file__).read_text()
+        start, end = runner.index("# --8<-- [start:registry]"), runner.index("# --8<-- [end:registry]")
+        runner = runner[:start] + repr(self) + runner[end:]
+        return [(p.relative_to(ROOT).as_posix(), p.read_bytes()) for p in found] + \
+            [("course/exercise.py", runner.encode())]
+
     @property
     def simulator(self) -> str | None:
         """The environment switch that runs the kernel on the CPU, or None."""

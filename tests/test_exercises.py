@@ -6,11 +6,8 @@ the one command readers use, `python -m course.exercise NAME`, on fresh random i
 Exercises whose kernel runs on the CPU (Numba's CUDA simulator, Triton's interpreter, PyTorch's CPU
 operators) are checked here without a GPU, in CI. CUDA C++ exercises, and the Numba and Triton ones
 on a real GPU, are `gpu` items, checked in the GPU run; their stubs are compiled everywhere by
-tests/test_programs.py. The files these tests exercise (named so that the GPU record's hash of these
-tests covers them): kernels/first-kernels/exercises kernels/memory-model/exercises
-kernels/libraries/exercises kernels/matmul/exercises kernels/triton/exercises
-kernels/pytorch-extensions/exercises kernels/mnist/exercises kernels/attention/exercises kernels/common/exercise.cuh
-kernels/common/exercise_tools.py course/exercise.py
+tests/test_programs.py. A GPU item's content hash covers this file and its own exercise's files
+(gpu_item_hash_inputs), so that a fix to one checker re-stales only that exercise's items.
 """
 
 from dataclasses import replace
@@ -26,6 +23,12 @@ CPU_MISTAKES = [(e, m) for e, m in MISTAKES if e in CPU]
 DIFF_MISTAKES = [(e, m) for e, m in MISTAKES if e.mistake_source(m).endswith(".diff")]
 CHAPTERS = ["first-kernels", "memory-model", "libraries", "fast-matmul-fft", "triton", "pytorch-extensions", "mnist",
             "attention"]
+
+
+def gpu_item_hash_inputs(item) -> list[tuple[str, bytes]]:
+    """What a GPU item of this file reads besides this file (course/pytest_plugin.py hashes it): its
+    exercise's stub, checker, solution, mistakes, the shared headers and tools they use, and the runner."""
+    return item.callspec.params["ex"].hash_inputs()
 
 
 def _id(e) -> str:
@@ -117,6 +120,18 @@ def test_exercise_files_exist_and_its_page_shows_them(ex):
     for rel in (ex.stub, ex.solution):
         assert f'--8<-- "{rel}' in page, f"docs/{ex.chapter}/exercises.md does not embed {rel}"
     assert f"python -m course.exercise {ex.name}" in page, f"docs/{ex.chapter}/exercises.md lacks the command"
+
+
+@pytest.mark.parametrize("ex", exercise.EXERCISES, ids=_id)
+def test_gpu_items_hash_their_own_exercise_only(ex):
+    # Of the exercise folders, an item's hash reads only its own exercise's files: a fix to another
+    # exercise's checker leaves its record entry valid.
+    own = {ex.stub, ex.checker, ex.solution, *(ex.mistake_source(m) for m in ex.mistakes)}
+    names = [name for name, _ in ex.hash_inputs()]
+    assert own <= set(names), f"{ex.name}: the hash misses {sorted(own - set(names))}"
+    others = [n for n in names if "/exercises/" in n and n not in own]
+    assert not others, f"{ex.name}: the hash reads other exercises' files {others}"
+    assert "course/exercise.py" in names and "kernels/common/course.cuh" in names
 
 
 def test_every_kernel_chapter_has_exercises():

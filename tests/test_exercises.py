@@ -94,10 +94,12 @@ def test_mistake_diff_applies_to_its_solution(ex, mistake):
 @pytest.mark.parametrize("ex,mistake", [(e, m) for e, m in DIFF_MISTAKES if e.lang == "cuda"],
                          ids=[f"{e.name}-{m}" for e, m in DIFF_MISTAKES if e.lang == "cuda"])
 def test_cuda_mistake_compiles(ex, mistake):
-    # A mistake must fail the checker, not the compiler (as a stored mistakes/*.cu did in test_programs).
+    # A mistake must fail the checker, not the compiler: built with warnings as errors, and for every
+    # architecture the course promises (as tests/test_programs.py builds a stored mistakes/*.cu).
     prog = replace(programs.parse(programs.ROOT / ex.mistake_file(mistake)), compile_only=True)
-    proc = programs.build(prog)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for portable in (False, True):
+        proc = programs.build(prog, portable=portable)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_diff_that_no_longer_fits_fails_loudly():

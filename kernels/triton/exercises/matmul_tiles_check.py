@@ -23,7 +23,8 @@ BM, BN, BK = 32, 32, 16
 
 
 def main() -> int:
-    kernel, device, gen = exercise_tools.triton_start("Check the matmul tile-loop exercise (Triton).", "matmul_kernel")
+    kernel, device, gen = exercise_tools.triton_start("Check the matmul tile-loop exercise (Triton).",
+                                                      "matmul_kernel")
     import torch
     import triton
 

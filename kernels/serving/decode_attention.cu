@@ -104,9 +104,7 @@ static void bench_case(int batch, int context, uint64_t seed) {
   const decode::Plan pl = decode::plan(p, decode::sm_count());
   decode::allocate_partials(p, pl, d);
   const float ms = course::time_kernel_ms([&] { decode::launch(p, pl, d); });
-  const float copy_ms = course::time_kernel_ms([&] {
-    CUDA_CHECK(cudaMemcpy(d.v, d.k, p.cache_elements() * sizeof(__nv_bfloat16), cudaMemcpyDeviceToDevice));
-  });
+  const float copy_ms = decode::time_copy_ms(d.v, d.k, p.cache_elements());
   char case_name[48];
   std::snprintf(case_name, sizeof(case_name), "b%d ctx%d", batch, context);
   const double flops = 4.0 * p.batch * p.heads * static_cast<double>(context) * p.dim;

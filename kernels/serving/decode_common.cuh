@@ -358,6 +358,13 @@ inline void launch(const Problem& p, const Plan& pl, const Buffers& d) {
   launch(p, pl, d, ContiguousCache{p.capacity});
 }
 
+// The bandwidth ceiling of the benchmarks: a device-to-device copy of n bf16 values (half of the bytes
+// read, half written).
+inline float time_copy_ms(__nv_bfloat16* dst, const __nv_bfloat16* src, size_t n) {
+  return course::time_kernel_ms(
+      [&] { CUDA_CHECK(cudaMemcpy(dst, src, n * sizeof(__nv_bfloat16), cudaMemcpyDeviceToDevice)); });
+}
+
 // Device-side random bf16 values in [lo, hi) for the benchmark caches (gigabytes: too slow on the host).
 __global__ void fill_random(__nv_bfloat16* x, size_t n, uint64_t seed, float lo, float hi) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;

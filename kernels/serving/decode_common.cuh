@@ -2,7 +2,8 @@
 // share: the problem, the float64 reference, the lane layout, the log-sum-exp merge, the split and merge
 // kernels and their plan. The split kernel reads keys through a cache policy (`Cache`) that maps a
 // (sequence, KV head, token) to a row of the K and V buffers: ContiguousCache below for
-// decode_attention.cu, PagedCache in paged_decode_attention.cu. Taught in docs/serving/decode-attention.md.
+// decode_attention.cu, PagedCache in paged_decode_attention.cu. Taught in docs/serving/decode-attention.md
+// and docs/serving/paged-kv-cache.md.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -221,7 +221,8 @@ static bool check(const decode::Problem& p, const paged::Pool& pool, uint64_t se
   outside.table[0] = pool.num_pages;  // sequence 0's first page: one past the pool
   decode::Problem longer = p;
   longer.lengths[0] = pool.max_pages * pool.page_size + 1;
-  ok = course::check_true("rejects_page_outside_pool", p.lengths[0] == 0 || !paged::table_valid(p, outside, true), 1) && ok;
+  const bool refused_outside = p.lengths[0] == 0 || !paged::table_valid(p, outside, true);
+  ok = course::check_true("rejects_page_outside_pool", refused_outside, 1) && ok;
   ok = course::check_true("rejects_length_beyond_table", !paged::table_valid(longer, pool, true), 1) && ok;
   return ok;
 }

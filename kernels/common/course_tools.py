@@ -4,6 +4,7 @@ Taught in docs/conventions.md. The Python counterpart of kernels/common/course.c
 
     parser(description)        argparse that exits 1 on a bad option (argparse's own 2 is the
                                harness's "waived" code, which would turn a typo into a skip)
+    int_in(low, high)          an argparse type: an integer in [low, high], else a usage error
     peer_parser(...)           parser(description) with the --bench and --seed every peer program takes
     peer_args(...)             peer_parser's command line, parsed (a program with no options of its own)
     require_cuda(*modules)     import the GPU modules a program needs, or exit 1 with a plain
@@ -53,6 +54,20 @@ def parser(description: str | None = None) -> argparse.ArgumentParser:
     """An argparse parser that rejects unknown options, missing values and malformed numbers with a
     usage message and exit code 1."""
     return _Parser(description=description, allow_abbrev=False)
+
+
+def int_in(low: int, high: int):
+    """An argparse type: an integer from low to high inclusive, else a usage error naming the bounds
+    (p.add_argument("--n", type=int_in(1, 1 << 30), default=1000))."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}, got {value}")
+        return value
+    return parse
 
 
 def peer_parser(description: str, bench_help: str, seed: int = 2026) -> argparse.ArgumentParser:

@@ -13,6 +13,7 @@
 //   device_alloc, to_device, to_host, device_free   device memory in one line each
 //   require_compute_capability  exit with the "waived" code when the GPU lacks a feature
 //   Args                   strict command-line options: unknown, missing or malformed ones are errors
+//   SizeOptions            --n, --bench-n, --seed and --bench: a size checked and a size timed
 //   library_fail           the shared error path of the library check macros (common/check_*.cuh)
 //   check_close_each       check_close with an absolute tolerance per element (one that scales with the data)
 //   verdict_quietly, plant_zeros_small, report_planted   planted faults: evidence that a check can fail
@@ -359,6 +360,25 @@ class Args {
   }
 };
 // --8<-- [end:args]
+
+// The options of a program that checks its kernels at one size and times them at another: --n (the
+// size checked), --bench-n (the size timed, with --bench) and --seed (the inputs). Each size is read
+// as Args::get_int reads it, from {default, lowest, highest}; call args.finish() after.
+struct IntOption {
+  long long fallback, lo, hi;
+};
+
+struct SizeOptions {
+  long long n, bench_n;
+  uint64_t seed;
+  bool bench;
+
+  SizeOptions(const Args& args, IntOption checked, IntOption timed)
+      : n(args.get_int("--n", checked.fallback, checked.lo, checked.hi)),
+        bench_n(args.get_int("--bench-n", timed.fallback, timed.lo, timed.hi)),
+        seed(static_cast<uint64_t>(args.get_int("--seed", 2026))),
+        bench(args.has("--bench")) {}
+};
 
 // --8<-- [start:compare_each]
 // check_close with an absolute tolerance per element: |got - want| <= rtol * |want| + atol[i]. A

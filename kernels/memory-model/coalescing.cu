@@ -122,12 +122,9 @@ static void bench_all(long long n, uint64_t seed) {
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
   // The strided buffer holds 64 floats per element: keep it under 1 GiB for checks, 16 GiB to time.
-  const long long n = args.get_int("--n", 100003, 1, 1LL << 22);
-  const long long bench_n = args.get_int("--bench-n", 1LL << 26, 1, 1LL << 26);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  const bool bench = args.has("--bench");
+  const course::SizeOptions opt(args, {100003, 1, 1LL << 22}, {1LL << 26, 1, 1LL << 26});
   args.finish();
-  if (!check_all(n, seed)) return course::kExitFail;
-  if (bench) bench_all(bench_n, seed);
+  if (!check_all(opt.n, opt.seed)) return course::kExitFail;
+  if (opt.bench) bench_all(opt.bench_n, opt.seed);
   return 0;
 }

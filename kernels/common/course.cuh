@@ -369,14 +369,15 @@ struct IntOption {
 };
 
 struct SizeOptions {
-  long long n, bench_n;
+  long long n;
   uint64_t seed;
+  long long bench_n;
   bool bench;
 
   SizeOptions(const Args& args, IntOption checked, IntOption timed)
       : n(args.get_int("--n", checked.fallback, checked.lo, checked.hi)),
-        bench_n(args.get_int("--bench-n", timed.fallback, timed.lo, timed.hi)),
         seed(static_cast<uint64_t>(args.get_int("--seed", 2026))),
+        bench_n(args.get_int("--bench-n", timed.fallback, timed.lo, timed.hi)),
         bench(args.has("--bench")) {}
 };
 

@@ -176,11 +176,7 @@ static void bench(size_t n) {
     course::print_bench(case_name, v.name, ms, moved, 1.0 * n);
   }
   // --8<-- [end:bench]
-  CUDA_CHECK(cudaFree(d_a));
-  CUDA_CHECK(cudaFree(d_b));
-  CUDA_CHECK(cudaFree(d_c));
-  CUDA_CHECK(cudaFree(d_src));
-  CUDA_CHECK(cudaFree(d_dst));
+  course::device_free({d_a, d_b, d_c, d_src, d_dst});
 }
 
 int main(int argc, char** argv) {

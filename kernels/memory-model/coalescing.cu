@@ -114,9 +114,7 @@ static void bench_all(long long n, uint64_t seed) {
     course::print_bench(case_name, "strided write", write_ms, useful, 0, false, {{"stride", stride}});
   }
   // --8<-- [end:bench]
-  CUDA_CHECK(cudaFree(d_small));
-  CUDA_CHECK(cudaFree(d_small_out));
-  CUDA_CHECK(cudaFree(d_big));
+  course::device_free({d_small, d_small_out, d_big});
 }
 
 int main(int argc, char** argv) {

@@ -149,9 +149,8 @@ def bench_case(torch, backend, b, h, s, d, causal, seed, repeats=20, backward=Tr
 
 
 def main():
-    args = course_tools.peer_args("PyTorch SDPA backends: checked, timed and their memory measured",
-                                   "time every backend and measure memory", seed=2024)
-    torch = course_tools.require_torch(cudnn=True)
+    args, torch = course_tools.peer_start("PyTorch SDPA backends: checked, timed and their memory measured",
+                                          "time every backend and measure memory", seed=2024, cudnn=True)
 
     ok = True
     for backend in BACKENDS:

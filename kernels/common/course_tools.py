@@ -6,10 +6,9 @@ Taught in docs/conventions.md. The Python counterpart of kernels/common/course.c
                                harness's "waived" code, which would turn a typo into a skip)
     int_in(low, high)          an argparse type: an integer in [low, high], else a usage error
     peer_parser(...)           parser(description) with the --bench and --seed every peer program takes
-    peer_args(...)             peer_parser's command line, parsed (a program with no options of its own)
+    peer_start(...)            peer_parser's command line parsed, torch required, its versions printed
     require_cuda(*modules)     import the GPU modules a program needs, or exit 1 with a plain
                                message: no traceback on a machine without a GPU or without them
-    require_torch(...)         require_cuda("torch"), then one line naming the versions and the GPU
     time_ms(fn, ...)           CUDA-event timing: warm-up, L2 flush, host overhead kept out, median
     event_ms(fn)               one fn() timed between two CUDA events (time_ms's measurement)
     check_close(...)           element-wise comparison in float64 that prints the harness's CHECK line
@@ -73,16 +72,25 @@ def int_in(low: int, high: int):
 def peer_parser(description: str, bench_help: str, seed: int = 2026) -> argparse.ArgumentParser:
     """parser(description) with the options of a program that checks a peer and, with --bench, times it:
     --bench (bench_help says what it times) and --seed (the inputs' seed). A program with no options of
-    its own calls peer_args instead."""
+    its own calls peer_start instead."""
     p = parser(description)
     p.add_argument("--bench", action="store_true", help=bench_help)
     p.add_argument("--seed", type=int, default=seed)
     return p
 
 
-def peer_args(description: str, bench_help: str, seed: int = 2026) -> argparse.Namespace:
-    """The command line parsed by peer_parser(description, bench_help, seed)."""
-    return peer_parser(description, bench_help, seed).parse_args()
+def peer_start(description: str, bench_help: str, seed: int = 2026, cudnn: bool = False):
+    """The start of a peer program with no options of its own: its command line parsed by
+    peer_parser(description, bench_help, seed), torch imported with a GPU required (require_cuda), and
+    the line that says what the run measured with: torch's version, its CUDA version, cuDNN's (with
+    cudnn=True) and the GPU's name. Returns (args, torch)."""
+    args = peer_parser(description, bench_help, seed).parse_args()
+    torch = require_cuda("torch")
+    versions = f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
+    if cudnn:
+        versions += f"cuDNN {torch.backends.cudnn.version()}, "
+    print(versions + torch.cuda.get_device_name())
+    return args, torch
 
 
 def require_cuda(*modules: str):
@@ -110,16 +118,6 @@ def require_cuda(*modules: str):
             sys.exit("error: no CUDA GPU is available; try `nvidia-smi`")
     return loaded[0] if len(loaded) == 1 else tuple(loaded)
 
-
-def require_torch(cudnn: bool = False):
-    """require_cuda("torch"), then the line that says what a run measured with: torch's version, its
-    CUDA version, cuDNN's (with cudnn=True) and the GPU's name. Returns torch."""
-    torch = require_cuda("torch")
-    versions = f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
-    if cudnn:
-        versions += f"cuDNN {torch.backends.cudnn.version()}, "
-    print(versions + torch.cuda.get_device_name())
-    return torch
 
 
 # --8<-- [start:timing]

@@ -124,9 +124,8 @@ def bench_case(torch, batch, context, seed):
 
 
 def main():
-    args = course_tools.peer_args("PyTorch SDPA at decode shapes: checked and timed, one row per backend",
-                                   "time every backend at the CUDA program's cases")
-    torch = course_tools.require_torch()
+    args, torch = course_tools.peer_start("PyTorch SDPA at decode shapes: checked and timed, one row per backend",
+                                          "time every backend at the CUDA program's cases")
     ok = True
     for backend in BACKENDS:
         ok &= check(torch, backend, args.seed)

@@ -64,9 +64,8 @@ def run_all(torch, tokens, hidden, seed, check, bench):
 
 
 def main():
-    args = course_tools.peer_args("Residual add + RMSNorm in PyTorch: checked, and timed with --bench",
-                                   "time every configuration at the CUDA program's cases")
-    torch = course_tools.require_torch()
+    args, torch = course_tools.peer_start("Residual add + RMSNorm in PyTorch: checked, and timed with --bench",
+                                          "time every configuration at the CUDA program's cases")
     with torch.no_grad():
         if not args.bench:  # odd sizes; the benchmark checks each of its cases before timing it
             ok = run_all(torch, 333, 2048, args.seed, check=True, bench=False)

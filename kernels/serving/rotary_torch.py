@@ -63,9 +63,8 @@ def run_all(torch, tokens, seed, bench):
 
 
 def main():
-    args = course_tools.peer_args("The rotary embedding in PyTorch: checked, and timed with --bench",
-                                   "time every configuration at the CUDA program's cases")
-    torch = course_tools.require_torch()
+    args, torch = course_tools.peer_start("The rotary embedding in PyTorch: checked, and timed with --bench",
+                                          "time every configuration at the CUDA program's cases")
     with torch.no_grad():
         if not args.bench:  # an odd size at random positions; the benchmark checks each of its cases
             ok = run_all(torch, 333, args.seed, bench=False)

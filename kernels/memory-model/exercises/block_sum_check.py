@@ -20,12 +20,8 @@ THREADS = 128
 
 
 def main() -> int:
-<<<<<<< HEAD
-    kernel, sim, rng = exercise_tools.numba_start("Check the shared-memory reduction exercise (Numba).", STUB,
-                                                  SOLUTION, "block_sums")
-=======
-    kernel, sim, rng = exercise_tools.numba_start("Check the shared-memory reduction exercise (Numba).", "block_sums")
->>>>>>> exdiff
+    kernel, sim, rng = exercise_tools.numba_start("Check the shared-memory reduction exercise (Numba).",
+                                                  "block_sums")
     import numpy as np
 
     results = []

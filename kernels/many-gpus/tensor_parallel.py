@@ -65,6 +65,12 @@ class Streams:
     def on_comm(self):
         return self.torch.cuda.stream(self.comm) if self.cuda else contextlib.nullcontext()
 
+    def fork(self) -> None:
+        """The communication stream waits for what the compute stream has queued so far (the inputs, a
+        poisoned output, the timer's start), so that nothing it does can run ahead of them."""
+        if self.cuda:
+            self.comm.wait_stream(self.compute)
+
     def signal(self, event, stream) -> None:
         if self.cuda:
             event.record(stream)
@@ -118,6 +124,7 @@ class Shard:
         leave out the collectives or the GEMMs, to time the other alone."""
         dist, n, chunks = self.dist, self.n, len(bounds) - 1
         rows = [slice(n * bounds[k], n * bounds[k + 1]) for k in range(chunks)]
+        streams.fork()
         with streams.on_comm():                               # every chunk's all-gather, queued at once
             for k in range(chunks):
                 if do_comm:
@@ -262,7 +269,9 @@ def worker(rank: int, n: int, args, store: str) -> None:
     else:
         torch.cuda.set_device(rank)
         device, backend = torch.device("cuda", rank), "nccl"
-        kw = {"device_id": device}
+        options = dist.ProcessGroupNCCL.Options()
+        options.is_high_priority_stream = True                  # NCCL's kernels take SMs before queued GEMM blocks
+        kw = {"device_id": device, "pg_options": options}
         torch.backends.cuda.matmul.allow_tf32 = False           # the float32 reference stays float32
     dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=n,
                             timeout=datetime.timedelta(seconds=300), **kw)

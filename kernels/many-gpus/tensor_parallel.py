@@ -105,7 +105,7 @@ class Shard:
     def mlp(self, a, h, y) -> None:
         """y = GELU(a W1_r) W2_r for the gathered rows a, into preallocated h and y."""
         self.torch.matmul(a, self.w1, out=h)
-        self.torch.matmul(self.torch.nn.functional.gelu(h), self.w2, out=y)
+        self.torch.matmul(self.torch.nn.functional.gelu(h, approximate="tanh"), self.w2, out=y)
 
     # --8<-- [start:no_overlap]
     def no_overlap(self):
@@ -159,13 +159,16 @@ def references(torch, x, w1, w2, n: int):
     """The block in float64 (exact), and rounded where the GPU rounds, in float32 from the bf16 values:
     once as one GPU computes it (GEMM -> bf16, GELU -> bf16, GEMM -> bf16) and once as n ranks do (each
     rank's partial sum rounded to bf16, the partials summed in bf16)."""
-    F, bf16 = torch.nn.functional, torch.bfloat16
-    exact = F.gelu(x.double() @ w1.double()) @ w2.double()
-    one = (F.gelu((x.float() @ w1.float()).to(bf16).float()).to(bf16).float() @ w2.float()).to(bf16)
+    bf16 = torch.bfloat16
+
+    def gelu(t):                                            # the tanh approximation, as the GPU computes it
+        return torch.nn.functional.gelu(t, approximate="tanh")
+    exact = gelu(x.double() @ w1.double()) @ w2.double()
+    one = (gelu((x.float() @ w1.float()).to(bf16).float()).to(bf16).float() @ w2.float()).to(bf16)
     cols = w1.shape[1] // n
     split = None
     for q in range(n):
-        a = F.gelu((x.float() @ w1[:, q * cols:(q + 1) * cols].float()).to(bf16).float()).to(bf16)
+        a = gelu((x.float() @ w1[:, q * cols:(q + 1) * cols].float()).to(bf16).float()).to(bf16)
         part = (a.float() @ w2[q * cols:(q + 1) * cols].float()).to(bf16)
         split = part if split is None else (split.float() + part.float()).to(bf16)
     return exact, one, split
@@ -193,7 +196,7 @@ def check_all(torch, dist, rank: int, n: int, args, device) -> bool:
     for c in chunk_counts:
         streams, bounds = Streams(torch, device, c), chunk_bounds(tokens // n, c)
         ways.append((f"chunked{c}", lambda s=streams, b=bounds: shard.chunked(s, b)))
-    ways.append(("one_gpu", lambda: torch.matmul(torch.nn.functional.gelu(x @ w1), w2)))
+    ways.append(("one_gpu", lambda: torch.matmul(torch.nn.functional.gelu(x @ w1, approximate="tanh"), w2)))
     for name, run in ways:
         shard.out.fill_(float("nan"))
         shard.partial.fill_(float("nan"))
@@ -252,7 +255,7 @@ def bench_all(torch, dist, rank: int, n: int, args, device) -> None:
         row(f"tensor-parallel, chunked overlap, {c} chunks, bf16", ms, comm_ms=round(comm, 4),
             compute_ms=round(compute, 4), hidden_pct=round(100 * (comm + compute - ms) / comm, 1))
     y = torch.empty(tokens, d_model, dtype=x.dtype, device=device)
-    ms = timed(lambda: torch.matmul(torch.nn.functional.gelu(x @ w1), w2, out=y))
+    ms = timed(lambda: torch.matmul(torch.nn.functional.gelu(x @ w1, approximate="tanh"), w2, out=y))
     row("one GPU, whole block, bf16", ms, peer=True)
 # --8<-- [end:bench]
 

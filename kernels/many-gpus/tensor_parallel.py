@@ -212,11 +212,13 @@ def check_all(torch, dist, rank: int, n: int, args, device) -> bool:
         zeros_pass = course_tools.compare_scaled(0 * flat_split, flat_exact, flat_split, 16 * d_model)["ok"]
         ok &= course_tools.check_true(f"tp_zero_output_rejected_{size}", not zeros_pass, flat_exact.size,
                                       "the same check fails an all-zero output")
+        # GEMMs of fewer rows may sum in another order (cuBLAS picks its kernel by shape), so on a GPU the two
+        # may differ by the rounding each is allowed: 2 tol. On the CPU they are bit-equal (the test checks).
         base = results["no_overlap"].double()
         for c in chunk_counts:
             diff = float((results[f"chunked{c}"].double() - base).abs().max())
-            ok &= course_tools.check_true(f"tp_chunked{c}_agrees_with_no_overlap_{size}", diff <= tol,
-                                          base.numel(), f"max |chunked - unchunked| {diff:.3g} <= tol {tol:.3g}")
+            ok &= course_tools.check_true(f"tp_chunked{c}_agrees_with_no_overlap_{size}", diff <= 2 * tol,
+                                          base.numel(), f"max |chunked - unchunked| {diff:.3g} <= 2 tol {2 * tol:.3g}")
     verdict = torch.tensor([int(ok)], dtype=torch.int32, device=device)
     dist.broadcast(verdict, src=0)                          # every rank learns whether rank 0's checks passed
     return bool(verdict.item())

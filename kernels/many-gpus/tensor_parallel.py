@@ -218,7 +218,8 @@ def check_all(torch, dist, rank: int, n: int, args, device) -> bool:
         for c in chunk_counts:
             diff = float((results[f"chunked{c}"].double() - base).abs().max())
             ok &= course_tools.check_true(f"tp_chunked{c}_agrees_with_no_overlap_{size}", diff <= 2 * tol,
-                                          base.numel(), f"max |chunked - unchunked| {diff:.3g} <= 2 tol {2 * tol:.3g}")
+                                          base.numel(),
+                                          f"max |chunked - unchunked| {diff:.3g} <= 2 tol {2 * tol:.3g}")
     verdict = torch.tensor([int(ok)], dtype=torch.int32, device=device)
     dist.broadcast(verdict, src=0)                          # every rank learns whether rank 0's checks passed
     return bool(verdict.item())

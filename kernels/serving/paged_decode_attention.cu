@@ -210,7 +210,7 @@ static bool check(const decode::Problem& p, const paged::Pool& pool, uint64_t se
     size_t differ = 0;
     for (size_t e = 0; e < same.size(); ++e)
       differ += std::memcmp(&same[e], &out_b[e], sizeof(__nv_bfloat16)) != 0;
-    std::snprintf(name, sizeof(name), "paged_equals_contiguous splits%d", pl.splits);
+    std::snprintf(name, sizeof(name), "paged_equals_contiguous_splits%d", pl.splits);
     ok = course::check_true(name, differ == 0, same.size()) && ok;
   }
   course::device_free({contiguous.k, contiguous.v, contiguous.out, table});

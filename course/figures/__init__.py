@@ -24,6 +24,7 @@ from .matmul import (matmul_tiling, sgemm_register_blocking, sgemm_warp_tiling,
                      hopper_pipeline, row_column_major, loop_order, scan_and_cub)
 from .attention import flash_tile_loop, attention_three_kernels, flash_backward, attention_shapes, number_formats
 from .chapters import chapter_map
+from .libraries import cublaslt_epilogue, cutlass_tiles
 from .mnist import idx_file, fused_passes, tensor_core_conv
 
 OUT = Path(__file__).resolve().parent.parent.parent / "docs" / "assets" / "figures"
@@ -69,6 +70,8 @@ FIGURES = {
     "idx-file.svg": idx_file,
     "fused-passes.svg": fused_passes,
     "tensor-core-conv.svg": tensor_core_conv,
+    "cublaslt-epilogue.svg": cublaslt_epilogue,
+    "cutlass-tiles.svg": cutlass_tiles,
 }
 
 

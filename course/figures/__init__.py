@@ -22,7 +22,8 @@ from .memory_model import (coalescing, bank_conflicts, online_softmax, reduction
                            occupancy, async_copies, cluster_softmax, grid_sync, l2_persistence, kernels_from_python)
 from .matmul import (matmul_tiling, sgemm_register_blocking, sgemm_warp_tiling,
                      hopper_pipeline, row_column_major, loop_order, scan_and_cub)
-from .attention import flash_tile_loop, attention_three_kernels, flash_backward, attention_shapes, number_formats
+from .attention import (flash_tile_loop, attention_three_kernels, flash_backward, attention_shapes, number_formats,
+                        triton_key_tiles)
 from .chapters import chapter_map
 from .libraries import cublaslt_epilogue, cutlass_tiles
 from .mnist import idx_file, fused_passes, tensor_core_conv
@@ -72,6 +73,7 @@ FIGURES = {
     "tensor-core-conv.svg": tensor_core_conv,
     "cublaslt-epilogue.svg": cublaslt_epilogue,
     "cutlass-tiles.svg": cutlass_tiles,
+    "triton-key-tiles.svg": triton_key_tiles,
 }
 
 

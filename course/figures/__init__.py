@@ -25,6 +25,7 @@ from .matmul import (matmul_tiling, sgemm_register_blocking, sgemm_warp_tiling,
 from .attention import (flash_tile_loop, attention_three_kernels, flash_backward, attention_shapes, number_formats,
                         triton_key_tiles)
 from .chapters import chapter_map
+from .cpp import storage_lifetimes
 from .libraries import cublaslt_epilogue, cutlass_tiles
 from .mnist import idx_file, fused_passes, tensor_core_conv
 
@@ -74,6 +75,7 @@ FIGURES = {
     "cublaslt-epilogue.svg": cublaslt_epilogue,
     "cutlass-tiles.svg": cutlass_tiles,
     "triton-key-tiles.svg": triton_key_tiles,
+    "storage-lifetimes.svg": storage_lifetimes,
 }
 
 

@@ -26,6 +26,7 @@ from .attention import (flash_tile_loop, attention_three_kernels, flash_backward
                         triton_key_tiles)
 from .chapters import chapter_map
 from .cpp import storage_lifetimes
+from .extensions import torch_library_dispatch
 from .libraries import cublaslt_epilogue, cutlass_tiles
 from .mnist import idx_file, fused_passes, tensor_core_conv
 
@@ -76,6 +77,7 @@ FIGURES = {
     "cutlass-tiles.svg": cutlass_tiles,
     "triton-key-tiles.svg": triton_key_tiles,
     "storage-lifetimes.svg": storage_lifetimes,
+    "torch-library-dispatch.svg": torch_library_dispatch,
 }
 
 

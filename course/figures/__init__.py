@@ -17,7 +17,7 @@ from pathlib import Path
 from ..svg import CARD  # noqa: F401  (tests/test_figures.py checks each figure's card against it)
 from .hardware import h100_sm, memory_hierarchy, host_device_copies, fat_binary
 from .first_kernels import (thread_hierarchy, grid_over_matrix, matmul_naive, grid_stride,
-                            histogram_atomics, timing_ways, unified_memory, profiling_tools)
+                            histogram_atomics, timing_ways, unified_memory, profiling_tools, sanitizer_bugs)
 from .memory_model import (coalescing, bank_conflicts, online_softmax, reduction_tree, transpose_tile,
                            occupancy, async_copies, cluster_softmax, grid_sync, l2_persistence, kernels_from_python)
 from .matmul import (matmul_tiling, sgemm_register_blocking, sgemm_warp_tiling,
@@ -78,6 +78,7 @@ FIGURES = {
     "triton-key-tiles.svg": triton_key_tiles,
     "storage-lifetimes.svg": storage_lifetimes,
     "torch-library-dispatch.svg": torch_library_dispatch,
+    "sanitizer-bugs.svg": sanitizer_bugs,
 }
 
 

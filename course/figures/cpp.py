@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..svg import BLUE, GREEN, GREY, MUTED, ORANGE, PURPLE, STRONG_RED, Svg
+from ..svg import BLUE, CARD, GREEN, GREY, MUTED, ORANGE, PURPLE, STRONG_RED, Svg
 
 
 def storage_lifetimes() -> str:
@@ -14,7 +14,7 @@ def storage_lifetimes() -> str:
                       "and cudaFree; the host holds only its address")
     s.heading("Stack, heap, static storage, and the device's heap")
     s.panel(30, 50, 220, 290, "the stack")
-    s.rect(46, 84, 188, 96, fill=GREY, dash="5 4")
+    s.rect(46, 84, 188, 96, fill=CARD, dash="5 4")
     s.text(140, 104, "make_squares' frame", 12, weight="bold")
     s.box(58, 114, 80, 28, "local[4]", ORANGE, size=12)
     s.box(146, 114, 76, 28, "heap", BLUE, size=12)

@@ -43,6 +43,33 @@ def idx_file() -> str:
     return s.render()
 
 
+def mnist_network() -> str:
+    s = Svg(760, 330, "The network, for one image: a 1 x 28 x 28 image; conv1, 32 filters of 3 x 3 without bias, "
+                      "gives 32 x 28 x 28; batch norm, ReLU and 2 x 2 max pooling give 32 x 14 x 14; conv2, 64 "
+                      "filters of 3 x 3 x 32, gives 64 x 14 x 14; batch norm, ReLU and pooling give 64 x 7 x 7, "
+                      "3136 values; fc1 with ReLU gives 128; fc2 gives 10 logits, which the cross-entropy loss "
+                      "turns into a loss through a log-softmax")
+    s.heading("The network: shapes per image, and the weights of each layer")
+    layer, shape = PURPLE, BLUE
+    s.chain(30, 56, [("1 x 28 x 28", "image", shape, 110), ("conv1 3 x 3", "288 weights", layer, 120),
+                     ("32 x 28 x 28", None, shape, 120), ("BN, ReLU, pool", "64 BN parameters", layer, 150),
+                     ("32 x 14 x 14", None, shape, 120)], gap=20)
+    s.chain(30, 146, [("conv2 3 x 3 x 32", "18,432 weights", layer, 150), ("64 x 14 x 14", None, shape, 120),
+                      ("BN, ReLU, pool", "128 BN parameters", layer, 150),
+                      ("64 x 7 x 7", "= 3136, flattened", shape, 140)], gap=20)
+    s.chain(30, 236, [("fc1 + ReLU", "401,536 parameters", layer, 140), ("128", None, shape, 70),
+                      ("fc2", "1,290 parameters", layer, 110), ("10 logits", None, shape, 100),
+                      ("cross-entropy", "log-softmax inside", GREEN, 150)], gap=20)
+    s.line(690, 100, 690, 120)
+    s.line(690, 120, 105, 120)
+    s.line(105, 120, 105, 144, arrow=True)
+    s.line(580, 190, 580, 212)
+    s.line(580, 212, 100, 212)
+    s.line(100, 212, 100, 234, arrow=True)
+    s.caption(310, "No convolution bias: batch norm subtracts each channel's mean, which cancels it exactly.", 12)
+    return s.render()
+
+
 def fused_passes() -> str:
     s = Svg(760, 380, "Version 2's forward pass after the first convolution: the convolution writes Y; the "
                       "batch-norm statistics read Y twice; normalising reads Y and writes N; the ReLU reads N "

@@ -28,7 +28,7 @@ from .chapters import chapter_map
 from .cpp import storage_lifetimes
 from .extensions import torch_library_dispatch
 from .libraries import cublaslt_epilogue, cutlass_tiles
-from .mnist import idx_file, mnist_network, fused_passes, tensor_core_conv
+from .mnist import idx_file, mnist_network, implicit_gemm, fused_passes, tensor_core_conv
 
 OUT = Path(__file__).resolve().parent.parent.parent / "docs" / "assets" / "figures"
 
@@ -80,6 +80,7 @@ FIGURES = {
     "torch-library-dispatch.svg": torch_library_dispatch,
     "sanitizer-bugs.svg": sanitizer_bugs,
     "mnist-network.svg": mnist_network,
+    "implicit-gemm.svg": implicit_gemm,
 }
 
 

@@ -70,6 +70,48 @@ def mnist_network() -> str:
     return s.render()
 
 
+def implicit_gemm() -> str:
+    s = Svg(760, 400, "A convolution as a matrix product: the 3 x 3 neighbourhood of one output position, over "
+                      "all C input channels, is one column of the im2col matrix, 9C values ordered q = (c, r, s); "
+                      "Y (K x NHW) = W (K x 9C) times col (9C x NHW). The implicit GEMM never stores col: a block "
+                      "computing a 64 x 64 tile of Y gathers each 16-row slice of its 64 columns straight from the "
+                      "input into shared memory, computing the addresses as it goes")
+    s.heading("Implicit GEMM: the im2col matrix is gathered a slice at a time, never stored")
+    # The input: one channel of one image, a 3 x 3 neighbourhood.
+    ix, iy, c = 30, 90, 14
+    s.text(ix + 4 * c, iy - 12, "input x, channel c", 12, weight="bold")
+    s.rect(ix, iy, 8 * c, 8 * c, fill=GREY, rx=0, width=1.0)
+    s.grid(ix, iy, 8 * c, 8 * c, 8, 8, width=0.4)
+    s.rect(ix + 2 * c, iy + 3 * c, 3 * c, 3 * c, fill=ORANGE, rx=0, width=1.2)
+    s.rect(ix + 3 * c, iy + 4 * c, c, c, fill=DEEP_ORANGE, rx=0, width=1.0)
+    s.lines(ix + 4 * c, iy + 8 * c + 20, ["3 x 3 around one", "output position,", "all C channels:",
+                                          "9C values"], step=16, size=12)
+    # The product Y = W col.
+    cx, cy, cw, ch = 260, 70, 290, 108   # col: 9C x NHW
+    wx, wy = 160, 200                    # W: K x 9C, to the left of Y
+    s.rect(cx, cy, cw, ch, fill=GREY, rx=0, width=1.2)
+    s.rect(cx + 60, cy, 10, ch, fill=ORANGE, rx=0, width=1.0)
+    s.line(ix + 5 * c + 2, iy + 4.5 * c, cx + 58, iy + 4.5 * c, arrow=True)
+    s.rect(cx + 150, cy + 36, 60, 18, fill=GREEN, rx=0, width=1.2)
+    s.text(cx + cw + 8, cy + 20, "col: 9C x NHW", 12, anchor="start", weight="bold")
+    s.text(cx + cw + 8, cy + 38, "one column per", 12, anchor="start")
+    s.text(cx + cw + 8, cy + 54, "output position", 12, anchor="start")
+    s.text(cx + cw + 8, cy + 80, "green: a 16-row slice,", 12, anchor="start")
+    s.text(cx + cw + 8, cy + 96, "gathered into shared", 12, anchor="start")
+    s.text(cx + cw + 8, cy + 112, "memory, then dropped", 12, anchor="start")
+    s.rect(wx, wy, 90, 90, fill=BLUE, rx=0, width=1.2)
+    s.text(wx + 45, wy + 112, "W: K x 9C", 12, weight="bold")
+    s.rect(cx, wy, cw, 90, fill=GREY, rx=0, width=1.2)
+    s.rect(cx + 150, wy + 15, 60, 60, fill=PURPLE, rx=0, width=1.2)
+    s.text(cx + 180, wy + 50, "64 x 64", 12)
+    s.text(cx + cw + 8, wy + 40, "Y = W col: K x NHW", 12, anchor="start", weight="bold")
+    s.text(cx + cw + 8, wy + 58, "a block's tile", 12, anchor="start")
+    s.line(cx + 180, cy + ch + 2, cx + 180, wy + 13, stroke=MUTED, dash="4 3")
+    s.caption(340, "An explicit im2col would hold nine times the input and make a round trip through DRAM.", 12)
+    s.caption(362, "K = 64 output channels for conv2; the tile is 32 x 64 for conv1's 32.", 12)
+    return s.render()
+
+
 def fused_passes() -> str:
     s = Svg(760, 380, "Version 2's forward pass after the first convolution: the convolution writes Y; the "
                       "batch-norm statistics read Y twice; normalising reads Y and writes N; the ReLU reads N "

@@ -27,7 +27,7 @@ from .attention import (flash_tile_loop, attention_three_kernels, flash_backward
 from .chapters import chapter_map
 from .cpp import storage_lifetimes
 from .extensions import torch_library_dispatch
-from .libraries import cublaslt_epilogue, cutlass_tiles
+from .libraries import cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles
 from .mnist import idx_file, mnist_network, implicit_gemm, fused_passes, tensor_core_conv
 
 OUT = Path(__file__).resolve().parent.parent.parent / "docs" / "assets" / "figures"
@@ -81,6 +81,8 @@ FIGURES = {
     "sanitizer-bugs.svg": sanitizer_bugs,
     "mnist-network.svg": mnist_network,
     "implicit-gemm.svg": implicit_gemm,
+    "curand-apis.svg": curand_apis,
+    "cublasxt-tiles.svg": cublasxt_tiles,
 }
 
 

@@ -77,3 +77,72 @@ def cutlass_tiles() -> str:
                        "override any of them in the Gemm type. CUTLASS 3 on Hopper: TMA, wgmma, clusters."],
             step=18, size=12)
     return s.render()
+
+
+def curand_apis() -> str:
+    s = Svg(760, 420, "cuRAND's two APIs. Host API: a generator created on the host fills a device buffer "
+                      "with the library's kernel, and your kernel reads the buffer. Device API: each thread of "
+                      "your kernel calls curand_init(seed, subsequence, offset), keeps the state in registers "
+                      "and draws numbers where it needs them. Below, the numbers of one seed: one row per "
+                      "subsequence (thread t uses subsequence t), the offset skips the first values of each; "
+                      "Philox computes each value from the seed and its position, so skipping costs nothing")
+    s.heading("cuRAND: a buffer filled by the library, or a generator in every thread")
+    s.text(40, 64, "host API (curand.h)", 13, anchor="start", weight="bold")
+    s.chain(40, 76, [("generator", "type, seed, offset", GREY, 150), ("library kernel", "curandGenerate...", PURPLE, 150),
+                     ("device buffer", "n numbers", ORANGE, 130), ("your kernel", "reads them", PURPLE, 140)],
+            gap=26)
+    s.text(40, 158, "device API (curand_kernel.h)", 13, anchor="start", weight="bold")
+    s.chain(40, 170, [("your kernel, thread t", "curand_init(seed, t, offset)", PURPLE, 220),
+                      ("state", "in registers", GREEN, 120), ("curand_uniform", "where it is needed", GREEN, 170)],
+            gap=26)
+    # The sequence of one seed, split into subsequences.
+    y0, cell = 256, 30
+    s.text(40, y0 - 10, "one seed's numbers: a row per subsequence", 13, anchor="start", weight="bold")
+    for t in range(4):
+        y = y0 + t * 26
+        s.text(150, y + 17, f"subsequence {t}", 12, anchor="end")
+        for i in range(16):
+            skipped = i < 3
+            s.rect(160 + i * cell, y, cell - 2, 22, fill=GREY if skipped else BLUE, rx=2, width=0.6)
+        s.text(160 + 16 * cell + 8, y + 17, f"thread {t}", 12, anchor="start")
+    s.key(160, y0 + 112, GREY, "offset 3: skipped")
+    s.key(360, y0 + 112, BLUE, "drawn in order by the thread")
+    s.caption(404, "Philox: each value is a function of (seed, subsequence, position), so any start costs "
+                   "nothing to reach.", 12)
+    return s.render()
+
+
+def cublasxt_tiles() -> str:
+    s = Svg(760, 400, "cuBLASXt: A, B and C stay in host memory, cut into square tiles of BlockDim x BlockDim. "
+                      "The tiles of C are dealt to the GPUs round-robin, one CPU thread per GPU; to compute a tile "
+                      "of C, its GPU streams the row of A tiles and the column of B tiles it needs over PCIe, "
+                      "multiplies and accumulates them, overlapping the copies with the products, and copies the "
+                      "tile of C back")
+    s.heading("cuBLASXt: tiles of C in host memory, dealt to the GPUs, panels streamed over PCIe", 14)
+    s.panel(30, 48, 420, 300, "host memory")
+    t = 34
+    ax, ay = 60, 190     # A: 4 x 3 tiles, left of C
+    bx, by = 200, 76     # B: above C
+    s.rect(ax, ay, 3 * t, 4 * t, fill=GREY, rx=0, width=1.2)
+    s.rect(ax, ay + t, 3 * t, t, fill=BLUE, rx=0, width=1.0)
+    s.grid(ax, ay, 3 * t, 4 * t, 3, 4)
+    s.text(ax + 1.5 * t, ay + 4 * t + 18, "A", 13, weight="bold")
+    s.rect(bx, by, 4 * t, 3 * t, fill=GREY, rx=0, width=1.2)
+    s.rect(bx + 2 * t, by, t, 3 * t, fill=BLUE, rx=0, width=1.0)
+    s.grid(bx, by, 4 * t, 3 * t, 4, 3)
+    s.text(bx + 4 * t + 14, by + 1.5 * t + 5, "B", 13, weight="bold")
+    s.rect(bx, ay, 4 * t, 4 * t, fill=GREY, rx=0, width=1.2)
+    s.grid(bx, ay, 4 * t, 4 * t, 4, 4)
+    s.rect(bx + 2 * t, ay + t, t, t, fill=DEEP_ORANGE, rx=0, width=1.2)
+    s.text(bx + 4 * t + 14, ay + 2 * t + 5, "C", 13, weight="bold")
+    s.panel(490, 48, 240, 140, "GPU 0")
+    s.box(510, 84, 200, 40, "a tile of C", ORANGE, size=12, weight="bold", sub="accumulates A x B tiles")
+    s.text(610, 146, "its row of A, its column of B,", 12)
+    s.text(610, 164, "streamed in, pipelined", 12)
+    s.panel(490, 208, 240, 140, "GPU 1")
+    s.box(510, 244, 200, 40, "another tile of C", ORANGE, size=12, weight="bold", sub="round-robin")
+    s.text(610, 306, "one CPU thread per GPU", 12)
+    s.line(bx + 3 * t + 4, ay + 1.5 * t, 508, 110, arrow=True)
+    s.text(420, 166, "PCIe", 12, fill=MUTED)
+    s.caption(372, "A GEMM does 2n^3 operations on 3n^2 values: large enough, the products hide the copies.", 12)
+    return s.render()

@@ -33,3 +33,32 @@ def torch_library_dispatch() -> str:
     s.caption(380, "torch.library.opcheck tests that these registrations agree: schema, fake, autograd, "
                    "compilation.", 12)
     return s.render()
+
+
+def operator_checks() -> str:
+    s = Svg(760, 320, "What gelu_forward does between a tensor and a kernel launch, in order: refuse a tensor "
+                      "not on a CUDA device with a RuntimeError and a dtype that is not floating with a TypeError; "
+                      "make the tensor's device current with CUDAGuard; make the input contiguous, copying only "
+                      "if it is not; return the empty output at once for zero elements; launch the 16-bytes-per-"
+                      "access kernel when both pointers are 16-byte aligned, else the one-element kernel, on "
+                      "PyTorch's current stream; and raise if the launch failed")
+    s.heading("From a tensor to a launch: every assumption of the kernel checked first")
+    end = s.chain(40, 60, [("CUDA tensor?", "else RuntimeError", GREY, 140), ("floating dtype?", "else TypeError", GREY, 150),
+                           ("CUDAGuard", "x's device current", GREY, 150), ("contiguous", "a copy if needed", GREY, 140)],
+                  gap=24)
+    s.line(end, 82, 730, 82)
+    s.line(730, 82, 730, 126)
+    s.line(730, 126, 30, 126)
+    s.line(30, 126, 30, 182)
+    s.line(30, 182, 38, 182, arrow=True)
+    s.box(40, 160, 150, 44, "numel() == 0?", GREY, size=12, weight="bold", sub="return y at once")
+    s.box(250, 140, 230, 40, "both 16-byte aligned", GREEN, size=12, weight="bold", sub="16 bytes per access")
+    s.box(250, 188, 230, 40, "else (a view like x[1:])", ORANGE, size=12, weight="bold", sub="one element per access")
+    s.line(190, 182, 248, 160, arrow=True)
+    s.line(190, 182, 248, 208, arrow=True)
+    s.box(560, 160, 160, 44, "launch check", GREY, size=12, weight="bold", sub="raises if it failed")
+    s.line(480, 160, 558, 180, arrow=True)
+    s.line(480, 208, 558, 184, arrow=True)
+    s.text(380, 264, "Either kernel runs on PyTorch's current stream, ordered with the operations around it.", 12)
+    s.caption(300, "A bad input becomes a Python exception with a message here, not an illegal address later.", 12)
+    return s.render()

@@ -26,7 +26,7 @@ from .attention import (flash_tile_loop, attention_three_kernels, flash_backward
                         triton_key_tiles)
 from .chapters import chapter_map
 from .cpp import storage_lifetimes
-from .extensions import torch_library_dispatch, operator_checks
+from .extensions import torch_library_dispatch, operator_checks, torch_compile_path
 from .libraries import cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles
 from .mnist import idx_file, mnist_network, implicit_gemm, fused_passes, tensor_core_conv
 
@@ -84,6 +84,7 @@ FIGURES = {
     "curand-apis.svg": curand_apis,
     "cublasxt-tiles.svg": cublasxt_tiles,
     "operator-checks.svg": operator_checks,
+    "torch-compile-path.svg": torch_compile_path,
 }
 
 

@@ -1,8 +1,9 @@
-"""The PyTorch extensions chapter: how the dispatcher routes a call to a registered operator."""
+"""The PyTorch extensions chapter and torch.compile: the checks of a host function, the dispatcher's entries
+for a registered operator, and the path from a compiled function to Triton kernels."""
 
 from __future__ import annotations
 
-from ..svg import BLUE, GREEN, GREY, ORANGE, PURPLE, RED, Svg
+from ..svg import BLUE, GREEN, GREY, MUTED, ORANGE, PURPLE, RED, Svg
 
 
 def torch_library_dispatch() -> str:
@@ -61,4 +62,26 @@ def operator_checks() -> str:
     s.line(480, 208, 558, 184, arrow=True)
     s.text(380, 264, "Either kernel runs on PyTorch's current stream, ordered with the operations around it.", 12)
     s.caption(300, "A bad input becomes a Python exception with a message here, not an illegal address later.", 12)
+    return s.render()
+
+
+def torch_compile_path() -> str:
+    s = Svg(760, 360, "What torch.compile does with a function: TorchDynamo traces its Python bytecode into a "
+                      "graph of PyTorch operations; TorchInductor groups the operations into kernels and, for GPU "
+                      "tensors, writes each as Triton source; Triton compiles that to PTX and a cubin. For "
+                      "gelu_tanh, eager mode runs nine elementwise kernels with eight intermediate tensors in "
+                      "memory; compiled, one kernel reads x once and writes y once")
+    s.heading("torch.compile: Python to a graph, the graph to Triton kernels")
+    s.chain(30, 56, [("your function", "Python", BLUE, 110), ("TorchDynamo", "bytecode to a graph", PURPLE, 140),
+                     ("TorchInductor", "groups ops into kernels", PURPLE, 170), ("Triton source", "@triton.jit", ORANGE, 110),
+                     ("Triton", "PTX, cubin", GREY, 90)], gap=20)
+    s.text(30, 146, "gelu_tanh, eagerly: nine kernels, eight intermediates through memory", 13, anchor="start",
+           weight="bold")
+    ops = ["c*x", "*x", "*x", "x+", "k*", "tanh", "1+", "0.5*x", "*"]
+    s.chain(30, 158, [(op, None, GREY, 58) for op in ops], h=34, gap=20)
+    s.text(30, 246, "compiled: one kernel", 13, anchor="start", weight="bold")
+    s.chain(30, 258, [("x", None, BLUE, 58), ("one Triton kernel", "all nine operations in registers", GREEN, 300),
+                      ("y", None, BLUE, 58)], h=40, gap=30)
+    s.text(380, 214, "launch order, one tensor each; c = 0.044715, k = sqrt(2 / pi)", 12, fill=MUTED)
+    s.caption(334, "Reading the generated source shows what was fused: it is ordinary Triton.", 12)
     return s.render()

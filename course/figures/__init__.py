@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..svg import CARD  # noqa: F401  (tests/test_figures.py checks each figure's card against it)
-from .hardware import h100_sm, memory_hierarchy, host_device_copies, fat_binary
+from .hardware import h100_sm, memory_hierarchy, host_device_copies, fat_binary, hello_launch
 from .first_kernels import (thread_hierarchy, grid_over_matrix, matmul_naive, grid_stride,
                             histogram_atomics, timing_ways, unified_memory, profiling_tools, sanitizer_bugs)
 from .memory_model import (coalescing, bank_conflicts, online_softmax, reduction_tree, transpose_tile,
@@ -85,6 +85,7 @@ FIGURES = {
     "cublasxt-tiles.svg": cublasxt_tiles,
     "operator-checks.svg": operator_checks,
     "torch-compile-path.svg": torch_compile_path,
+    "hello-launch.svg": hello_launch,
 }
 
 

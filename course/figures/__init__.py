@@ -17,7 +17,8 @@ from pathlib import Path
 from ..svg import CARD  # noqa: F401  (tests/test_figures.py checks each figure's card against it)
 from .hardware import h100_sm, memory_hierarchy, host_device_copies, fat_binary, hello_launch
 from .first_kernels import (thread_hierarchy, grid_over_matrix, matmul_naive, grid_stride,
-                            histogram_atomics, timing_ways, unified_memory, profiling_tools, sanitizer_bugs)
+                            histogram_atomics, timing_ways, unified_memory, profiling_tools, sanitizer_bugs,
+                            three_launches)
 from .memory_model import (coalescing, bank_conflicts, online_softmax, reduction_tree, transpose_tile,
                            occupancy, async_copies, cluster_softmax, grid_sync, l2_persistence, kernels_from_python)
 from .matmul import (matmul_tiling, sgemm_register_blocking, sgemm_warp_tiling,
@@ -86,6 +87,7 @@ FIGURES = {
     "operator-checks.svg": operator_checks,
     "torch-compile-path.svg": torch_compile_path,
     "hello-launch.svg": hello_launch,
+    "three-launches.svg": three_launches,
 }
 
 

@@ -330,3 +330,29 @@ def sanitizer_bugs() -> str:
     s.text(560, 328, "\"Race reported\": both source lines", 12, fill=STRONG_RED, weight="bold")
     s.caption(380, "Build with -lineinfo so that each report names the source line.", 12)
     return s.render()
+
+
+def three_launches() -> str:
+    s = Svg(760, 330, "Vector addition three ways. CUDA C++: nvcc compiles vector_add.cu ahead of time into the "
+                      "program, and the host launches vector_add<<<blocks, 256>>>. CuPy: vector_add_kernel.cu, the same kernel with C linkage and no main, is "
+                      "compiled at run time by NVRTC through cp.RawModule (cached on disk), get_function finds "
+                      "the kernel by its unmangled name, and the launch passes the grid, the block and the "
+                      "arguments. Triton: a Python function marked @triton.jit is compiled at its first call, "
+                      "and add_kernel[grid] launches one program per block of 1024 elements")
+    s.heading("One kernel, three ways from source to launch")
+    routes = [("CUDA C++", [("vector_add.cu", "the kernel and a main", BLUE, 164),
+                            ("nvcc", "ahead of time", PURPLE, 120),
+                            ("<<<blocks, 256>>>", "one thread per element", GREEN, 190)]),
+              ("CuPy", [("vector_add_kernel.cu", "the kernel, extern \"C\"", BLUE, 164),
+                        ("RawModule: NVRTC", "at run time, cached", PURPLE, 170),
+                        ("vector_add((blocks,), (256,), ...)", "get_function by name", GREEN, 240)]),
+              ("Triton", [("@triton.jit", "Python, tl.* on blocks", BLUE, 164),
+                          ("Triton compiler", "at the first call", PURPLE, 170),
+                          ("add_kernel[grid](...)", "one program per 1024", GREEN, 190)])]
+    for r, (name, items) in enumerate(routes):
+        y = 58 + r * 80
+        s.text(30, y + 27, name, 13, anchor="start", weight="bold")
+        s.chain(120, y, items, gap=26)
+    s.caption(310, "Every route ends in the same kind of launch: a grid of blocks running compiled device code.",
+              12)
+    return s.render()

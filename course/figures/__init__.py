@@ -24,7 +24,7 @@ from .memory_model import (coalescing, bank_conflicts, online_softmax, reduction
 from .matmul import (matmul_tiling, sgemm_register_blocking, sgemm_warp_tiling,
                      hopper_pipeline, row_column_major, loop_order, scan_and_cub)
 from .attention import (flash_tile_loop, attention_three_kernels, flash_backward, attention_shapes, number_formats,
-                        triton_key_tiles)
+                        triton_key_tiles, llmc_step)
 from .chapters import chapter_map
 from .cpp import storage_lifetimes
 from .extensions import torch_library_dispatch, operator_checks, torch_compile_path
@@ -88,6 +88,7 @@ FIGURES = {
     "torch-compile-path.svg": torch_compile_path,
     "hello-launch.svg": hello_launch,
     "three-launches.svg": three_launches,
+    "llmc-step.svg": llmc_step,
 }
 
 

@@ -204,3 +204,31 @@ def triton_key_tiles() -> str:
     s.caption(384, "BLOCK_M = 128 and BLOCK_N = 64, one of the shapes autotuning tries; blue: the diagonal, "
                    "kv_len.", 12)
     return s.render()
+
+
+def llmc_step() -> str:
+    s = Svg(760, 370, "One training step of llm.c's train_gpt2.cu and the header behind each part. gpt2_forward: "
+                      "encoder.cuh embeds the tokens; each of the L layers runs layernorm.cuh, matmul.cuh "
+                      "(cuBLASLt), attention.cuh and gelu.cuh; fused_classifier.cuh computes the softmax, the "
+                      "loss and the logits' gradient in one kernel. gpt2_backward_and_reduce runs the layers in "
+                      "reverse, then the encoder's backward without atomics, and with several GPUs zero.cuh "
+                      "reduces the gradients with NCCL. gpt2_update: global_norm.cuh for clipping and adamw.cuh, "
+                      "which keeps fp32 master weights and rounds them stochastically to bf16")
+    s.heading("llm.c: one training step, and the header behind each part")
+    lanes = [("gpt2_forward", [("encoder", "token + position embeddings", BLUE, 200),
+                               ("L layers: layernorm, matmul,", "attention, gelu (matmul via cuBLASLt)", PURPLE, 260),
+                               ("fused_classifier", "loss and dlogits", ORANGE, 180)]),
+             ("gpt2_backward_and_reduce", [("L layers, reversed", "the same headers", PURPLE, 200),
+                                           ("encoder backward", "sorted work: no atomics", BLUE, 200),
+                                           ("zero", "several GPUs: NCCL averages", GREY, 200)]),
+             ("gpt2_update", [("global_norm", "for clipping", GREEN, 200),
+                              ("adamw", "fp32 master weights, bf16 copy", GREEN, 260)])]
+    for i, (name, items) in enumerate(lanes):
+        y = 56 + i * 86
+        s.text(30, y + 12, name, 13, anchor="start", weight="bold")
+        s.chain(30, y + 22, items, gap=28)
+    s.text(380, 326, "The names are headers under llmc/ (encoder.cuh and so on); the table below maps each to "
+           "its course page.", 12)
+    s.caption(352, "Kernel launches on one compute stream (NCCL's on a stream of its own); floatX, bf16 by "
+                   "default, is fixed at compile time.", 12)
+    return s.render()

@@ -26,7 +26,7 @@ from .matmul import (matmul_tiling, sgemm_register_blocking, sgemm_warp_tiling,
 from .attention import (flash_tile_loop, attention_three_kernels, flash_backward, attention_shapes, number_formats,
                         triton_key_tiles, llmc_step)
 from .chapters import chapter_map
-from .cpp import storage_lifetimes
+from .cpp import storage_lifetimes, struct_padding, preprocessor_passes, raii_ownership
 from .extensions import torch_library_dispatch, operator_checks, torch_compile_path
 from .libraries import cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles
 from .mnist import idx_file, mnist_network, implicit_gemm, fused_passes, tensor_core_conv
@@ -89,6 +89,9 @@ FIGURES = {
     "hello-launch.svg": hello_launch,
     "three-launches.svg": three_launches,
     "llmc-step.svg": llmc_step,
+    "struct-padding.svg": struct_padding,
+    "preprocessor-passes.svg": preprocessor_passes,
+    "raii-ownership.svg": raii_ownership,
 }
 
 

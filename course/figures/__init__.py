@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..svg import CARD  # noqa: F401  (tests/test_figures.py checks each figure's card against it)
-from .hardware import h100_sm, memory_hierarchy, host_device_copies, fat_binary, hello_launch
+from .hardware import h100_sm, memory_hierarchy, host_device_copies, fat_binary, hello_launch, device_query
 from .first_kernels import (thread_hierarchy, grid_over_matrix, matmul_naive, grid_stride,
                             histogram_atomics, timing_ways, unified_memory, profiling_tools, sanitizer_bugs,
                             three_launches)
@@ -92,6 +92,7 @@ FIGURES = {
     "struct-padding.svg": struct_padding,
     "preprocessor-passes.svg": preprocessor_passes,
     "raii-ownership.svg": raii_ownership,
+    "device-query.svg": device_query,
 }
 
 

@@ -148,3 +148,32 @@ def hello_launch() -> str:
     s.text(155, 334, "the sync waits for the kernel", 12, fill=MUTED)
     s.caption(380, "printf output is buffered on the device and printed when the host next waits for it.", 12)
     return s.render()
+
+
+def device_query() -> str:
+    s = Svg(760, 420, "Two ways to ask the runtime about a GPU: cudaGetDeviceProperties fills the whole "
+                      "cudaDeviceProp struct; cudaDeviceGetAttribute returns one value, and in CUDA 13 is the only "
+                      "way to read the clock rates that the struct no longer has. The facts the program prints and "
+                      "where the course uses them: the compute capability chooses the sm_ target and what is "
+                      "waived; the SM count sizes grids; shared memory per block and per SM bound tiles and "
+                      "occupancy; registers per SM bound occupancy; the warp size, 32, underlies shuffles and "
+                      "reductions; the memory clock and bus width give the bandwidth ceiling")
+    s.heading("What the device query asks, and where the course uses each answer")
+    s.box(30, 60, 220, 48, "cudaGetDeviceProperties", BLUE, size=12, weight="bold", sub="the whole cudaDeviceProp")
+    s.box(30, 130, 220, 48, "cudaDeviceGetAttribute", BLUE, size=12, weight="bold", sub="one value; clocks in CUDA 13")
+    facts = [("compute capability", "sm_ target, waivers"), ("SM count", "grid sizes, grid-stride loops"),
+             ("shared memory per block, per SM", "tile sizes, occupancy"), ("registers per SM", "occupancy"),
+             ("warp size: 32", "shuffles, reductions"), ("memory clock x bus width", "the bandwidth ceiling")]
+    s.rect(286, 46, 248, 302, fill=PANEL, width=1.0)
+    for i, (fact, use) in enumerate(facts):
+        y = 56 + i * 50
+        s.box(300, y, 220, 38, fact, GREY, size=12)
+        s.line(534, y + 19, 550, y + 19, arrow=True)
+        s.text(556, y + 23, use, 12, anchor="start")
+    s.line(250, 84, 284, 150, arrow=True)
+    s.line(250, 154, 284, 190, arrow=True)
+    s.text(140, 214, "the program checks", 12, fill=MUTED)
+    s.text(140, 230, "that the two agree", 12, fill=MUTED)
+    s.lines(380, 372, ["Bandwidth = 2 transfers per memory clock x the bus width in bytes: the theoretical peak,",
+                       "which measured copies never quite reach."], step=18, size=12)
+    return s.render()

@@ -27,7 +27,7 @@ from .attention import (flash_tile_loop, attention_three_kernels, flash_backward
                         triton_key_tiles, llmc_step)
 from .chapters import chapter_map
 from .cpp import storage_lifetimes, struct_padding, preprocessor_passes, raii_ownership
-from .extensions import torch_library_dispatch, operator_checks, torch_compile_path
+from .extensions import torch_library_dispatch, operator_checks, torch_compile_path, two_custom_ops, package_build
 from .libraries import cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles
 from .mnist import idx_file, mnist_network, implicit_gemm, fused_passes, tensor_core_conv
 
@@ -93,6 +93,8 @@ FIGURES = {
     "preprocessor-passes.svg": preprocessor_passes,
     "raii-ownership.svg": raii_ownership,
     "device-query.svg": device_query,
+    "two-custom-ops.svg": two_custom_ops,
+    "package-build.svg": package_build,
 }
 
 

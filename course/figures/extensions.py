@@ -85,3 +85,47 @@ def torch_compile_path() -> str:
     s.text(380, 214, "launch order, one tensor each; c = 0.044715, k = sqrt(2 / pi)", 12, fill=MUTED)
     s.caption(334, "Reading the generated source shows what was fused: it is ordinary Triton.", 12)
     return s.render()
+
+
+def two_custom_ops() -> str:
+    s = Svg(760, 264, "What torch.compile sees of each custom operator. The CUDA operator of course_ext is opaque: "
+                      "compile needs its fake kernel for shapes and calls the compiled library as a black box, "
+                      "fusing the operations around it but never into it. The Triton operator defined with "
+                      "triton_op and wrap_triton is Python and Triton source that compile can read: it traces the "
+                      "Python with fake tensors, so it needs no fake kernel, and places the Triton kernel in the "
+                      "compiled graph beside its own kernels")
+    s.heading("Two custom operators as torch.compile sees them")
+    s.panel(30, 48, 340, 170, "CUDA: TORCH_LIBRARY + fake")
+    s.chain(50, 86, [("fused_gelu", "a compiled .so", GREY, 140), ("opaque call", "in the graph", GREY, 140)], gap=20)
+    s.lines(200, 152, ["needs register_fake for shapes", "Inductor fuses around it,",
+                       "never into it", "rebuilt when torch changes"], step=17, size=12)
+    s.panel(390, 48, 340, 170, "Triton: triton_op + wrap_triton")
+    s.chain(410, 86, [("Python + Triton", "source compile reads", BLUE, 140),
+                      ("a Triton kernel", "beside Inductor's", GREEN, 140)], gap=20)
+    s.lines(560, 152, ["traced with fake tensors:", "no fake kernel to write",
+                       "no compiler at install time", "autograd: register_autograd"], step=17, size=12)
+    s.caption(246, "Both are operators of the dispatcher; opcheck and torch.compile(fullgraph=True) test either.", 12)
+    return s.render()
+
+
+def package_build() -> str:
+    s = Svg(760, 330, "How the course_ext package is built and loaded. pip install with --no-build-isolation "
+                      "and --no-deps runs setup.py in your environment, so the build sees the torch you will run "
+                      "with; CUDAExtension and BuildExtension compile the .cu files with nvcc and the .cpp files "
+                      "with the C++ compiler into course_ext/_C, a shared library tied to that torch's C++ ABI. "
+                      "import course_ext loads _C, which registers the operators, and then registers the fake "
+                      "kernels and autograd in Python")
+    s.heading("Packaging: built once against your torch, loaded by import")
+    s.chain(30, 56, [("pip install", "--no-build-isolation --no-deps", BLUE, 220),
+                     ("setup.py", "CUDAExtension, BuildExtension", GREY, 220),
+                     ("course_ext/_C", "a shared library", ORANGE, 180)], gap=34)
+    s.lines(394, 124, ["nvcc: csrc/fused_gelu.cu", "C++ compiler: csrc/register.cpp"], step=18, size=12)
+    s.chain(30, 190, [("import course_ext", None, BLUE, 180), ("loads _C", "TORCH_LIBRARY runs", ORANGE, 180),
+                      ("register_fake,", "register_autograd", GREEN, 200)], gap=34)
+    s.line(628, 100, 628, 166)
+    s.line(628, 166, 120, 166)
+    s.line(120, 166, 120, 188, arrow=True)
+    s.caption(270, "Build isolation would compile against a fresh torch from the index, which may not load in "
+                   "yours.", 12)
+    s.caption(294, "_C uses torch's C++ API, whose ABI changes between releases: upgrade torch, rebuild.", 12)
+    return s.render()

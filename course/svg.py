@@ -99,9 +99,11 @@ class Svg:
         else:
             self.text(x + w / 2, y + h / 2 + size * 0.35, label, size, weight=weight)
 
-    def chain(self, x, y, items, h=44, gap=16, size=12):
+    def chain(self, x, y, items, h=44, gap=16, size=12, title=None):
         """Boxes left to right, each joined to the next by an arrow: items are (label, sub or None, fill,
-        width). Returns the x just past the last box."""
+        width), under an optional bold title. Returns the x just past the last box."""
+        if title:
+            self.text(x, y - 12, title, 13, anchor="start", weight="bold")
         for i, (label, sub, fill, w) in enumerate(items):
             if i:
                 self.line(x - gap, y + h / 2, x - 2, y + h / 2, arrow=True)

@@ -196,7 +196,8 @@ def triton_key_tiles() -> str:
         s.text(x + 4 * w, y + 4 * h + 36, "key tile", 12)
     panel(90, "causal", lambda i, j: "full" if j < 2 * i else "masked" if j < 2 * i + 2 else "skip")
     s.line(90, 74, 90 + 8 * 36, 74 + 4 * 56, stroke=STRONG_BLUE, width=1.5)
-    panel(440, "not causal, kv_len = 352 keys (5.5 tiles)", lambda i, j: "full" if j < 5 else "masked" if j == 5 else "skip")
+    panel(440, "not causal, kv_len = 352 keys (5.5 tiles)",
+          lambda i, j: "full" if j < 5 else "masked" if j == 5 else "skip")
     s.line(440 + 5.5 * 36, 66, 440 + 5.5 * 36, 74 + 4 * 56 + 6, stroke=STRONG_BLUE, width=1.5)
     s.key(40, 342, GREEN, "first loop: no mask (MASKED = False)")
     s.key(330, 342, ORANGE, "second loop: scores masked to -inf")
@@ -225,8 +226,7 @@ def llmc_step() -> str:
                               ("adamw", "fp32 master weights, bf16 copy", GREEN, 260)])]
     for i, (name, items) in enumerate(lanes):
         y = 56 + i * 86
-        s.text(30, y + 12, name, 13, anchor="start", weight="bold")
-        s.chain(30, y + 22, items, gap=28)
+        s.chain(30, y + 24, items, gap=28, title=name)
     s.text(380, 326, "The names are headers under llmc/ (encoder.cuh and so on); the table below maps each to "
            "its course page.", 12)
     s.caption(352, "Kernel launches on one compute stream (NCCL's on a stream of its own); floatX, bf16 by "

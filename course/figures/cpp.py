@@ -22,7 +22,8 @@ def storage_lifetimes() -> str:
     s.rect(46, 196, 188, 70, fill=GREY)
     s.text(140, 216, "main's frame", 12, weight="bold")
     s.box(96, 226, 88, 28, "squares", BLUE, size=12)
-    s.lines(140, 292, ["a frame lives until its call returns;", "8 MiB is typical on Linux"], step=16, size=12, fill=MUTED)
+    s.lines(140, 292, ["a frame lives until its call returns;", "8 MiB is typical on Linux"], step=16, size=12,
+            fill=MUTED)
     s.panel(280, 50, 220, 170, "the heap")
     s.box(300, 84, 180, 40, "n doubles", GREEN, size=12, weight="bold", sub="from malloc")
     s.lines(390, 150, ["lives until free,", "whoever holds a pointer;", "as big as the machine allows"],
@@ -101,7 +102,8 @@ def raii_ownership() -> str:
                       "frees")
     s.heading("RAII: the object owns the memory, and its destructor frees it on every way out")
     s.chain(40, 56, [("Buffer a(n)", "constructor: malloc", GREEN, 160), ("use a.data()", None, GREY, 120),
-                     ("end of scope", "or return, or exception", ORANGE, 180), ("~Buffer()", "free, once", GREEN, 140)],
+                     ("end of scope", "or return, or exception", ORANGE, 180),
+                     ("~Buffer()", "free, once", GREEN, 140)],
             gap=26)
     s.panel(40, 136, 320, 110, "Buffer b = a;   copy")
     s.lines(200, 184, ["deleted: does not compile", "(two owners would free twice)"], step=18, size=12,

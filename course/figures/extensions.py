@@ -44,8 +44,10 @@ def operator_checks() -> str:
                       "access kernel when both pointers are 16-byte aligned, else the one-element kernel, on "
                       "PyTorch's current stream; and raise if the launch failed")
     s.heading("From a tensor to a launch: every assumption of the kernel checked first")
-    end = s.chain(40, 60, [("CUDA tensor?", "else RuntimeError", GREY, 140), ("floating dtype?", "else TypeError", GREY, 150),
-                           ("CUDAGuard", "x's device current", GREY, 150), ("contiguous", "a copy if needed", GREY, 140)],
+    end = s.chain(40, 60, [("CUDA tensor?", "else RuntimeError", GREY, 140),
+                           ("floating dtype?", "else TypeError", GREY, 150),
+                           ("CUDAGuard", "x's device current", GREY, 150),
+                           ("contiguous", "a copy if needed", GREY, 140)],
                   gap=24)
     s.line(end, 82, 730, 82)
     s.line(730, 82, 730, 126)
@@ -73,15 +75,14 @@ def torch_compile_path() -> str:
                       "memory; compiled, one kernel reads x once and writes y once")
     s.heading("torch.compile: Python to a graph, the graph to Triton kernels")
     s.chain(30, 56, [("your function", "Python", BLUE, 110), ("TorchDynamo", "bytecode to a graph", PURPLE, 140),
-                     ("TorchInductor", "groups ops into kernels", PURPLE, 170), ("Triton source", "@triton.jit", ORANGE, 110),
+                     ("TorchInductor", "groups ops into kernels", PURPLE, 170),
+                     ("Triton source", "@triton.jit", ORANGE, 110),
                      ("Triton", "PTX, cubin", GREY, 90)], gap=20)
-    s.text(30, 146, "gelu_tanh, eagerly: nine kernels, eight intermediates through memory", 13, anchor="start",
-           weight="bold")
     ops = ["c*x", "*x", "*x", "x+", "k*", "tanh", "1+", "0.5*x", "*"]
-    s.chain(30, 158, [(op, None, GREY, 58) for op in ops], h=34, gap=20)
-    s.text(30, 246, "compiled: one kernel", 13, anchor="start", weight="bold")
+    s.chain(30, 158, [(op, None, GREY, 58) for op in ops], h=34, gap=20,
+            title="gelu_tanh, eagerly: nine kernels, eight intermediates through memory")
     s.chain(30, 258, [("x", None, BLUE, 58), ("one Triton kernel", "all nine operations in registers", GREEN, 300),
-                      ("y", None, BLUE, 58)], h=40, gap=30)
+                      ("y", None, BLUE, 58)], h=40, gap=30, title="compiled: one kernel")
     s.text(380, 214, "launch order, one tensor each; c = 0.044715, k = sqrt(2 / pi)", 12, fill=MUTED)
     s.caption(334, "Reading the generated source shows what was fused: it is ordinary Triton.", 12)
     return s.render()

@@ -334,9 +334,10 @@ def sanitizer_bugs() -> str:
 
 def three_launches() -> str:
     s = Svg(760, 330, "Vector addition three ways. CUDA C++: nvcc compiles vector_add.cu ahead of time into the "
-                      "program, and the host launches vector_add<<<blocks, 256>>>. CuPy: vector_add_kernel.cu, the same kernel with C linkage and no main, is "
-                      "compiled at run time by NVRTC through cp.RawModule (cached on disk), get_function finds "
-                      "the kernel by its unmangled name, and the launch passes the grid, the block and the "
+                      "program, and the host launches the kernel with <<<blocks, 256>>>. CuPy: "
+                      "vector_add_kernel.cu, the same kernel with C linkage and no main, is compiled at run time "
+                      "by NVRTC through cp.RawModule (cached on disk), get_function finds the kernel by its "
+                      "unmangled name, and the launch passes the grid, the block and the "
                       "arguments. Triton: a Python function marked @triton.jit is compiled at its first call, "
                       "and add_kernel[grid] launches one program per block of 1024 elements")
     s.heading("One kernel, three ways from source to launch")

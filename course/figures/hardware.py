@@ -160,7 +160,8 @@ def device_query() -> str:
                       "reductions; the memory clock and bus width give the bandwidth ceiling")
     s.heading("What the device query asks, and where the course uses each answer")
     s.box(30, 60, 220, 48, "cudaGetDeviceProperties", BLUE, size=12, weight="bold", sub="the whole cudaDeviceProp")
-    s.box(30, 130, 220, 48, "cudaDeviceGetAttribute", BLUE, size=12, weight="bold", sub="one value; clocks in CUDA 13")
+    s.box(30, 130, 220, 48, "cudaDeviceGetAttribute", BLUE, size=12, weight="bold",
+          sub="one value; clocks in CUDA 13")
     facts = [("compute capability", "sm_ target, waivers"), ("SM count", "grid sizes, grid-stride loops"),
              ("shared memory per block, per SM", "tile sizes, occupancy"), ("registers per SM", "occupancy"),
              ("warp size: 32", "shuffles, reductions"), ("memory clock x bus width", "the bandwidth ceiling")]

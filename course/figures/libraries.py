@@ -14,15 +14,14 @@ def cublaslt_epilogue() -> str:
                       "matmul descriptor, a layout per operand and a preference go to the heuristic, which "
                       "returns a ranked list of algorithms for cublasLtMatmul")
     s.heading("cuBLASLt: the bias and the activation in the GEMM's epilogue")
-    s.text(40, 66, "cuBLAS, then a kernel", 13, anchor="start", weight="bold")
     s.chain(40, 78, [("X, W", "bf16", BLUE, 80), ("GEMM", "tile in registers", PURPLE, 150),
                      ("Y", "global memory", ORANGE, 110), ("+ b, act", "reads Y, writes Y", PURPLE, 150),
-                     ("Y", "bf16", GREEN, 80)], gap=24)
+                     ("Y", "bf16", GREEN, 80)], gap=24, title="cuBLAS, then a kernel")
     s.text(40, 146, "Y written, read and written again: 2 x 2mn more bytes of traffic", 12, anchor="start",
            fill=STRONG_RED, weight="bold")
-    s.text(40, 186, "cuBLASLt with CUBLASLT_EPILOGUE_RELU_BIAS or _GELU_BIAS", 13, anchor="start", weight="bold")
     s.chain(40, 198, [("X, W", "bf16", BLUE, 80), ("GEMM", "tile in registers", PURPLE, 150),
-                      ("+ b, act", "same registers", PURPLE, 150), ("Y", "bf16", GREEN, 80)], gap=24)
+                      ("+ b, act", "same registers", PURPLE, 150), ("Y", "bf16", GREEN, 80)], gap=24,
+            title="cuBLASLt with CUBLASLT_EPILOGUE_RELU_BIAS or _GELU_BIAS")
     s.text(40, 266, "Y written once", 12, anchor="start", fill=STRONG_GREEN, weight="bold")
     # How an algorithm is chosen.
     s.rect(40, 290, 680, 74, fill=PANEL, width=1.0)
@@ -87,14 +86,13 @@ def curand_apis() -> str:
                       "subsequence (thread t uses subsequence t), the offset skips the first values of each; "
                       "Philox computes each value from the seed and its position, so skipping costs nothing")
     s.heading("cuRAND: a buffer filled by the library, or a generator in every thread")
-    s.text(40, 64, "host API (curand.h)", 13, anchor="start", weight="bold")
-    s.chain(40, 76, [("generator", "type, seed, offset", GREY, 150), ("library kernel", "curandGenerate...", PURPLE, 150),
+    s.chain(40, 76, [("generator", "type, seed, offset", GREY, 150),
+                     ("library kernel", "curandGenerate...", PURPLE, 150),
                      ("device buffer", "n numbers", ORANGE, 130), ("your kernel", "reads them", PURPLE, 140)],
-            gap=26)
-    s.text(40, 158, "device API (curand_kernel.h)", 13, anchor="start", weight="bold")
+            gap=26, title="host API (curand.h)")
     s.chain(40, 170, [("your kernel, thread t", "curand_init(seed, t, offset)", PURPLE, 220),
                       ("state", "in registers", GREEN, 120), ("curand_uniform", "where it is needed", GREEN, 170)],
-            gap=26)
+            gap=26, title="device API (curand_kernel.h)")
     # The sequence of one seed, split into subsequences.
     y0, cell = 256, 30
     s.text(40, y0 - 10, "one seed's numbers: a row per subsequence", 13, anchor="start", weight="bold")

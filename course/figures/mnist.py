@@ -121,16 +121,15 @@ def fused_passes() -> str:
                       "maximum, applies the ReLU and writes P: two full-size passes")
     s.heading("Fusion: the same layer, the full-size tensor through DRAM eight times, then twice")
     k, t = 80, 48  # widths of a kernel box and of a tensor box
-    s.text(40, 66, "version 2: five kernels", 13, anchor="start", weight="bold")
     s.chain(40, 78, [("conv", "writes Y", PURPLE, k), ("Y", None, ORANGE, t), ("BN stats", "reads Y x2", PURPLE, k),
                      ("normalise", "reads Y", PURPLE, k), ("N", None, ORANGE, t), ("ReLU", None, PURPLE, k),
-                     ("R", None, ORANGE, t), ("max pool", None, PURPLE, k), ("P", "1/4", GREEN, t)], gap=12)
+                     ("R", None, ORANGE, t), ("max pool", None, PURPLE, k), ("P", "1/4", GREEN, t)], gap=12,
+            title="version 2: five kernels")
     s.text(40, 148, "write Y, read Y three times, write and read N, write and read R: 8 full-size passes",
            12, anchor="start", fill=STRONG_RED, weight="bold")
-    s.text(40, 196, "version 3: two kernels on the tensor's path", 13, anchor="start", weight="bold")
     s.chain(40, 208, [("conv + BN sums", "sums in the epilogue", PURPLE, 170), ("Y", None, ORANGE, t),
                       ("normalise + max + ReLU", "one thread per pooled output", PURPLE, 250),
-                      ("P", "1/4", GREEN, t)], gap=24)
+                      ("P", "1/4", GREEN, t)], gap=24, title="version 3: two kernels on the tensor's path")
     s.box(326, 290, 190, 36, "scale, shift from the sums", GREY, size=12)
     s.line(421, 290, 421, 254, arrow=True)
     s.text(40, 312, "write Y, read Y once:", 12, anchor="start", fill=STRONG_GREEN, weight="bold")
@@ -176,5 +175,6 @@ def tensor_core_conv() -> str:
                                    "k = (r, s, c): 16 consecutive k are one tap, 16 channels.",
                                    "A row is 5 units (odd): 8 rows hit 8 groups of banks."],
             step=20, size=12, anchor="start")
-    s.caption(420, "Per fragment: 9 taps x 2 k-steps. The weights, A, are read from shared memory by ldmatrix.x4 the same way.", 12)
+    s.caption(420, "Per fragment: 9 taps x 2 k-steps. The weights, A, are read from shared memory by ldmatrix.x4 "
+                   "the same way.", 12)
     return s.render()

@@ -26,7 +26,7 @@ from .matmul import (matmul_tiling, sgemm_register_blocking, sgemm_warp_tiling,
 from .attention import (flash_tile_loop, attention_three_kernels, flash_backward, attention_shapes, number_formats,
                         triton_key_tiles, llmc_step)
 from .chapters import chapter_map
-from .ecosystem import kernel_provenance, utilisation
+from .ecosystem import kernel_provenance, utilisation, when_work_runs, onnx_hub
 from .cpp import storage_lifetimes, struct_padding, preprocessor_passes, raii_ownership
 from .extensions import torch_library_dispatch, operator_checks, torch_compile_path, two_custom_ops, package_build
 from .libraries import cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles
@@ -98,6 +98,8 @@ FIGURES = {
     "package-build.svg": package_build,
     "kernel-provenance.svg": kernel_provenance,
     "utilisation.svg": utilisation,
+    "when-work-runs.svg": when_work_runs,
+    "onnx-hub.svg": onnx_hub,
 }
 
 

@@ -51,3 +51,49 @@ def utilisation() -> str:
     s.lines(380, 326, ["The same number for both: nsys shows when kernels ran, ncu what each did with the SMs "
                        "and memory."], step=18, size=12)
     return s.render()
+
+
+def when_work_runs() -> str:
+    s = Svg(760, 330, "When each framework's work runs. PyTorch, eagerly: each line launches its kernel at once, "
+                      "for example y = x @ w a cuBLAS GEMM; torch.compile captures graphs instead. JAX: jax.jit "
+                      "traces a pure function once and XLA compiles the whole program. TensorFlow: tf.function "
+                      "builds a graph that the runtime executes. MLX: operations are recorded lazily and run when "
+                      "a result is needed. Keras 3 runs the same model code on JAX, TensorFlow or PyTorch")
+    s.heading("Four frameworks, and when the GPU work actually happens")
+    lanes = [("PyTorch", [("y = x @ w", "a line of Python", BLUE, 170),
+                          ("a cuBLAS kernel", "launched at once", GREEN, 190)], "eager; torch.compile: graphs"),
+             ("JAX", [("jax.jit(f)", "a pure function", BLUE, 170), ("traced once", "a whole program", PURPLE, 150),
+                      ("XLA", "compiled kernels", GREEN, 110)], ""),
+             ("TensorFlow", [("tf.function", "Python to a graph", BLUE, 170),
+                             ("TF runtime", "runs the graph", GREEN, 150)], "Keras 3: on JAX, TF or PyTorch"),
+             ("MLX", [("mx operations", "recorded, lazy", BLUE, 170),
+                      ("run when needed", "e.g. mx.eval", GREEN, 150)], "Apple silicon; CUDA backend too")]
+    for i, (name, items, note) in enumerate(lanes):
+        y = 52 + i * 64
+        s.text(30, y + 27, name, 13, anchor="start", weight="bold")
+        end = s.chain(130, y, items, h=40, gap=26)
+        s.text(end + 16, y + 25, note, 12, anchor="start", fill=MUTED)
+    s.caption(316, "Eager is easy to debug and print from; a traced graph is what a compiler can fuse.", 12)
+    return s.render()
+
+
+def onnx_hub() -> str:
+    s = Svg(760, 300, "A model as a file: a PyTorch model is exported with torch.onnx.export(dynamo=True), which "
+                      "captures it with torch.export and translates the graph into standard ONNX operators with "
+                      "their weights, the batch dimension dynamic; the .onnx file then runs in ONNX Runtime, on "
+                      "the CPU or through its CUDA or TensorRT execution providers, in TensorRT, which compiles "
+                      "an engine for one GPU model, or in a browser runtime")
+    s.heading("ONNX: export once, run in another runtime")
+    s.chain(30, 60, [("PyTorch model", "nn.Module", BLUE, 140),
+                     ("torch.onnx.export", "dynamo=True: torch.export", PURPLE, 200),
+                     ("model.onnx", "Conv, Relu, Gemm ... + weights", ORANGE, 220)], gap=30)
+    targets = [("ONNX Runtime", "CPU, CUDA, TensorRT providers"), ("TensorRT", "an engine for one GPU model"),
+               ("a browser runtime", "the same file")]
+    for i, (name, sub) in enumerate(targets):
+        x = 40 + i * 240
+        s.line(570, 104, x + 110, 166, arrow=True)
+        s.box(x, 168, 220, 44, name, GREEN, size=12, weight="bold", sub=sub)
+    s.caption(250, "The batch dimension was declared dynamic, so the file accepts any batch size.", 12)
+    s.caption(274, "Two runtimes agree to within rounding, not bit for bit: their kernels add in different orders.",
+              12)
+    return s.render()

@@ -28,7 +28,8 @@ from .attention import (flash_tile_loop, attention_three_kernels, flash_backward
 from .chapters import chapter_map
 from .ecosystem import kernel_provenance, utilisation, when_work_runs, onnx_hub
 from .cpp import storage_lifetimes, struct_padding, preprocessor_passes, raii_ownership
-from .extensions import torch_library_dispatch, operator_checks, torch_compile_path, two_custom_ops, package_build
+from .extensions import (torch_library_dispatch, operator_checks, torch_compile_path, two_custom_ops, package_build,
+                         triton_programs)
 from .libraries import cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles
 from .mnist import idx_file, mnist_network, implicit_gemm, fused_passes, tensor_core_conv
 
@@ -100,6 +101,7 @@ FIGURES = {
     "utilisation.svg": utilisation,
     "when-work-runs.svg": when_work_runs,
     "onnx-hub.svg": onnx_hub,
+    "triton-programs.svg": triton_programs,
 }
 
 

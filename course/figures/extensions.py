@@ -1,5 +1,6 @@
-"""The PyTorch extensions chapter and torch.compile: the checks of a host function, the dispatcher's entries
-for a registered operator, and the path from a compiled function to Triton kernels."""
+"""The Triton and PyTorch extensions chapters: Triton's programs and masks, the checks of a host function, the
+dispatcher's entries for a registered operator, the path from a compiled function to Triton kernels, and
+how a package is built."""
 
 from __future__ import annotations
 
@@ -129,4 +130,37 @@ def package_build() -> str:
     s.caption(270, "Build isolation would compile against a fresh torch from the index, which may not load in "
                    "yours.", 12)
     s.caption(294, "_C uses torch's C++ API, whose ABI changes between releases: upgrade torch, rebuild.", 12)
+    return s.render()
+
+
+def triton_programs() -> str:
+    s = Svg(760, 340, "Vector add over n = 10 elements with BLOCK = 4. In CUDA each thread handles one index and "
+                      "a thread past the end skips its work with if (i < n). In Triton a grid of cdiv(10, 4) = 3 "
+                      "programs each handle a block: program pid computes offsets = pid * 4 + arange(0, 4), a "
+                      "vector of four indices, and mask = offsets < n; program 2's offsets are 8, 9, 10 and 11, and "
+                      "its mask switches off 10 and 11, so its loads and stores touch only 8 and 9")
+    s.heading("Triton: a program per block of indices, and a mask for the block past the end")
+    n, block, c = 10, 4, 46
+    x0 = 100
+    s.text(x0 - 12, 78, "a, b, c", 12, anchor="end", weight="bold")
+    for i in range(12):
+        inside = i < n
+        s.box(x0 + i * c, 60, c - 4, 30, str(i) if inside else "", BLUE if inside else GREY, size=12)
+    s.text(x0 + 11 * c + 50, 80, "n = 10", 12, anchor="start")
+    for pid in range(3):
+        x = x0 + pid * block * c
+        s.rect(x, 104, block * c - 4, 34, fill=PURPLE if pid < 2 else ORANGE)
+        s.text(x + (block * c - 4) / 2, 126, f"program {pid}", 12, weight="bold")
+    s.text(x0 - 12, 126, "grid", 12, anchor="end", weight="bold")
+    rows = [("offsets = pid * BLOCK + tl.arange(0, BLOCK)", [str(8 + i) for i in range(4)]),
+            ("mask = offsets < n", ["T", "T", "F", "F"])]
+    for r, (name, vals) in enumerate(rows):
+        y = 170 + r * 40
+        s.text(x0 + 8 * c - 12, y + 20, name, 12, anchor="end", weight="bold")
+        for i, v in enumerate(vals):
+            s.box(x0 + (8 + i) * c, y, c - 4, 30, v, GREEN if i < 2 else GREY, size=12)
+    s.text(x0 + 8 * c - 12, 158, "program 2 (pid = 2):", 12, anchor="end", fill=MUTED)
+    s.caption(276, "CUDA writes one thread's index and an if; Triton writes a block's indices and a mask.", 12)
+    s.caption(300, "grid = (triton.cdiv(n, BLOCK),): the compiler spreads each block over the program's warps.",
+              12)
     return s.render()

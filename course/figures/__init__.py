@@ -30,7 +30,7 @@ from .ecosystem import kernel_provenance, utilisation, when_work_runs, onnx_hub
 from .cpp import storage_lifetimes, struct_padding, preprocessor_passes, raii_ownership
 from .extensions import (torch_library_dispatch, operator_checks, torch_compile_path, two_custom_ops, package_build,
                          triton_programs)
-from .libraries import cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles
+from .libraries import cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles, ring_allreduce
 from .mnist import idx_file, mnist_network, implicit_gemm, fused_passes, tensor_core_conv
 
 OUT = Path(__file__).resolve().parent.parent.parent / "docs" / "assets" / "figures"
@@ -102,6 +102,7 @@ FIGURES = {
     "when-work-runs.svg": when_work_runs,
     "onnx-hub.svg": onnx_hub,
     "triton-programs.svg": triton_programs,
+    "ring-allreduce.svg": ring_allreduce,
 }
 
 

@@ -144,3 +144,43 @@ def cublasxt_tiles() -> str:
     s.text(420, 166, "PCIe", 12, fill=MUTED)
     s.caption(372, "A GEMM does 2n^3 operations on 3n^2 values: large enough, the products hide the copies.", 12)
     return s.render()
+
+
+def ring_allreduce() -> str:
+    s = Svg(760, 360, "A ring all-reduce over 4 GPUs, each buffer cut into 4 chunks. The GPUs form a ring, each "
+                      "sending to the next. At the start every GPU holds its own values of all 4 chunks. After the "
+                      "reduce-scatter phase, 3 steps in which each GPU sends one chunk to its neighbour and adds the "
+                      "one it receives, GPU r holds the complete sum of chunk r + 1 (mod 4). After the all-gather "
+                      "phase, 3 more steps that pass the summed chunks round, every GPU holds every sum. Each GPU "
+                      "sends 2 (n - 1) / n of the buffer in all")
+    s.heading("Ring all-reduce: n - 1 steps to reduce-scatter, n - 1 to all-gather")
+    n, c = 4, 34
+    for r in range(n):  # the ring
+        x = 190 + r * 110
+        s.box(x, 50, 80, 30, f"GPU {r}", GREY, size=12, weight="bold")
+        if r < n - 1:
+            s.line(x + 80, 65, x + 108, 65, arrow=True)
+    s.line(190 + 3 * 110 + 40, 80, 190 + 3 * 110 + 40, 92)
+    s.line(190 + 3 * 110 + 40, 92, 230, 92)
+    s.line(230, 92, 230, 82, arrow=True)
+    stages = [("start", lambda r, k: (f"x{r}", BLUE)),
+              ("after reduce-scatter", lambda r, k: ("sum", GREEN) if k == (r + 1) % n else ("", GREY)),
+              ("after all-gather", lambda r, k: ("sum", GREEN))]
+    for i, (title, cell) in enumerate(stages):
+        x0 = 70 + i * 230
+        s.text(x0 + 2 * c, 128, title, 13, weight="bold")
+        for k in range(n):
+            s.text(x0 + k * c + c / 2, 150, f"c{k}", 11, fill=MUTED)
+        for r in range(n):
+            s.text(x0 - 8, 176 + r * 32, f"GPU {r}", 11, anchor="end")
+            for k in range(n):
+                label, fill = cell(r, k)
+                s.box(x0 + k * c, 156 + r * 32, c - 4, 28, label, fill, size=11)
+        if i:
+            s.line(x0 - 70, 220, x0 - 50, 220, arrow=True)
+            s.text(x0 - 60, 210, "3 steps", 11, fill=MUTED)
+    s.caption(310, "Each GPU sends 2 (n - 1) / n of the buffer: below twice its size however many GPUs there "
+                   "are.", 12)
+    s.caption(334, "The price is 2 (n - 1) steps of latency; a tree takes O(log n) steps, better for small "
+                   "messages.", 12)
+    return s.render()

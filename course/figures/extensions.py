@@ -164,3 +164,28 @@ def triton_programs() -> str:
     s.caption(300, "grid = (triton.cdiv(n, BLOCK),): the compiler spreads each block over the program's warps.",
               12)
     return s.render()
+
+
+def triton_softmax_row() -> str:
+    s = Svg(760, 330, "The fused softmax in Triton: one program per row. Program 1 loads row 1, 6 values, into a "
+                      "block of BLOCK = 8 lanes; the 2 padding lanes load -inf. tl.max gives the row maximum m, "
+                      "which the padding never wins; exp(x - m) is 0 on the padding lanes; tl.sum gives the sum; "
+                      "each value is divided by it, and the masked store writes only the 6 real lanes. The row is "
+                      "read once and written once")
+    s.heading("Fused softmax: a program holds its row in registers, reads it once and writes it once", 14)
+    c, x0 = 50, 200
+    s.text(x0 - 12, 82, "row 1 of x", 12, anchor="end", weight="bold")
+    for i in range(8):
+        real = i < 6
+        s.box(x0 + i * c, 64, c - 4, 30, f"x{i}" if real else "-inf", BLUE if real else GREY, size=12)
+    s.text(x0 + 8 * c + 8, 84, "BLOCK = 8, n_cols = 6", 12, anchor="start")
+    steps = [("m = tl.max(x)", "the padding never wins"), ("e = tl.exp(x - m)", "0 on the padding"),
+             ("s = tl.sum(e)", "only real lanes add"), ("y = e / s", "a masked store: 6 lanes")]
+    s.chain(40, 128, [(a, b, PURPLE, 150) for a, b in steps], gap=26)
+    s.line(x0 + 3 * c, 96, 115, 126, arrow=True)
+    s.text(40, 214, "one program per row: grid = (rows,)", 12, anchor="start")
+    s.box(40, 236, 330, 36, "eagerly: about 5 reads and 3 writes of the matrix", ORANGE, size=12)
+    s.box(390, 236, 330, 36, "fused: 1 read and 1 write", GREEN, size=12, weight="bold")
+    s.caption(306, "A row with no finite maximum subtracts 0 and divides by 1: all zeros, as the course's "
+                   "convention says.", 12)
+    return s.render()

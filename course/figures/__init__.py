@@ -29,7 +29,7 @@ from .chapters import chapter_map
 from .ecosystem import kernel_provenance, utilisation, when_work_runs, onnx_hub
 from .cpp import storage_lifetimes, struct_padding, preprocessor_passes, raii_ownership
 from .extensions import (torch_library_dispatch, operator_checks, torch_compile_path, two_custom_ops, package_build,
-                         triton_programs, triton_softmax_row)
+                         triton_programs, triton_softmax_row, triton_grouped_order)
 from .libraries import cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles, ring_allreduce
 from .mnist import idx_file, mnist_network, implicit_gemm, fused_passes, tensor_core_conv
 
@@ -104,6 +104,7 @@ FIGURES = {
     "triton-programs.svg": triton_programs,
     "ring-allreduce.svg": ring_allreduce,
     "triton-softmax-row.svg": triton_softmax_row,
+    "triton-grouped-order.svg": triton_grouped_order,
 }
 
 

@@ -189,3 +189,30 @@ def triton_softmax_row() -> str:
     s.caption(306, "A row with no finite maximum subtracts 0 and divides by 1: all zeros, as the course's "
                    "convention says.", 12)
     return s.render()
+
+
+def triton_grouped_order() -> str:
+    s = Svg(760, 380, "The order in which programs take the tiles of C, on a grid of 6 x 6 tiles. Row-major: "
+                      "programs 0 to 8 take all of tile row 0 and half of row 1, so they read 2 tile rows of A and "
+                      "all 6 tile columns of B. Grouped, with GROUP_M = 3: programs walk down 3 tile rows before "
+                      "moving one column right, so programs 0 to 8 form a 3 x 3 square and read 3 tile rows of A "
+                      "and 3 tile columns of B: fewer distinct panels for the same work, more of them still in L2")
+    s.heading("Grouped ordering: the programs that run together share rows of A and columns of B", 14)
+    tiles, c, group_m, first = 6, 34, 3, 9
+    def grid(x0, title, order, verdict):
+        s.text(x0 + tiles * c / 2, 66, title, 13, weight="bold")
+        for pid in range(tiles * tiles):
+            m, n = order(pid)
+            s.box(x0 + n * c, 78 + m * c, c - 3, c - 3, str(pid), ORANGE if pid < first else GREY, size=11)
+        s.text(x0 + tiles * c / 2, 78 + tiles * c + 22, verdict, 12)
+    def grouped(pid):
+        group = pid // (group_m * tiles)
+        rows = min(tiles - group * group_m, group_m)
+        return group * group_m + (pid % (group_m * tiles)) % rows, (pid % (group_m * tiles)) // rows
+    grid(90, "row-major", lambda pid: divmod(pid, tiles), "programs 0-8: 2 rows of A, 6 columns of B")
+    grid(470, "grouped, GROUP_M = 3", grouped, "programs 0-8: 3 rows of A, 3 columns of B")
+    s.caption(334, "The same nine tiles of work from 6 panels instead of 8: the panels the running programs "
+                   "share stay in L2.", 12)
+    s.caption(358, "The kernel's own GROUP_M is 8 (4 in the interpreter); CUTLASS calls this a threadblock "
+                   "swizzle.", 12)
+    return s.render()

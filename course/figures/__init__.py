@@ -30,7 +30,8 @@ from .ecosystem import kernel_provenance, utilisation, when_work_runs, onnx_hub
 from .cpp import storage_lifetimes, struct_padding, preprocessor_passes, raii_ownership
 from .extensions import (torch_library_dispatch, operator_checks, torch_compile_path, two_custom_ops, package_build,
                          triton_programs, triton_softmax_row, triton_grouped_order)
-from .libraries import cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles, ring_allreduce
+from .libraries import (cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles, ring_allreduce,
+                        fft_convolution)
 from .mnist import idx_file, mnist_network, implicit_gemm, fused_passes, tensor_core_conv
 
 OUT = Path(__file__).resolve().parent.parent.parent / "docs" / "assets" / "figures"
@@ -105,6 +106,7 @@ FIGURES = {
     "ring-allreduce.svg": ring_allreduce,
     "triton-softmax-row.svg": triton_softmax_row,
     "triton-grouped-order.svg": triton_grouped_order,
+    "fft-convolution.svg": fft_convolution,
 }
 
 

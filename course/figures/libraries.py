@@ -184,3 +184,36 @@ def ring_allreduce() -> str:
     s.caption(334, "The price is 2 (n - 1) steps of latency; a tree takes O(log n) steps, better for small "
                    "messages.", 12)
     return s.render()
+
+
+def fft_convolution() -> str:
+    s = Svg(760, 290, "A linear convolution through cuFFT: the signal x of n samples and the filter h of t taps "
+                      "are both zero-padded to a length N of at least n + t - 1, so that the circular convolution "
+                      "never wraps around; an R2C transform of each gives N / 2 + 1 complex coefficients; the "
+                      "spectra are multiplied element by element; a C2R transform returns N reals, which are "
+                      "divided by N because cuFFT does not scale; the first n + t - 1 are the convolution")
+    s.heading("Convolution through the FFT: pad, transform, multiply, transform back, scale")
+    def padded(x, y, real, label):
+        s.text(x - 10, y + 19, label, 12, anchor="end", weight="bold")
+        for i in range(10):
+            s.rect(x + i * 16, y, 14, 26, fill=BLUE if i < real else GREY, rx=2, width=0.6)
+    padded(70, 60, 6, "x")
+    padded(70, 124, 3, "h")
+    s.text(150, 104, "n = 6 samples, zeros to N = 10", 11, fill=MUTED)
+    s.text(150, 168, "t = 3 taps, zeros to N", 11, fill=MUTED)
+    for y in (55, 119):
+        s.chain(270, y, [("R2C", "N/2 + 1 complex", PURPLE, 120)], h=36)
+        s.line(232, y + 18, 268, y + 18, arrow=True)
+    s.line(390, 73, 418, 96, arrow=True)
+    s.line(390, 137, 418, 114, arrow=True)
+    end = s.chain(420, 85, [("X x H", "pointwise", ORANGE, 90), ("C2R, / N", "N reals", PURPLE, 100)], h=40, gap=20)
+    s.line(end, 105, end + 14, 105, arrow=True)
+    for i in range(10):
+        s.rect(end + 16 + i * 9, 92, 8, 26, fill=GREEN if i < 8 else GREY, rx=1, width=0.5)
+    s.text(end + 61, 134, "y: first 8", 11, fill=MUTED)
+    s.lines(380, 210, ["N >= n + t - 1: the circular convolution equals the linear one (nothing wraps round).",
+                       "The first n + t - 1 outputs are the result; cuFFT's inverse does not divide by N."],
+            step=20, size=12)
+    s.caption(268, "The direct sum does t multiply-adds per output; the FFT does O(N log N) work whatever t is.",
+              12)
+    return s.render()

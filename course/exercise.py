@@ -6,6 +6,7 @@
     python -m course.exercise NAME --sim            on the CPU: Numba's CUDA simulator or Triton's interpreter
     python -m course.exercise NAME --seed 1234      replay the inputs of an earlier run
     python -m course.exercise NAME --file PATH      check another file (a copy of the stub, beside it)
+    python -m course.exercise NAME --mistake M      check one of the plausible mistakes registered below
     python -m course.exercise NAME --no-memcheck    CUDA C++: skip the run under compute-sanitizer memcheck
 
 Each exercise is a stub with TODOs that compiles (or imports) and fails its checker as shipped, a
@@ -16,7 +17,10 @@ exercise's checks run first under compute-sanitizer memcheck (without the timing
 access outside an allocation; --no-memcheck skips that run. CUDA C++ exercises: the stub
 `#include`s its checker (`NAME_check.cuh`, which has `main`). Python exercises: the checker
 (`NAME_check.py`) imports the stub. tests/test_exercises.py proves that every stub fails and every
-solution passes. Exit code: 0 pass, 1 fail (or bad usage), 2 waived (the GPU lacks a feature).
+solution passes, and that every registered mistake fails. A mistake that is the solution with one
+deliberate error is stored as mistakes/STEM.diff against the solution and written out when it is
+checked (course/mistakes.py); one that is a different program is a whole file, mistakes/STEM.cu or .py.
+Exit code: 0 pass, 1 fail (or bad usage), 2 waived (the GPU lacks a feature).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from course import mistakes as mistake_files
 from course import programs
 
 ROOT = programs.ROOT
@@ -46,7 +51,9 @@ class Exercise:
     lang: str             # cuda (C++), numba, triton, torch
     folder: str           # kernels/<chapter>/exercises
     speed: bool = False   # the checker's speed bar or time cap runs (with --bench)
-    mistakes: tuple[str, ...] = ()  # plausible wrong answers the checker must reject (file names in mistakes/)
+    # Plausible wrong answers the checker must reject: mistakes/STEM.diff (the solution with one error)
+    # or, for a different program, the file mistakes/STEM.cu or .py itself.
+    mistakes: tuple[str, ...] = ()
 
     @property
     def stub(self) -> str:
@@ -59,6 +66,37 @@ class Exercise:
     @property
     def checker(self) -> str:
         return f"{self.folder}/{self.name}_check.{'cuh' if self.lang == 'cuda' else 'py'}"
+
+    def mistake_source(self, mistake: str) -> str:
+        """What a registered mistake is stored as: its diff against the solution, or the whole file."""
+        diff = mistake_files.diff_of(ROOT / self.folder / "mistakes", mistake)
+        return diff.relative_to(ROOT).as_posix() if diff else f"{self.folder}/mistakes/{mistake}"
+
+    def mistake_file(self, mistake: str) -> str:
+        """The file to check for a registered mistake: a diff applied to the solution and written out
+        (course/mistakes.py raises DiffError when it no longer applies), or the stored file."""
+        if mistake not in self.mistakes:
+            raise ValueError(f"{self.name} has no mistake {mistake!r}; it has {', '.join(self.mistakes)}")
+        return mistake_files.materialise(ROOT / self.folder / "mistakes", mistake).relative_to(ROOT).as_posix()
+
+    def hash_inputs(self) -> list[tuple[str, bytes]]:
+        """What checking this exercise reads, as (name, content) for the content hash of its GPU items
+        (tests/test_exercises.py, course/pytest_plugin.py): the stub, checker, solution and mistakes with
+        the headers and modules they include or import (kernels/common/exercise.cuh, exercise_tools.py),
+        and the runner: course/mistakes.py, and this file with the registry reduced to this exercise's
+        entry. Another exercise's files, or its registry entry, are not in it: editing one re-stales only
+        that exercise's items."""
+        found: list[Path] = []
+        for rel in (self.stub, self.checker, self.solution, *(self.mistake_source(m) for m in self.mistakes)):
+            path = ROOT / rel
+            made_of = programs.parse(path).sources() if path.suffix in programs.SOURCE_SUFFIXES else [path]
+            found += [p for p in made_of if p not in found]
+        found.append(ROOT / "course" / "mistakes.py")
+        runner = Path(__file__).read_text()
+        start, end = runner.index("# --8<-- [start:registry]"), runner.index("# --8<-- [end:registry]")
+        runner = runner[:start] + repr(self) + runner[end:]
+        return [(p.relative_to(ROOT).as_posix(), p.read_bytes()) for p in found] + \
+            [("course/exercise.py", runner.encode())]
 
     @property
     def simulator(self) -> str | None:
@@ -228,9 +266,12 @@ def _memcheck(exe: Path, seed: int, lines: list[str], echo: bool) -> str:
 
 
 def check(ex: Exercise, solution: bool = False, sim: bool = False, seed: int | None = None,
-          file: str | None = None, echo: bool = True, memcheck: bool = True) -> Result:
-    """Build or import the file, run the exercise's checker on fresh inputs, and judge it."""
+          file: str | None = None, echo: bool = True, memcheck: bool = True, mistake: str | None = None) -> Result:
+    """Build or import the file, run the exercise's checker on fresh inputs, and judge it. `mistake`: one
+    of ex.mistakes, written out from its diff if it has one."""
     lines: list[str] = []
+    if mistake is not None:
+        file = ex.mistake_file(mistake)
     seed = seed if seed is not None else random.randrange(1, 2**31)
     rel = file or (ex.solution if solution else ex.stub)
     _say(lines, f"exercise {ex.name} ({ex.chapter}): {ex.title}", echo)
@@ -287,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sim", action="store_true", help="run on the CPU: Numba's simulator or Triton's interpreter")
     p.add_argument("--seed", type=int, default=None, help="replay the inputs of an earlier run")
     p.add_argument("--file", default=None, help="check this file (relative to the repository's root) instead")
+    p.add_argument("--mistake", default=None,
+                   help="check one of the exercise's registered plausible mistakes (its name, with or without .cu/.py)")
     p.add_argument("--no-memcheck", action="store_true",
                    help="CUDA C++: skip the run of the checks under compute-sanitizer memcheck")
     args = p.parse_args(argv)
@@ -294,10 +337,20 @@ def main(argv: list[str] | None = None) -> int:
         return _list()
     if args.name not in BY_NAME:
         p.error(f"no exercise named {args.name!r}; `python -m course.exercise list` shows them")
-    if args.solution and args.file:
-        p.error("--solution and --file name two different files: give one")
-    return check(BY_NAME[args.name], args.solution, args.sim, args.seed, args.file,
-                 memcheck=not args.no_memcheck).returncode
+    ex = BY_NAME[args.name]
+    if sum(map(bool, (args.solution, args.file, args.mistake))) > 1:
+        p.error("--solution, --file and --mistake name different files: give one")
+    mistake = None
+    if args.mistake:
+        mistake = next((m for m in ex.mistakes if args.mistake in (m, Path(m).stem)), None)
+        if mistake is None:
+            p.error(f"{ex.name} has no mistake {args.mistake!r}; it has: {', '.join(ex.mistakes)}")
+    try:
+        return check(ex, args.solution, args.sim, args.seed, args.file, memcheck=not args.no_memcheck,
+                     mistake=mistake).returncode
+    except mistake_files.DiffError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return programs.EXIT_FAIL
 
 
 if __name__ == "__main__":

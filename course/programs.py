@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import toolchain
+from .mistakes import MATERIALISED
 from .paths import BUILD, KERNELS, ROOT
 # What a run's content hash covers of the harness: the compiler flags and judge()'s source.
 from .toolchain import GCC_FLAGS, NVCC_FLAGS
@@ -310,7 +311,7 @@ def paths_named_in(text: str) -> list[Path]:
             stem = KERNELS / token[len("build/"):]
             candidates = [stem.with_name(stem.name + s) for s in SOURCE_SUFFIXES]
         elif path.is_dir():
-            candidates = sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+            candidates = sorted(p for p in path.rglob("*") if p.is_file() and not _generated(p))
         else:
             candidates = [path]
         for c in candidates:
@@ -319,9 +320,15 @@ def paths_named_in(text: str) -> list[Path]:
     return found
 
 
+def _generated(path: Path) -> bool:
+    """Written by a run, not part of the course: Python's caches and the exercise mistakes that
+    course/mistakes.py materialises from their diffs (<exercise folder>/.mistakes/)."""
+    return "__pycache__" in path.parts or MATERIALISED in path.parts
+
+
 def all_programs() -> list[Program]:
     files = sorted(p for p in KERNELS.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES)
-    return [parse(p) for p in files if "__pycache__" not in p.parts]
+    return [parse(p) for p in files if not _generated(p)]
 
 
 def program_for(rel_path: str) -> Program | None:

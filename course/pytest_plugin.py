@@ -81,14 +81,25 @@ def _item_hash(item) -> str:
     callspec = getattr(item, "callspec", None)
     if callspec is not None and isinstance(callspec.params.get("run"), (programs.Run, programs.SanitizerRun)):
         return callspec.params["run"].content_hash()
-    # Any other test marked gpu: its module's source, its id, and the course files the module names
-    # (spell paths out in full, "kernels/ch/file.cu", so that they count).
+    # Any other test marked gpu: its module's source, its id, and what the item reads (item_hash_inputs).
     source = inspect.getsource(item.module)
     h = hashlib.sha256(source.encode())
     h.update(item.nodeid.encode())
-    for path in files_used_by(source):
-        h.update(str(path.relative_to(programs.ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, content in item_hash_inputs(item):
+        h.update(name.encode() + b"\0" + content + b"\0")
     return h.hexdigest()[:16]
+
+
+def item_hash_inputs(item) -> list[tuple[str, bytes]]:
+    """What a test marked gpu (not a page block or a program run) reads, as (name, content): what its
+    module's `gpu_item_hash_inputs(item)` returns where it defines one (tests/test_exercises.py: one
+    exercise's files), else the course files the module's source names (spell paths out in full,
+    "kernels/ch/file.cu", so that they count)."""
+    own = getattr(item.module, "gpu_item_hash_inputs", None)
+    if own is not None:
+        return own(item)
+    named = files_used_by(inspect.getsource(item.module))
+    return [(str(p.relative_to(programs.ROOT)), p.read_bytes()) for p in named]
 
 
 def _item_source(item) -> str:
@@ -158,8 +169,22 @@ def _list_gpu_items(path: str, items) -> None:
         out.append({"id": item.nodeid, "hash": item.stash[ITEM_HASH], "source": _item_source(item),
                     "program": prog.rel if prog else None, "args": args,
                     "bench": isinstance(run, programs.Run) and run.bench,
-                    "alone": needs_gpu_alone(item), "gpus": prog.min_gpus if prog else 1})
+                    "alone": needs_gpu_alone(item), "gpus": prog.min_gpus if prog else 1,
+                    "reads": _item_reads(item)})
     Path(path).write_text(json.dumps(out, indent=1) + "\n")
+
+
+def _item_reads(item) -> list[str] | None:
+    """The course files the hash of a test marked gpu covers (tests/test_content_hashes.py compares
+    them); None for page blocks and program runs, whose files their source and program tell."""
+    if getattr(item, "callspec", None) is not None and "run" in item.callspec.params:
+        return None
+    if getattr(getattr(item, "obj", None), "syntax", None) is not None:
+        return None
+    module = getattr(item, "module", None)
+    if module is None:
+        return None
+    return [name for name, _ in item_hash_inputs(item) if (programs.ROOT / name).is_file()]
 
 
 def needs_gpu_alone(item) -> bool:

@@ -80,7 +80,9 @@ def collected_items() -> dict[str, dict]:
         source = ROOT / it["source"]
         if it["program"]:
             used = programs.program_for(it["program"]).sources()
-        else:  # a page's block, or a test marked gpu: the file and the course files its text names
+        elif it.get("reads") is not None:  # a test marked gpu: the file and what the plugin says it reads
+            used = [source, *(ROOT / rel for rel in it["reads"])]
+        else:  # a page's block: the page and the course files its text names
             used = [source, *record.files_used_by(source.read_text())]
         items[it["id"]] = {"hash": it["hash"], "files": _files(used)}
     return items

@@ -6,23 +6,29 @@ the one command readers use, `python -m course.exercise NAME`, on fresh random i
 Exercises whose kernel runs on the CPU (Numba's CUDA simulator, Triton's interpreter, PyTorch's CPU
 operators) are checked here without a GPU, in CI. CUDA C++ exercises, and the Numba and Triton ones
 on a real GPU, are `gpu` items, checked in the GPU run; their stubs are compiled everywhere by
-tests/test_programs.py. The files these tests exercise (named so that the GPU record's hash of these
-tests covers them): kernels/first-kernels/exercises kernels/memory-model/exercises
-kernels/libraries/exercises kernels/matmul/exercises kernels/triton/exercises
-kernels/pytorch-extensions/exercises kernels/mnist/exercises kernels/attention/exercises kernels/common/exercise.cuh
-kernels/common/exercise_tools.py course/exercise.py
+tests/test_programs.py. A GPU item's content hash covers this file and its own exercise's files
+(gpu_item_hash_inputs), so that a fix to one checker re-stales only that exercise's items.
 """
+
+from dataclasses import replace
 
 import pytest
 
-from course import exercise, programs
+from course import exercise, mistakes, programs
 
 CPU = [e for e in exercise.EXERCISES if e.simulator or e.lang == "torch"]
 ON_GPU = [e for e in exercise.EXERCISES if e.lang != "torch"]  # the real GPU path of every kernel exercise
 MISTAKES = [(e, m) for e in exercise.EXERCISES for m in e.mistakes]
 CPU_MISTAKES = [(e, m) for e, m in MISTAKES if e in CPU]
+DIFF_MISTAKES = [(e, m) for e, m in MISTAKES if e.mistake_source(m).endswith(".diff")]
 CHAPTERS = ["first-kernels", "memory-model", "libraries", "fast-matmul-fft", "triton", "pytorch-extensions", "mnist",
             "attention"]
+
+
+def gpu_item_hash_inputs(item) -> list[tuple[str, bytes]]:
+    """What a GPU item of this file reads besides this file (course/pytest_plugin.py hashes it): its
+    exercise's stub, checker, solution, mistakes, the shared headers and tools they use, and the runner."""
+    return item.callspec.params["ex"].hash_inputs()
 
 
 def _id(e) -> str:
@@ -64,25 +70,70 @@ def test_solution_passes_on_the_gpu(ex):
 
 @pytest.mark.parametrize("ex,mistake", CPU_MISTAKES, ids=[f"{e.name}-{m}" for e, m in CPU_MISTAKES])
 def test_plausible_mistake_fails_on_the_cpu(ex, mistake):
-    r = exercise.check(ex, file=f"{ex.folder}/mistakes/{mistake}", sim=_sim(ex), echo=False)
+    r = exercise.check(ex, mistake=mistake, sim=_sim(ex), echo=False)
     assert r.returncode == programs.EXIT_FAIL and "CHECK FAIL" in r.output, r.output
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("ex,mistake", MISTAKES, ids=[f"{e.name}-{m}" for e, m in MISTAKES])
 def test_plausible_mistake_fails(ex, mistake):
-    r = exercise.check(ex, file=f"{ex.folder}/mistakes/{mistake}", echo=False)
+    r = exercise.check(ex, mistake=mistake, echo=False)
     assert r.returncode == programs.EXIT_FAIL and "CHECK FAIL" in r.output, r.output
+
+
+@pytest.mark.parametrize("ex,mistake", DIFF_MISTAKES, ids=[f"{e.name}-{m}" for e, m in DIFF_MISTAKES])
+def test_mistake_diff_applies_to_its_solution(ex, mistake):
+    # On the CPU, for every exercise (CUDA C++ too): a solution edit that the diff no longer fits fails
+    # here, naming the diff and the hunk, rather than in the GPU run.
+    diff = programs.ROOT / ex.mistake_source(mistake)
+    assert mistakes.solution_of(diff) == programs.ROOT / ex.solution, f"{diff.name} is not made against {ex.solution}"
+    written = programs.ROOT / ex.mistake_file(mistake)
+    assert written.name == mistake and written.read_text() != (programs.ROOT / ex.solution).read_text()
+
+
+@pytest.mark.parametrize("ex,mistake", [(e, m) for e, m in DIFF_MISTAKES if e.lang == "cuda"],
+                         ids=[f"{e.name}-{m}" for e, m in DIFF_MISTAKES if e.lang == "cuda"])
+def test_cuda_mistake_compiles(ex, mistake):
+    # A mistake must fail the checker, not the compiler: built with warnings as errors, and for every
+    # architecture the course promises (as tests/test_programs.py builds a stored mistakes/*.cu).
+    prog = replace(programs.parse(programs.ROOT / ex.mistake_file(mistake)), compile_only=True)
+    for portable in (False, True):
+        proc = programs.build(prog, portable=portable)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_diff_that_no_longer_fits_fails_loudly():
+    solution = "a\nb\nc\nd\n"
+    diff = "what it is\n--- solutions/x.py\n+++ mistakes/y.py\n@@ -2,2 +2,2 @@\n b\n-c\n+C\n"
+    assert mistakes.apply(diff, solution) == "a\nb\nC\nd\n"
+    with pytest.raises(mistakes.DiffError, match=r"y.diff: hunk 1 does not apply: line 3 of the solution is 'k'"):
+        mistakes.apply(diff, "a\nb\nk\nd\n", "y.diff")
+    with pytest.raises(mistakes.DiffError, match="ends early"):
+        mistakes.apply(diff.replace("+C\n", ""), solution)
+    with pytest.raises(mistakes.DiffError, match="not a unified diff"):
+        mistakes.apply("-c\n+C\n", solution)
 
 
 @pytest.mark.parametrize("ex", exercise.EXERCISES, ids=_id)
 def test_exercise_files_exist_and_its_page_shows_them(ex):
-    for rel in (ex.stub, ex.solution, ex.checker, *(f"{ex.folder}/mistakes/{m}" for m in ex.mistakes)):
+    for rel in (ex.stub, ex.solution, ex.checker, *(ex.mistake_source(m) for m in ex.mistakes)):
         assert (programs.ROOT / rel).is_file(), f"{ex.name}: {rel} is missing"
     page = (programs.ROOT / "docs" / ex.chapter / "exercises.md").read_text()
     for rel in (ex.stub, ex.solution):
         assert f'--8<-- "{rel}' in page, f"docs/{ex.chapter}/exercises.md does not embed {rel}"
     assert f"python -m course.exercise {ex.name}" in page, f"docs/{ex.chapter}/exercises.md lacks the command"
+
+
+@pytest.mark.parametrize("ex", exercise.EXERCISES, ids=_id)
+def test_gpu_items_hash_their_own_exercise_only(ex):
+    # Of the exercise folders, an item's hash reads only its own exercise's files: a fix to another
+    # exercise's checker leaves its record entry valid.
+    own = {ex.stub, ex.checker, ex.solution, *(ex.mistake_source(m) for m in ex.mistakes)}
+    names = [name for name, _ in ex.hash_inputs()]
+    assert own <= set(names), f"{ex.name}: the hash misses {sorted(own - set(names))}"
+    others = [n for n in names if "/exercises/" in n and n not in own]
+    assert not others, f"{ex.name}: the hash reads other exercises' files {others}"
+    assert "course/exercise.py" in names and "kernels/common/course.cuh" in names
 
 
 def test_every_kernel_chapter_has_exercises():

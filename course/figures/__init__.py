@@ -33,6 +33,7 @@ from .extensions import (torch_library_dispatch, operator_checks, torch_compile_
 from .libraries import (cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles, ring_allreduce,
                         fft_convolution)
 from .mnist import idx_file, mnist_network, implicit_gemm, fused_passes, tensor_core_conv
+from .many_gpus import tensor_parallel
 
 OUT = Path(__file__).resolve().parent.parent.parent / "docs" / "assets" / "figures"
 
@@ -107,6 +108,7 @@ FIGURES = {
     "triton-softmax-row.svg": triton_softmax_row,
     "triton-grouped-order.svg": triton_grouped_order,
     "fft-convolution.svg": fft_convolution,
+    "tensor-parallel.svg": tensor_parallel,
 }
 
 

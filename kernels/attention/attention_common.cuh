@@ -571,9 +571,12 @@ bool run_and_check_forward(const std::string& name, const Shape& s, const Forwar
   return check_forward(name, s, ref, to_host(d.o, s.elements()), to_host(d.lse, s.rows()), bf16_p, plant);
 }
 
-// A fused forward's BENCH row. Bytes the operation must move: Q, K, V read once, O written once, the
+// A fused forward kernel timed (`launch()` runs it once: 2 warm-up runs, then the median of `repeats`)
+// and its BENCH row printed. Bytes the operation must move: Q, K, V read once, O written once, the
 // logsumexp written.
-inline void print_forward_bench_row(const Shape& s, const char* impl, double time_ms, double alloc_bytes) {
+template <typename Launch>
+void bench_forward(const Shape& s, const char* impl, double alloc_bytes, int repeats, const Launch& launch) {
+  const double time_ms = course::time_kernel_ms(launch, 2, repeats);
   const double bytes = 4.0 * s.elements() * sizeof(__nv_bfloat16) + s.rows() * sizeof(float);
   print_bench_row(case_name(s).c_str(), impl, time_ms, bytes, s.forward_flops(), s.seq, alloc_bytes);
 }

@@ -64,8 +64,7 @@ bool check_and_time(const attn::Shape& s, const std::vector<int>& versions, uint
     ok = run_and_check(version, s, ref, d, plant) && ok;
     if (repeats == 0) continue;
     const flash::Params p = params_for(s, d);
-    const double ms = course::time_kernel_ms([&] { flash::launch(version, p, s.batch, s.dim); }, 2, repeats);
-    attn::print_forward_bench_row(s, impl_name(version), ms, d.bytes);
+    attn::bench_forward(s, impl_name(version), d.bytes, repeats, [&] { flash::launch(version, p, s.batch, s.dim); });
   }
   d.release();
   return ok;

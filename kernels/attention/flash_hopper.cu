@@ -454,8 +454,7 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, bool bench, attn::Plant
     const bool good = run_and_check(schedule, s, ref, d, plant);
     ok = good && ok;
     if (!bench || !good) continue;
-    const double ms = course::time_kernel_ms([&] { launch(schedule, s, d); }, 2, 20);
-    attn::print_forward_bench_row(s, impl_name(schedule), ms, d.bytes);
+    attn::bench_forward(s, impl_name(schedule), d.bytes, 20, [&] { launch(schedule, s, d); });
   }
   d.release();
   return ok;

@@ -230,19 +230,15 @@ def check_all(batch, heads, seq, dim, device, seed) -> bool:
 
 def main() -> int:
     p = course_tools.parser("FlashAttention-2 forward in Triton (the interpreter on the CPU without a GPU)")
-    p.add_argument("--batch", type=int, default=2)
-    p.add_argument("--heads", type=int, default=3)
-    p.add_argument("--seq", type=int, default=37)
-    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--batch", type=course_tools.int_in(1, 64), default=2)
+    p.add_argument("--heads", type=course_tools.int_in(1, 64), default=3)
+    p.add_argument("--seq", type=course_tools.int_in(1, 1 << 16), default=37)
+    p.add_argument("--dim", type=int, choices=HEAD_DIMS, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plant", choices=course_tools.PLANTS,
                    help="corrupt the output after the run: passes only if the check rejects it")
     p.add_argument("--causal", action="store_true", help="with --plant: the causal output, not the non-causal")
     args = p.parse_args()
-    if args.dim not in HEAD_DIMS:
-        p.error(f"--dim must be one of {HEAD_DIMS}")
-    if not (1 <= args.batch <= 64 and 1 <= args.heads <= 64 and 1 <= args.seq <= 1 << 16):
-        p.error("need 1 <= --batch, --heads <= 64 and 1 <= --seq <= 65536")
     if args.causal and not args.plant:
         p.error("--causal picks the output --plant corrupts; without --plant both are checked")
     print(f"triton {triton.__version__}, {'interpreter on the CPU' if INTERPRET else torch.cuda.get_device_name()}")

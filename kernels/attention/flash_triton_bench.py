@@ -23,9 +23,8 @@ import course_tools  # noqa: E402
 
 
 def main() -> int:
-    p = course_tools.parser("Triton FlashAttention forward on the GPU: checks, and timings beside PyTorch SDPA")
-    p.add_argument("--bench", action="store_true", help="time b4 h16 s4096 d128, causal and not")
-    p.add_argument("--seed", type=int, default=0)
+    p = course_tools.peer_parser("Triton FlashAttention forward on the GPU: checks, and timings beside PyTorch SDPA",
+                                 "time b4 h16 s4096 d128, causal and not", seed=0)
     p.add_argument("--plant", choices=course_tools.PLANTS,
                    help="corrupt the benchmark size's output after the run: passes only if the check rejects it")
     p.add_argument("--causal", action="store_true", help="with --plant: the causal output, not the non-causal")

@@ -149,13 +149,8 @@ def bench_case(torch, backend, b, h, s, d, causal, seed, repeats=20, backward=Tr
 
 
 def main():
-    p = course_tools.parser("PyTorch SDPA backends: checked, timed and their memory measured")
-    p.add_argument("--bench", action="store_true", help="time every backend and measure memory")
-    p.add_argument("--seed", type=int, default=2024)
-    args = p.parse_args()
-    torch = course_tools.require_cuda("torch")
-    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}, "
-          f"{torch.cuda.get_device_name()}")
+    args, torch = course_tools.peer_start("PyTorch SDPA backends: checked, timed and their memory measured",
+                                          "time every backend and measure memory", seed=2024, cudnn=True)
 
     ok = True
     for backend in BACKENDS:

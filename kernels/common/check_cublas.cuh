@@ -10,11 +10,7 @@
 // The status name says what went wrong: CUBLAS_STATUS_NOT_INITIALIZED (no handle),
 // CUBLAS_STATUS_INVALID_VALUE (a bad size, leading dimension or enum), CUBLAS_STATUS_NOT_SUPPORTED
 // (this type combination has no kernel), CUBLAS_STATUS_EXECUTION_FAILED (a kernel failed to run).
-#define CUBLAS_CHECK(call)                                                                       \
-  do {                                                                                           \
-    const cublasStatus_t course_st_ = (call);                                                    \
-    if (course_st_ != CUBLAS_STATUS_SUCCESS)                                                     \
-      course::library_fail("cuBLAS", cublasGetStatusName(course_st_), cublasGetStatusString(course_st_), \
-                           #call, __FILE__, __LINE__);                                           \
-  } while (0)
+#define CUBLAS_CHECK(call)                                                                            \
+  course::library_check((call), CUBLAS_STATUS_SUCCESS, "cuBLAS", cublasGetStatusName, cublasGetStatusString, \
+                        #call, __FILE__, __LINE__)
 // --8<-- [end:check]

@@ -13,19 +13,16 @@
 // CUDNN_STATUS_EXECUTION_FAILED (a kernel failed), and since cuDNN 9 finer codes such as
 // CUDNN_STATUS_BAD_PARAM_NULL_POINTER. cudnnGetLastErrorString adds a sentence about the failure.
 namespace course {
-[[noreturn]] inline void cudnn_fail(cudnnStatus_t st, const char* expr, const char* file, int line) {
-  char detail[512];
+inline const char* cudnn_last_error(cudnnStatus_t) {  // read only on failure, just before the program stops
+  static char detail[512];
   cudnnGetLastErrorString(detail, sizeof(detail));
-  library_fail("cuDNN", cudnnGetErrorString(st), detail, expr, file, line);
+  return detail;
 }
 }  // namespace course
 
-#define CUDNN_CHECK(call)                                                            \
-  do {                                                                               \
-    const cudnnStatus_t course_st_ = (call);                                         \
-    if (course_st_ != CUDNN_STATUS_SUCCESS)                                          \
-      course::cudnn_fail(course_st_, #call, __FILE__, __LINE__);                     \
-  } while (0)
+#define CUDNN_CHECK(call)                                                                                     \
+  course::library_check((call), CUDNN_STATUS_SUCCESS, "cuDNN", cudnnGetErrorString, course::cudnn_last_error, \
+                        #call, __FILE__, __LINE__)
 // --8<-- [end:check]
 
 namespace course {

@@ -26,13 +26,10 @@ inline const char* cufft_status_name(cufftResult r) {
     default: return "another cufftResult";
   }
 }
+inline const char* cufft_status_text(cufftResult) { return "see cufft.h"; }
 }  // namespace course
 
-#define CUFFT_CHECK(call)                                                                       \
-  do {                                                                                          \
-    const cufftResult course_r_ = (call);                                                       \
-    if (course_r_ != CUFFT_SUCCESS)                                                             \
-      course::library_fail("cuFFT", course::cufft_status_name(course_r_), "see cufft.h",        \
-                           #call, __FILE__, __LINE__);                                          \
-  } while (0)
+#define CUFFT_CHECK(call)                                                                                       \
+  course::library_check((call), CUFFT_SUCCESS, "cuFFT", course::cufft_status_name, course::cufft_status_text, \
+                        #call, __FILE__, __LINE__)
 // --8<-- [end:check]

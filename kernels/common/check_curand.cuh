@@ -30,13 +30,10 @@ inline const char* curand_status_name(curandStatus_t s) {
     default: return "another curandStatus_t";
   }
 }
+inline const char* curand_status_text(curandStatus_t) { return "see curand.h"; }
 }  // namespace course
 
-#define CURAND_CHECK(call)                                                                      \
-  do {                                                                                          \
-    const curandStatus_t course_s_ = (call);                                                    \
-    if (course_s_ != CURAND_STATUS_SUCCESS)                                                     \
-      course::library_fail("cuRAND", course::curand_status_name(course_s_), "see curand.h",     \
-                           #call, __FILE__, __LINE__);                                          \
-  } while (0)
+#define CURAND_CHECK(call)                                                                   \
+  course::library_check((call), CURAND_STATUS_SUCCESS, "cuRAND", course::curand_status_name, \
+                        course::curand_status_text, #call, __FILE__, __LINE__)
 // --8<-- [end:check]

@@ -10,11 +10,11 @@
 // ncclUnhandledCudaError (a CUDA call inside NCCL failed), ncclSystemError (the OS: shared memory,
 // sockets), ncclInvalidArgument / ncclInvalidUsage (your call is wrong, for example a count that
 // differs between ranks), ncclInternalError. NCCL_DEBUG=WARN makes NCCL explain more.
-#define NCCL_CHECK(call)                                                                        \
-  do {                                                                                          \
-    const ncclResult_t course_r_ = (call);                                                      \
-    if (course_r_ != ncclSuccess)                                                               \
-      course::library_fail("NCCL", ncclGetErrorString(course_r_), ncclGetLastError(nullptr),    \
-                           #call, __FILE__, __LINE__);                                          \
-  } while (0)
+namespace course {
+inline const char* nccl_last_error(ncclResult_t) { return ncclGetLastError(nullptr); }
+}  // namespace course
+
+#define NCCL_CHECK(call)                                                                                    \
+  course::library_check((call), ncclSuccess, "NCCL", ncclGetErrorString, course::nccl_last_error, #call, \
+                        __FILE__, __LINE__)
 // --8<-- [end:check]

@@ -15,12 +15,14 @@
 //   is_timing_repeat       true in a benchmark's second timing process: it may check a sample
 //   cpu_threads            the CPU cores this process may use (its affinity mask)
 //   Args                   strict command-line options: unknown, missing or malformed ones are errors
-//   library_fail           the shared error path of the library check macros (common/check_*.cuh)
+//   SizeOptions            --n, --bench-n, --seed and --bench: a size checked and a size timed
+//   library_fail, library_check  the shared error path of the library check macros (common/check_*.cuh)
 //   check_close_each       check_close with an absolute tolerance per element (one that scales with the data)
 //   verdict_quietly, plant_zeros_small, report_planted   planted faults: evidence that a check can fail
 //   sum_atol, abs_values   the atol of each computed sum (a GEMM or convolution output) from its terms' sizes
 //   quiet_rows             inputs whose rows differ in scale by 2^20, so that some outputs are small
 //   check_close_each_planted  check_close_each, then (with --plant zeros-small) the planted verdict
+//   RunOptions, require_multiple  --seed, --bench and --plant read in one line; a size's divisibility
 #pragma once
 
 #include <cuda_runtime.h>
@@ -67,6 +69,15 @@ constexpr int kExitWaived = 2;
   std::fprintf(stderr, "%s error %s (%s) at %s:%d\n  in: %s\n", library, status_name, status_text, file, line,
                expr);
   std::exit(kExitFail);
+}
+
+// One pattern for every library's status codes: each common/check_*.cuh defines its macro as
+// library_check((call), the library's success code, its name, a function naming a status, a function
+// describing it, #call, __FILE__, __LINE__). The two functions run only on failure.
+template <typename Status>
+inline void library_check(Status status, Status success, const char* library, const char* (*name)(Status),
+                          const char* (*text)(Status), const char* expr, const char* file, int line) {
+  if (status != success) library_fail(library, name(status), text(status), expr, file, line);
 }
 
 }  // namespace course
@@ -383,6 +394,26 @@ class Args {
 };
 // --8<-- [end:args]
 
+// The options of a program that checks its kernels at one size and times them at another: --n (the
+// size checked), --bench-n (the size timed, with --bench) and --seed (the inputs). Each size is read
+// as Args::get_int reads it, from {default, lowest, highest}; call args.finish() after.
+struct IntOption {
+  long long fallback, lo, hi;
+};
+
+struct SizeOptions {
+  long long n;
+  uint64_t seed;
+  long long bench_n;
+  bool bench;
+
+  SizeOptions(const Args& args, IntOption checked, IntOption timed)
+      : n(args.get_int("--n", checked.fallback, checked.lo, checked.hi)),
+        seed(static_cast<uint64_t>(args.get_int("--seed", 2026))),
+        bench_n(args.get_int("--bench-n", timed.fallback, timed.lo, timed.hi)),
+        bench(args.has("--bench")) {}
+};
+
 // --8<-- [start:compare_each]
 // check_close with an absolute tolerance per element: |got - want| <= rtol * |want| + atol[i]. A
 // fixed atol is only right for one scale of data: where outputs are smaller than it, a kernel that
@@ -430,6 +461,26 @@ inline bool plant_zeros_small_requested(const Args& args) {
   if (fault.empty()) return false;
   if (fault == "zeros-small") return true;
   std::fprintf(stderr, "error: --plant expects zeros-small, got '%s'\n", fault.c_str());
+  std::exit(kExitFail);
+}
+
+// The options of a program that checks, times with --bench and plants a fault with --plant
+// zeros-small: --seed (the inputs), --bench, --plant. Read after the program's own sizes.
+struct RunOptions {
+  uint64_t seed;
+  bool bench;
+  bool plant;
+
+  explicit RunOptions(const Args& args)
+      : seed(static_cast<uint64_t>(args.get_int("--seed", 2026, 0))),
+        bench(args.has("--bench")),
+        plant(plant_zeros_small_requested(args)) {}
+};
+
+// Exits with kExitFail unless option `name`'s value is a multiple of `step`; `why` says why it must be.
+inline void require_multiple(const char* name, long long value, long long step, const char* why) {
+  if (value % step == 0) return;
+  std::fprintf(stderr, "error: %s must be a multiple of %lld (%s), got %lld\n", name, step, why, value);
   std::exit(kExitFail);
 }
 

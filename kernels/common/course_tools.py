@@ -4,9 +4,13 @@ Taught in docs/conventions.md. The Python counterpart of kernels/common/course.c
 
     parser(description)        argparse that exits 1 on a bad option (argparse's own 2 is the
                                harness's "waived" code, which would turn a typo into a skip)
+    int_in(low, high)          an argparse type: an integer in [low, high], else a usage error
+    peer_parser(...)           parser(description) with the --bench and --seed every peer program takes
+    peer_start(...)            peer_parser's command line parsed, torch required, its versions printed
     require_cuda(*modules)     import the GPU modules a program needs, or exit 1 with a plain
                                message: no traceback on a machine without a GPU or without them
     time_ms(fn, ...)           CUDA-event timing: warm-up, L2 flush, host overhead kept out, median
+    event_ms(fn)               one fn() timed between two CUDA events (time_ms's measurement)
     check_close(...)           element-wise comparison in float64 that prints the harness's CHECK line
     check_close_on_device(...) the same comparison done where the tensors are (for hundreds of MiB)
     check_true(...)            a CHECK line for a check that is not an element-wise comparison
@@ -51,6 +55,44 @@ def parser(description: str | None = None) -> argparse.ArgumentParser:
     return _Parser(description=description, allow_abbrev=False)
 
 
+def int_in(low: int, high: int):
+    """An argparse type: an integer from low to high inclusive, else a usage error naming the bounds
+    (p.add_argument("--n", type=int_in(1, 1 << 30), default=1000))."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}, got {value}")
+        return value
+    return parse
+
+
+def peer_parser(description: str, bench_help: str, seed: int = 2026) -> argparse.ArgumentParser:
+    """parser(description) with the options of a program that checks a peer and, with --bench, times it:
+    --bench (bench_help says what it times) and --seed (the inputs' seed). A program with no options of
+    its own calls peer_start instead."""
+    p = parser(description)
+    p.add_argument("--bench", action="store_true", help=bench_help)
+    p.add_argument("--seed", type=int, default=seed)
+    return p
+
+
+def peer_start(description: str, bench_help: str, seed: int = 2026, cudnn: bool = False):
+    """The start of a peer program with no options of its own: its command line parsed by
+    peer_parser(description, bench_help, seed), torch imported with a GPU required (require_cuda), and
+    the line that says what the run measured with: torch's version, its CUDA version, cuDNN's (with
+    cudnn=True) and the GPU's name. Returns (args, torch)."""
+    args = peer_parser(description, bench_help, seed).parse_args()
+    torch = require_cuda("torch")
+    versions = f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
+    if cudnn:
+        versions += f"cuDNN {torch.backends.cudnn.version()}, "
+    print(versions + torch.cuda.get_device_name())
+    return args, torch
+
+
 def require_cuda(*modules: str):
     """Import `modules` (default: torch) and check that a CUDA GPU is usable; on failure print one
     plain line and exit 1. Returns the imported modules, in order."""
@@ -77,6 +119,7 @@ def require_cuda(*modules: str):
     return loaded[0] if len(loaded) == 1 else tuple(loaded)
 
 
+
 # --8<-- [start:timing]
 def time_ms(fn, warmup: int = 3, repeats: int = 20, flush_l2: bool = True) -> float:
     """Median time of fn() in milliseconds, with CUDA events, after warm-up, as course::time_kernel_ms.
@@ -99,13 +142,20 @@ def time_ms(fn, warmup: int = 3, repeats: int = 20, flush_l2: bool = True) -> fl
         if flush is not None:
             flush.fill_(i & 0xFF)
         torch.cuda._sleep(1_000_000)  # about half a millisecond of GPU time
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
+        times.append(event_ms(fn))
     return sorted(times)[repeats // 2]
+
+
+def event_ms(fn) -> float:
+    """The GPU time of one fn() in milliseconds: a CUDA event before it and one after, waited for."""
+    import torch
+
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop)
 # --8<-- [end:timing]
 
 

@@ -6,16 +6,23 @@ a checker can also be run by hand:
 
     python kernels/<chapter>/exercises/NAME_check.py [--solution] [--sim] [--seed S]
 
-    start(description, stub, solution, simulator)
-                                  a checker's first steps, in order: its options, the simulator
-                                  switch, the inputs' seed, the file under test imported
-    numba_start(description, stub, solution, kernel_name)
-    triton_start(description, stub, solution, kernel_name)
+    start(description, simulator) a checker's first steps, in order: its options, the simulator
+                                  switch, the inputs' seed, the file under test imported (NAME.py
+                                  beside the checker NAME_check.py, or solutions/NAME.py)
+    numba_start(description, kernel_name)
+    triton_start(description, kernel_name)
                                   start() for a Numba or a Triton checker, returning the kernel under
-                                  test and the random source its inputs are drawn from
+                                  test (after is_kernel: a host function ends the check) and the
+                                  random source its inputs are drawn from
+    draw(source, lo, hi)          an int in [lo, hi) from a NumPy or a torch random source
+    draw_off_multiple(source, lo, hi, block), draw_off_power_of_two(source, lo, hi)
+                                  the same, moved off a multiple of `block` or off a power of two
+    sizes(source, ranges, block, edges)
+                                  a draw_off_multiple from each range, then edge sizes
     checker_parser(description)   course_tools.parser with --solution, --sim and --seed
     use_simulator(args, ...)      set NUMBA_ENABLE_CUDASIM / TRITON_INTERPRET before numba or triton
                                   is imported, or exit 1 when neither a GPU nor --sim is there
+    exercise_files()              the stub and the solution of the checker being run
     load(stub, solution, args)    import the reader's file (or the course's solution) as a module
     launch(name, kernel, grid, *a)  run a Numba or Triton kernel; an exception it raises becomes a
                                   failing CHECK line (what was raised), not a traceback
@@ -31,6 +38,9 @@ a checker can also be run by hand:
                                   writes past the end
     compare(name, got, want, ...) course_tools.check_close, preceded by how many elements are wrong
                                   and the first few (index, expected, got)
+    launch_compared(name, size, kernel, grid, *args, whole=, want=, fill=, rtol=, atol=)
+                                  launch_sized, then compare the guarded output with `want` and check
+                                  that nothing past its end was written
 """
 
 from __future__ import annotations
@@ -97,6 +107,15 @@ def use_simulator(args, env_var: str | None) -> bool:
     if not ok:
         sys.exit("error: no CUDA GPU is available; add --sim to run the kernel on the CPU instead")
     return False
+
+
+def exercise_files() -> tuple[str, str]:
+    """The stub and the solution of the checker being run, kernels/<chapter>/exercises/NAME_check.py:
+    NAME.py beside it and solutions/NAME.py, relative to the repository's root (the layout that
+    course/exercise.py's Exercise.stub and .solution name)."""
+    checker = Path(sys.modules["__main__"].__file__).resolve()
+    name, folder = checker.name.removesuffix("_check.py"), checker.parent.relative_to(ROOT).as_posix()
+    return f"{folder}/{name}.py", f"{folder}/solutions/{name}.py"
 
 
 def load(stub: str, solution: str, args):
@@ -273,7 +292,49 @@ def compare(name: str, got, want, rtol: float, atol: float, shown: int = 5) -> b
 # --8<-- [end:compare]
 
 
-def start(description: str, stub: str, solution: str, simulator: str | None = None, runs_on_cpu: bool = False):
+def launch_compared(name: str, size: int, kernel, config, *args, whole, want, fill, rtol: float = 0.0,
+                    atol: float = 0.0, **kwargs) -> list[bool]:
+    """A Numba case's launch and checks: launch_sized, then the output (the leading want.shape of the
+    guarded device array `whole`, see guarded) compared with NumPy `want`, and past_the_end. An empty
+    output is not compared: only nothing written past it is checked. Returns the checks' verdicts."""
+    if not launch_sized(name, size, kernel, config, *args, **kwargs):
+        return [False]
+    results = []
+    if want.size:
+        got = whole.copy_to_host()[tuple(slice(0, d) for d in want.shape)]
+        results.append(compare(name, got, want, rtol, atol))
+    return results + [past_the_end(name, whole, want.shape, fill)]
+
+
+def draw(source, lo: int, hi: int) -> int:
+    """An integer in [lo, hi) from a checker's random source: a NumPy Generator (numba_start) or a
+    torch.Generator (triton_start)."""
+    if hasattr(source, "integers"):
+        return int(source.integers(lo, hi))
+    import torch
+
+    return int(torch.randint(lo, hi, (1,), generator=source))
+
+
+def draw_off_multiple(source, lo: int, hi: int, block: int) -> int:
+    """draw(), plus 1 where that is a multiple of `block` (block 2: an odd size): a kernel must handle
+    a partial block."""
+    n = draw(source, lo, hi)
+    return n + (n % block == 0)
+
+
+def draw_off_power_of_two(source, lo: int, hi: int) -> int:
+    """draw(), plus 1 where that is a power of two: a width that a Triton block (a power of two) overhangs."""
+    n = draw(source, lo, hi)
+    return n + 1 if n & (n - 1) == 0 else n
+
+
+def sizes(source, ranges, block: int, edges=()) -> list[int]:
+    """A draw_off_multiple from each (lo, hi) of `ranges`, then the `edges` as they are (0, 1, ...)."""
+    return [draw_off_multiple(source, lo, hi, block) for lo, hi in ranges] + list(edges)
+
+
+def start(description: str, simulator: str | None = None, runs_on_cpu: bool = False):
     """What every checker does first, in this order: parse its options, set the simulator switch
     (simulator: NUMBA_ENABLE_CUDASIM or TRITON_INTERPRET, before numba or triton is imported; see
     use_simulator), print the inputs' seed, and import the file under test (see load). runs_on_cpu: the
@@ -287,26 +348,36 @@ def start(description: str, stub: str, solution: str, simulator: str | None = No
     else:
         sim = use_simulator(args, simulator)
     seed = seed_of(args)
-    return load(stub, solution, args), sim, seed
+    return load(*exercise_files(), args), sim, seed
 
 
-def numba_start(description: str, stub: str, solution: str, kernel_name: str):
+def numba_start(description: str, kernel_name: str):
     """start() for a Numba checker (--sim: Numba's CUDA simulator). Returns (the kernel `kernel_name` of
     the file under test, whether it runs on the simulator, a NumPy Generator seeded with the seed)."""
-    exercise, sim, seed = start(description, stub, solution, "NUMBA_ENABLE_CUDASIM")
+    exercise, sim, seed = start(description, "NUMBA_ENABLE_CUDASIM")
     import numpy as np
 
-    return getattr(exercise, kernel_name), sim, np.random.default_rng(seed)
+    return _kernel_or_exit(exercise, kernel_name, "numba"), sim, np.random.default_rng(seed)
 
 
-def triton_start(description: str, stub: str, solution: str, kernel_name: str):
+def triton_start(description: str, kernel_name: str):
     """start() for a Triton checker (--sim: Triton's interpreter). Returns (the kernel `kernel_name` of
     the file under test, the device its tensors go to: "cpu" on the interpreter, else "cuda", and a
     CPU torch.Generator seeded with the seed)."""
-    exercise, sim, seed = start(description, stub, solution, "TRITON_INTERPRET")
+    exercise, sim, seed = start(description, "TRITON_INTERPRET")
     import torch
 
-    return getattr(exercise, kernel_name), "cpu" if sim else "cuda", torch.Generator().manual_seed(seed)
+    return (_kernel_or_exit(exercise, kernel_name, "triton"), "cpu" if sim else "cuda",
+            torch.Generator().manual_seed(seed))
+
+
+def _kernel_or_exit(exercise, kernel_name: str, dialect: str):
+    """The kernel `kernel_name` of the file under test; a host function (see is_kernel) fails the check
+    and ends it, exit code 1."""
+    kernel = getattr(exercise, kernel_name)
+    if not is_kernel(kernel, dialect):
+        sys.exit(finish([False]))
+    return kernel
 
 
 def finish(results: list[bool]) -> int:

@@ -173,12 +173,9 @@ static void bench(size_t n) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long n = args.get_int("--n", 1000003, 1, 1LL << 31);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  const long long bench_n = args.get_int("--bench-n", 1LL << 28, 1, 1LL << 31);
-  const bool run_bench = args.has("--bench");
+  const course::SizeOptions opt(args, {1000003, 1, 1LL << 31}, {1LL << 28, 1, 1LL << 31});
   args.finish();
-  if (!check(static_cast<size_t>(n), seed)) return course::kExitFail;
-  if (run_bench) bench(static_cast<size_t>(bench_n));
+  if (!check(static_cast<size_t>(opt.n), opt.seed)) return course::kExitFail;
+  if (opt.bench) bench(static_cast<size_t>(opt.bench_n));
   return 0;
 }

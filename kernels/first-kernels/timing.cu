@@ -100,12 +100,9 @@ static bool check(size_t n, uint64_t seed) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  const long long n = args.get_int("--n", 1000003, 1, 1LL << 30);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  const long long bench_n = args.get_int("--bench-n", 1LL << 26, 1, 1LL << 30);
-  const bool run_bench = args.has("--bench");
+  const course::SizeOptions opt(args, {1000003, 1, 1LL << 30}, {1LL << 26, 1, 1LL << 30});
   args.finish();
   // Benchmark first, so that its "first call" really is the first launch of the process.
-  if (run_bench) bench(static_cast<size_t>(bench_n));
-  return check(static_cast<size_t>(n), seed) ? 0 : course::kExitFail;
+  if (opt.bench) bench(static_cast<size_t>(opt.bench_n));
+  return check(static_cast<size_t>(opt.n), opt.seed) ? 0 : course::kExitFail;
 }

@@ -176,30 +176,23 @@ static void bench(size_t n) {
     course::print_bench(case_name, v.name, ms, moved, 1.0 * n);
   }
   // --8<-- [end:bench]
-  CUDA_CHECK(cudaFree(d_a));
-  CUDA_CHECK(cudaFree(d_b));
-  CUDA_CHECK(cudaFree(d_c));
-  CUDA_CHECK(cudaFree(d_src));
-  CUDA_CHECK(cudaFree(d_dst));
+  course::device_free({d_a, d_b, d_c, d_src, d_dst});
 }
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
   // The grid's x dimension allows 2^31 - 1 blocks; v1 needs n / 256 of them, and memory runs out first.
-  const long long n = args.get_int("--n", 1000003, 1, 1LL << 31);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  const long long bench_n = args.get_int("--bench-n", 1LL << 28, 2, 1LL << 31);
-  const bool run_bench = args.has("--bench");
+  const course::SizeOptions opt(args, {1000003, 1, 1LL << 31}, {1LL << 28, 2, 1LL << 31});
   args.finish();
-  if (bench_n % 2) {  // the peer copies 1.5 * bench_n floats
-    std::fprintf(stderr, "error: --bench-n must be even, got %lld\n", bench_n);
+  if (opt.bench_n % 2) {  // the peer copies 1.5 * bench_n floats
+    std::fprintf(stderr, "error: --bench-n must be even, got %lld\n", opt.bench_n);
     return course::kExitFail;
   }
   bool ok = true;
   nvtxRangePushA("check all versions");
-  for (const Version& v : kVersions) ok = check_version(v, static_cast<size_t>(n), seed) && ok;
+  for (const Version& v : kVersions) ok = check_version(v, static_cast<size_t>(opt.n), opt.seed) && ok;
   nvtxRangePop();
   if (!ok) return course::kExitFail;
-  if (run_bench) bench(static_cast<size_t>(bench_n));
+  if (opt.bench) bench(static_cast<size_t>(opt.bench_n));
   return 0;
 }

@@ -56,9 +56,8 @@ def check(torch, name: str, x, out, sample_rows: int) -> bool:
 
 
 def main() -> int:
-    p = course_tools.parser("torch.softmax on rows of 64K to 256K floats, against a copy of the same bytes")
-    p.add_argument("--bench", action="store_true", help="also time the benchmark shapes")
-    p.add_argument("--seed", type=int, default=2026)
+    p = course_tools.peer_parser("torch.softmax on rows of 64K to 256K floats, against a copy of the same bytes",
+                                 "also time the benchmark shapes")
     p.add_argument("--plant", choices=course_tools.PLANT_CHOICES,
                    help="also run each check on output with zeros where it is below the old atol")
     args = p.parse_args()

@@ -114,20 +114,15 @@ static void bench_all(long long n, uint64_t seed) {
     course::print_bench(case_name, "strided write", write_ms, useful, 0, false, {{"stride", stride}});
   }
   // --8<-- [end:bench]
-  CUDA_CHECK(cudaFree(d_small));
-  CUDA_CHECK(cudaFree(d_small_out));
-  CUDA_CHECK(cudaFree(d_big));
+  course::device_free({d_small, d_small_out, d_big});
 }
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
   // The strided buffer holds 64 floats per element: keep it under 1 GiB for checks, 16 GiB to time.
-  const long long n = args.get_int("--n", 100003, 1, 1LL << 22);
-  const long long bench_n = args.get_int("--bench-n", 1LL << 26, 1, 1LL << 26);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026));
-  const bool bench = args.has("--bench");
+  const course::SizeOptions opt(args, {100003, 1, 1LL << 22}, {1LL << 26, 1, 1LL << 26});
   args.finish();
-  if (!check_all(n, seed)) return course::kExitFail;
-  if (bench) bench_all(bench_n, seed);
+  if (!check_all(opt.n, opt.seed)) return course::kExitFail;
+  if (opt.bench) bench_all(opt.bench_n, opt.seed);
   return 0;
 }

@@ -317,27 +317,15 @@ def median_step_ms(step, repeats=200, warmup=20):
     for _ in range(warmup):
         step()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        step()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    # Each step between two CUDA events, waited for (course_tools.event_ms).
+    return statistics.median(course_tools.event_ms(step) for _ in range(repeats))
 
 
 def epoch_ms(run_epoch):
     """One full epoch (reshuffle included) from its first step to its last; the CPU may run ahead. The
     warmup and timed steps of median_step_ms, which run first, are its warm-up."""
     torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    run_epoch()
-    b.record()
-    b.synchronize()
-    return a.elapsed_time(b)
+    return course_tools.event_ms(run_epoch)
 # --8<-- [end:timing]
 
 

@@ -124,12 +124,8 @@ def bench_case(torch, batch, context, seed):
 
 
 def main():
-    p = course_tools.parser("PyTorch SDPA at decode shapes: checked and timed, one row per backend")
-    p.add_argument("--bench", action="store_true", help="time every backend at the CUDA program's cases")
-    p.add_argument("--seed", type=int, default=2026)
-    args = p.parse_args()
-    torch = course_tools.require_cuda("torch")
-    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name()}")
+    args, torch = course_tools.peer_start("PyTorch SDPA at decode shapes: checked and timed, one row per backend",
+                                          "time every backend at the CUDA program's cases")
     ok = True
     for backend in BACKENDS:
         ok &= check(torch, backend, args.seed)

@@ -219,12 +219,9 @@ def bench(torch, batch, modes, seed):
 
 
 def main():
-    p = course_tools.parser("A Llama-3.2-1B-shaped decode step in PyTorch: checked, timed against a copy")
-    p.add_argument("--bench", action="store_true", help="time the real shapes at batch 1, 8 and 64")
-    p.add_argument("--seed", type=int, default=2026)
-    args = p.parse_args()
-    torch = course_tools.require_cuda("torch")
-    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name()}")
+    args, torch = course_tools.peer_start(
+        "A Llama-3.2-1B-shaped decode step in PyTorch: checked, timed against a copy",
+        "time the real shapes at batch 1, 8 and 64")
     with torch.no_grad():
         # The compile modes are checked against float64 in the checked run; the benchmark run checks
         # each at the real size against eager, and keeps its minutes for the real shapes.

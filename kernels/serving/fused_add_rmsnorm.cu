@@ -185,20 +185,15 @@ int main(int argc, char** argv) {
   const course::Args args{argc, argv};
   const int tokens = static_cast<int>(args.get_int("--tokens", 333, 1, 1 << 20));
   const int hidden = static_cast<int>(args.get_int("--hidden", 2048, 8, kMaxHidden));
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
-  const bool bench = args.has("--bench");
-  const bool plant = course::plant_zeros_small_requested(args);
+  const course::RunOptions run(args);
   args.finish();
-  if (hidden % 8 != 0) {
-    std::fprintf(stderr, "error: --hidden must be a multiple of 8 (whole 16-byte vectors), got %d\n", hidden);
-    return course::kExitFail;
-  }
+  course::require_multiple("--hidden", hidden, 8, "whole 16-byte vectors");
   if (static_cast<double>(tokens) * hidden > (1 << 28)) {
     std::fprintf(stderr, "error: --tokens x --hidden must be at most 2^28 elements\n");
     return course::kExitFail;
   }
-  const bool ok = check(tokens, hidden, seed, plant);
-  if (ok && bench && !plant)
+  const bool ok = check(tokens, hidden, run.seed, run.plant);
+  if (ok && run.bench && !run.plant)
     for (const int hidden_size : {2048, 4096})
       for (const int t : {1, 64, 4096, 32768}) bench_case(t, hidden_size);
   return ok ? 0 : course::kExitFail;

@@ -64,12 +64,8 @@ def run_all(torch, tokens, hidden, seed, check, bench):
 
 
 def main():
-    p = course_tools.parser("Residual add + RMSNorm in PyTorch: checked, and timed with --bench")
-    p.add_argument("--bench", action="store_true", help="time every configuration at the CUDA program's cases")
-    p.add_argument("--seed", type=int, default=2026)
-    args = p.parse_args()
-    torch = course_tools.require_cuda("torch")
-    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name()}")
+    args, torch = course_tools.peer_start("Residual add + RMSNorm in PyTorch: checked, and timed with --bench",
+                                          "time every configuration at the CUDA program's cases")
     with torch.no_grad():
         if not args.bench:  # odd sizes; the benchmark checks each of its cases before timing it
             ok = run_all(torch, 333, 2048, args.seed, check=True, bench=False)

@@ -169,16 +169,11 @@ int main(int argc, char** argv) {
   const int heads = static_cast<int>(args.get_int("--heads", 32, 1, 128));
   const int kv_heads = static_cast<int>(args.get_int("--kv-heads", 8, 1, 128));
   const int dim = static_cast<int>(args.get_int("--dim", 64, 16, 256));
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
-  const bool bench = args.has("--bench");
-  const bool plant = course::plant_zeros_small_requested(args);
+  const course::RunOptions run(args);
   args.finish();
-  if (dim % 16 != 0) {
-    std::fprintf(stderr, "error: --dim must be a multiple of 16 (8 pairs per thread), got %d\n", dim);
-    return course::kExitFail;
-  }
-  const bool ok = check(tokens, heads + kv_heads, dim, seed, plant);
-  if (ok && bench && !plant)
+  course::require_multiple("--dim", dim, 16, "8 pairs per thread");
+  const bool ok = check(tokens, heads + kv_heads, dim, run.seed, run.plant);
+  if (ok && run.bench && !run.plant)
     for (const int t : {1, 64, 4096, 32768}) bench_case(t);
   return ok ? 0 : course::kExitFail;
 }

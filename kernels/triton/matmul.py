@@ -101,13 +101,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
 
 def main() -> int:
     p = course_tools.parser("autotuned fp16 matmul in Triton (the interpreter on the CPU without a GPU)")
-    p.add_argument("--m", type=int, default=129)
-    p.add_argument("--n", type=int, default=67)
-    p.add_argument("--k", type=int, default=257)
+    for name, default in (("m", 129), ("n", 67), ("k", 257)):
+        p.add_argument(f"--{name}", type=course_tools.int_in(1, 1 << 14), default=default)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    if not all(1 <= v <= 1 << 14 for v in (args.m, args.n, args.k)):
-        p.error("--m, --n and --k must be between 1 and 16384")
     torch.manual_seed(args.seed)
     a = (torch.rand(args.m, args.k, device=DEVICE) * 2 - 1).half()
     b = (torch.rand(args.k, args.n, device=DEVICE) * 2 - 1).half()

@@ -137,14 +137,12 @@ def check_adversarial(label: str, fn, cols: int, device: str, seed: int = 7) -> 
 
 def main() -> int:
     p = course_tools.parser("fused row softmax in Triton (the interpreter on the CPU without a GPU)")
-    p.add_argument("--rows", type=int, default=37)
-    p.add_argument("--cols", type=int, default=1000)
+    p.add_argument("--rows", type=course_tools.int_in(1, MAX_ROWS), default=37)
+    p.add_argument("--cols", type=course_tools.int_in(1, MAX_COLS), default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plant", choices=course_tools.PLANT_CHOICES,
                    help="also run the check on output with zeros where it is below the old atol of 1e-6")
     args = p.parse_args()
-    if not (1 <= args.rows <= MAX_ROWS and 1 <= args.cols <= MAX_COLS):
-        p.error(f"need 1 <= --rows <= {MAX_ROWS} and 1 <= --cols <= {MAX_COLS}")
     torch.manual_seed(args.seed)
     # Large values on purpose: without the max subtraction exp() would overflow to inf.
     x = (torch.rand(args.rows, args.cols, device=DEVICE) * 2 - 1) * 100

@@ -58,11 +58,9 @@ def add(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, block
 
 def main() -> int:
     p = course_tools.parser("c = a + b in Triton (the interpreter on the CPU without a GPU)")
-    p.add_argument("--n", type=int, default=100003)
+    p.add_argument("--n", type=course_tools.int_in(1, 1 << 30), default=100003)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    if args.n < 1 or args.n > 1 << 30:
-        p.error(f"--n must be between 1 and 2^30, got {args.n}")
     torch.manual_seed(args.seed)
     a = torch.rand(args.n, device=DEVICE) * 2 - 1
     b = torch.rand(args.n, device=DEVICE) * 2 - 1

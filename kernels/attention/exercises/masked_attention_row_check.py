@@ -15,13 +15,11 @@ Run: python -m course.exercise masked_attention_row     (or this file, with --so
 # course: run --solution --sim --seed 16
 import math
 import sys
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import exercise_tools  # noqa: E402
-
-STUB = "kernels/attention/exercises/masked_attention_row.py"
-SOLUTION = "kernels/attention/exercises/solutions/masked_attention_row.py"
 
 
 def reference(q, k, v, keep, scale):
@@ -37,17 +35,12 @@ def reference(q, k, v, keep, scale):
 
 
 def main() -> int:
-    kernel, device, gen = exercise_tools.triton_start("Check the masked attention-row exercise (Triton).", STUB,
-                                                      SOLUTION, "attention_row_kernel")
+    kernel, device, gen = exercise_tools.triton_start("Check the masked attention-row exercise (Triton).",
+                                                      "attention_row_kernel")
     import torch
     import triton
 
-    if not exercise_tools.is_kernel(kernel, "triton"):
-        return exercise_tools.finish([False])
-
-    def width(lo, hi):  # drawn from the seed, never a power of two
-        n = int(torch.randint(lo, hi, (1,), generator=gen))
-        return n + 1 if n & (n - 1) == 0 else n
+    width = partial(exercise_tools.draw_off_power_of_two, gen)  # drawn from the seed, never a power of two
 
     results = []
     for rows, N, D in [(width(20, 40), width(65, 200), width(17, 60)), (1, 1, 1), (width(5, 12), width(3, 30), 3)]:

@@ -14,14 +14,13 @@ Triton's interpreter (no GPU).
 Run: python -m course.exercise softmax_merge     (or this file, with --solution, --sim, --seed S)
 """
 # course: run --solution --sim --seed 15
+import functools
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import exercise_tools  # noqa: E402
 
-STUB = "kernels/attention/exercises/softmax_merge.py"
-SOLUTION = "kernels/attention/exercises/solutions/softmax_merge.py"
 PAD, SENTINEL = 5, 1234.0  # acc rows are D + PAD apart; the PAD columns hold SENTINEL
 
 
@@ -47,20 +46,12 @@ def merged(m1, l1, acc1, m2, l2, acc2):
 
 
 def main() -> int:
-    kernel, device, gen = exercise_tools.triton_start("Check the softmax-merge exercise (Triton).", STUB, SOLUTION,
-                                                      "merge_kernel")
+    kernel, device, gen = exercise_tools.triton_start("Check the softmax-merge exercise (Triton).", "merge_kernel")
     import torch
     import triton
 
-    if not exercise_tools.is_kernel(kernel, "triton"):
-        return exercise_tools.finish([False])
-
-    def draw(lo, hi):
-        return int(torch.randint(lo, hi, (1,), generator=gen))
-
-    def width(lo, hi):  # never a power of two
-        n = draw(lo, hi)
-        return n + 1 if n & (n - 1) == 0 else n
+    draw = functools.partial(exercise_tools.draw, gen)
+    width = functools.partial(exercise_tools.draw_off_power_of_two, gen)  # never a power of two
 
     results = []
     for rows, D in [(draw(30, 60), width(33, 100)), (1, 1), (draw(7, 13), width(3, 15))]:

@@ -17,22 +17,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import exercise_tools  # noqa: E402
 
-STUB = "kernels/first-kernels/exercises/clamp_numba.py"
-SOLUTION = "kernels/first-kernels/exercises/solutions/clamp_numba.py"
 BLOCKS, THREADS = 4, 32  # 128 threads in all, whatever the size
 
 
 def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the clamp exercise (Numba).", STUB, SOLUTION, "clamp")
+    kernel, sim, rng = exercise_tools.numba_start("Check the clamp exercise (Numba).", "clamp")
     import numpy as np
-    from numba import cuda
 
-    if not exercise_tools.is_kernel(kernel, "numba"):
-        return exercise_tools.finish([False])
     results = []
-    drawn = [int(rng.integers(600, 1500)), int(rng.integers(2000, 4000))] if sim else \
-        [int(rng.integers(500_000, 1_100_000)), int(rng.integers(2000, 4000))]
-    for n in [m | 1 for m in drawn] + [0, 1, 129]:  # odd sizes, never a multiple of the grid
+    ranges = [(600, 1500) if sim else (500_000, 1_100_000), (2000, 4000)]
+    for n in exercise_tools.sizes(rng, ranges, 2, edges=(0, 1, 129)):  # odd sizes, never a multiple of the grid
         lo = np.float32(rng.uniform(-3, 0))
         hi = np.float32(lo + rng.uniform(0.5, 3))
         x = rng.uniform(lo - 2, hi + 2, n).astype(np.float32)
@@ -40,13 +34,8 @@ def main() -> int:
         x[0:1] = hi + 1  # a single element overshoots
         d_x, _ = exercise_tools.guarded(x, np.float32(0.0), sim)
         d_y, d_whole = exercise_tools.guarded(np.full(n, np.nan, dtype=np.float32), np.float32(7.0), sim)
-        name = f"clamp_n{n}"
-        if exercise_tools.launch_sized(name, n, kernel, (BLOCKS, THREADS), d_x, d_y, lo, hi):
-            if n:  # n == 0: nothing to compare, only that nothing was written
-                results.append(exercise_tools.compare(name, d_whole.copy_to_host()[:n], np.clip(x, lo, hi), 0, 0))
-            results.append(exercise_tools.past_the_end(name, d_whole, (n,), np.float32(7.0)))
-        else:
-            results.append(False)
+        results += exercise_tools.launch_compared(f"clamp_n{n}", n, kernel, (BLOCKS, THREADS), d_x, d_y, lo, hi,
+                                                  whole=d_whole, want=np.clip(x, lo, hi), fill=np.float32(7.0))
     return exercise_tools.finish(results)
 
 

@@ -19,23 +19,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import exercise_tools  # noqa: E402
 
-STUB = "kernels/first-kernels/exercises/count_above_numba.py"
-SOLUTION = "kernels/first-kernels/exercises/solutions/count_above_numba.py"
 THREADS = 64
 
 
 def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the counting exercise (Numba).", STUB, SOLUTION,
-                                                  "count_above")
+    kernel, sim, rng = exercise_tools.numba_start("Check the counting exercise (Numba).", "count_above")
     import numpy as np
     from numba import cuda
 
-    if not exercise_tools.is_kernel(kernel, "numba"):
-        return exercise_tools.finish([False])
     results = []
-    drawn = [int(rng.integers(300, 1300)), int(rng.integers(2000, 4000))] if sim else \
-        [int(rng.integers(1_000_000, 4_000_000)), int(rng.integers(2000, 4000))]
-    for n in [m | 1 for m in drawn] + [0, 1]:
+    ranges = [(300, 1300) if sim else (1_000_000, 4_000_000), (2000, 4000)]
+    for n in exercise_tools.sizes(rng, ranges, 2, edges=(0, 1)):  # odd sizes, never a multiple of the block
         t = np.float32(rng.uniform(-1, 1))
         # values from a small set that holds t: a fifth or so of the elements equal t exactly
         x = rng.choice(np.array([t - 1, t - 0.5, t, t + 0.25, t + 1], dtype=np.float32), n)

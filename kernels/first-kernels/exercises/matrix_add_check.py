@@ -12,27 +12,20 @@ Run: python -m course.exercise matrix_add     (or this file, with --solution, --
 """
 # course: run --solution --sim --seed 6
 import sys
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import exercise_tools  # noqa: E402
 
-STUB = "kernels/first-kernels/exercises/matrix_add.py"
-SOLUTION = "kernels/first-kernels/exercises/solutions/matrix_add.py"
 BLOCK = (16, 8)  # (x: columns, y: rows)
 
 
 def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the 2D-grid exercise (Numba).", STUB, SOLUTION, "matrix_add")
+    kernel, sim, rng = exercise_tools.numba_start("Check the 2D-grid exercise (Numba).", "matrix_add")
     import numpy as np
 
-    if not exercise_tools.is_kernel(kernel, "numba"):
-        return exercise_tools.finish([False])
-
-    def side(lo, hi, block):  # a side drawn from the seed, never a multiple of the block's
-        n = int(rng.integers(lo, hi))
-        return n + (n % block == 0)
-
+    side = partial(exercise_tools.draw_off_multiple, rng)  # (lo, hi, block): never a multiple of the block's
     results = []
     if sim:
         shapes = [(side(9, 30, 8), side(33, 60, 16)), (side(33, 60, 8), side(9, 30, 16)),
@@ -46,14 +39,9 @@ def main() -> int:
         d_out, d_whole = exercise_tools.guarded(np.full((rows, cols), np.nan, dtype=np.float32), np.float32(7.0),
                                                 sim, guard=32)
         grid = ((cols + BLOCK[0] - 1) // BLOCK[0], max(1, (rows + BLOCK[1] - 1) // BLOCK[1]))  # 0 rows: one
-        name = f"matrix_add_{rows}x{cols}"
-        if exercise_tools.launch_sized(name, rows * cols, kernel, (grid, BLOCK), d_a, d_b, d_out):
-            got = d_whole.copy_to_host()[:rows, :cols]
-            if rows:  # no rows: nothing to compare, only that nothing was written
-                results.append(exercise_tools.compare(name, got, a.astype(np.float64) + b, 1e-6, 1e-6))
-            results.append(exercise_tools.past_the_end(name, d_whole, (rows, cols), np.float32(7.0)))
-        else:
-            results.append(False)
+        results += exercise_tools.launch_compared(f"matrix_add_{rows}x{cols}", rows * cols, kernel, (grid, BLOCK),
+                                                  d_a, d_b, d_out, whole=d_whole, want=a.astype(np.float64) + b,
+                                                  fill=np.float32(7.0), rtol=1e-6, atol=1e-6)
     return exercise_tools.finish(results)
 
 

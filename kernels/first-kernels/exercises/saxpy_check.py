@@ -16,20 +16,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import exercise_tools  # noqa: E402
 
-STUB, SOLUTION = "kernels/first-kernels/exercises/saxpy.py", "kernels/first-kernels/exercises/solutions/saxpy.py"
 THREADS = 128
 
 
 def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the SAXPY exercise (Numba).", STUB, SOLUTION, "saxpy")
+    kernel, sim, rng = exercise_tools.numba_start("Check the SAXPY exercise (Numba).", "saxpy")
     import numpy as np
 
-    if not exercise_tools.is_kernel(kernel, "numba"):
-        return exercise_tools.finish([False])
     results = []
-    drawn = [int(rng.integers(300, 1300)), int(rng.integers(3000, 6000))] if sim else \
-        [int(rng.integers(500_000, 1_100_000)), int(rng.integers(3000, 6000))]
-    for n in [m + (m % THREADS == 0) for m in drawn] + [0, 1, 129]:  # never a multiple of the block; 0: empty
+    ranges = [(300, 1300) if sim else (500_000, 1_100_000), (3000, 6000)]
+    for n in exercise_tools.sizes(rng, ranges, THREADS, edges=(0, 1, 129)):  # 0: empty
         x, y = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(2))
         a = np.float32(rng.uniform(-2, 2))
         (d_x, _), (d_y, _) = (exercise_tools.guarded(v, np.float32(0.0), sim) for v in (x, y))  # never empty
@@ -37,13 +33,9 @@ def main() -> int:
         d_out, d_whole = exercise_tools.guarded(poison, np.float32(7.0), sim)
         blocks = max(1, (n + THREADS - 1) // THREADS)  # one block for n == 0: it must write nothing
         want = np.float64(a) * x + y
-        name = f"saxpy_n{n}"
-        if exercise_tools.launch_sized(name, n, kernel, (blocks, THREADS), a, d_x, d_y, d_out):
-            if n:  # n == 0: nothing to compare, only that nothing was written
-                results.append(exercise_tools.compare(name, d_whole.copy_to_host()[:n], want, 1e-6, 1e-6))
-            results.append(exercise_tools.past_the_end(name, d_whole, (n,), np.float32(7.0)))
-        else:
-            results.append(False)
+        results += exercise_tools.launch_compared(f"saxpy_n{n}", n, kernel, (blocks, THREADS), a, d_x, d_y, d_out,
+                                                  whole=d_whole, want=want, fill=np.float32(7.0),
+                                                  rtol=1e-6, atol=1e-6)
     return exercise_tools.finish(results)
 
 

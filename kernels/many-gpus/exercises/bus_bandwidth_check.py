@@ -19,9 +19,6 @@ import exercise_tools  # noqa: E402
 
 from collectives import BUS_FACTOR  # noqa: E402  the chapter's program: one definition of the factors
 
-STUB = "kernels/many-gpus/exercises/bus_bandwidth.py"
-SOLUTION = "kernels/many-gpus/exercises/solutions/bus_bandwidth.py"
-
 
 _SAID: set = set()  # what the reader's function raised, printed once
 
@@ -41,7 +38,7 @@ def call(module, *args):
 
 
 def main() -> int:
-    module, _, seed = exercise_tools.start("Check the bus-bandwidth exercise.", STUB, SOLUTION, runs_on_cpu=True)
+    module, _, seed = exercise_tools.start("Check the bus-bandwidth exercise.", runs_on_cpu=True)
     rng = random.Random(seed)
     got_alg, got_bus, want_alg, want_bus = [], [], [], []
     cases = [("all-reduce", 1 << 30, 4, 4.5)]  # the page's worked case

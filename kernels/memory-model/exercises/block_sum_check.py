@@ -16,37 +16,28 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import exercise_tools  # noqa: E402
 
-STUB = "kernels/memory-model/exercises/block_sum.py"
-SOLUTION = "kernels/memory-model/exercises/solutions/block_sum.py"
 THREADS = 128
 
 
 def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the shared-memory reduction exercise (Numba).", STUB,
-                                                  SOLUTION, "block_sums")
+    kernel, sim, rng = exercise_tools.numba_start("Check the shared-memory reduction exercise (Numba).",
+                                                  "block_sums")
     import numpy as np
-    from numba import cuda
 
-    if not exercise_tools.is_kernel(kernel, "numba"):
-        return exercise_tools.finish([False])
     results = []
-    drawn = [int(rng.integers(300, 1300)), int(rng.integers(3000, 6000))] if sim else \
-        [int(rng.integers(500_000, 1_100_000)), int(rng.integers(3000, 6000))]
-    for n in [m + (m % THREADS == 0) for m in drawn] + [0, 1, 129]:  # never a multiple of the block; 0: empty
+    ranges = [(300, 1300) if sim else (500_000, 1_100_000), (3000, 6000)]
+    for n in exercise_tools.sizes(rng, ranges, THREADS, edges=(0, 1, 129)):  # 0: empty
         x = rng.uniform(-1, 1, n).astype(np.float32)
         blocks = max(1, (n + THREADS - 1) // THREADS)  # n == 0: one block, whose sum is 0
         d_x, _ = exercise_tools.guarded(x, np.float32(1e6), sim, guard=THREADS)  # 1e6s past the end
         d_partial, d_whole = exercise_tools.guarded(np.full(blocks, np.nan, dtype=np.float32), np.float32(7.0), sim)
-        name = f"block_sums_n{n}"
         padded = np.zeros(blocks * THREADS)
         padded[:n] = x
         want = padded.reshape(blocks, THREADS).sum(axis=1)
         # float32 sums of 128 terms of size <= 1: rounding stays far below 2e-5
-        if exercise_tools.launch_sized(name, blocks, kernel, (blocks, THREADS), d_x, d_partial):
-            results.append(exercise_tools.compare(name, d_whole.copy_to_host()[:blocks], want, 1e-5, 2e-5))
-            results.append(exercise_tools.past_the_end(name, d_whole, (blocks,), np.float32(7.0)))
-        else:
-            results.append(False)
+        results += exercise_tools.launch_compared(f"block_sums_n{n}", blocks, kernel, (blocks, THREADS),
+                                                  d_x, d_partial, whole=d_whole, want=want,
+                                                  fill=np.float32(7.0), rtol=1e-5, atol=2e-5)
     return exercise_tools.finish(results)
 
 

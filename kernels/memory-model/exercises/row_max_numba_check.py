@@ -18,28 +18,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import exercise_tools  # noqa: E402
 
-STUB = "kernels/memory-model/exercises/row_max_numba.py"
-SOLUTION = "kernels/memory-model/exercises/solutions/row_max_numba.py"
 THREADS = 32
 
 
 def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the row-maximum exercise (Numba).", STUB, SOLUTION,
-                                                  "row_max")
+    kernel, sim, rng = exercise_tools.numba_start("Check the row-maximum exercise (Numba).", "row_max")
     import numpy as np
     from numba import cuda
 
-    if not exercise_tools.is_kernel(kernel, "numba"):
-        return exercise_tools.finish([False])
-
-    def side(lo, hi):  # drawn from the seed, never a multiple of 32
-        n = int(rng.integers(lo, hi))
-        return n + (n % THREADS == 0)
-
     results = []
-    shapes = [(side(9, 20), side(70, 200)), (side(5, 12), side(2, 31)), (1, 1), (7, 1)]
-    if not sim:
-        shapes.append((side(2000, 3000), side(1000, 1500)))
+    ranges = [(9, 20), (70, 200), (5, 12), (2, 31)] + ([] if sim else [(2000, 3000), (1000, 1500)])
+    sides = exercise_tools.sizes(rng, ranges, THREADS)  # rows, columns, ...: never a multiple of 32
+    drawn = list(zip(sides[::2], sides[1::2]))
+    shapes = drawn[:2] + [(1, 1), (7, 1)] + drawn[2:]
     for rows, cols in shapes:
         x = rng.uniform(-10, 10, (rows, cols)).astype(np.float32)
         r = np.arange(rows)
@@ -48,12 +39,8 @@ def main() -> int:
         x[r % 4 == 3, -1] = 1000.0                                             # the maximum in the last column
         d_x = cuda.to_device(x)
         d_out, d_whole = exercise_tools.guarded(np.full(rows, np.nan, dtype=np.float32), np.float32(7.0), sim)
-        name = f"row_max_{rows}x{cols}"
-        if exercise_tools.launch_sized(name, rows, kernel, (rows, THREADS), d_x, d_out):
-            results.append(exercise_tools.compare(name, d_whole.copy_to_host()[:rows], x.max(axis=1), 0, 0))
-            results.append(exercise_tools.past_the_end(name, d_whole, (rows,), np.float32(7.0)))
-        else:
-            results.append(False)
+        results += exercise_tools.launch_compared(f"row_max_{rows}x{cols}", rows, kernel, (rows, THREADS), d_x, d_out,
+                                                  whole=d_whole, want=x.max(axis=1), fill=np.float32(7.0))
     return exercise_tools.finish(results)
 
 

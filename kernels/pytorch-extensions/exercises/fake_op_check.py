@@ -19,8 +19,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import course_tools  # noqa: E402
 import exercise_tools  # noqa: E402
 
-STUB = "kernels/pytorch-extensions/exercises/fake_op.py"
-SOLUTION = "kernels/pytorch-extensions/exercises/solutions/fake_op.py"
 EPS = 1e-6
 
 
@@ -52,8 +50,7 @@ def fake_result(name, got, x) -> bool:
 
 
 def main() -> int:
-    module, _, seed = exercise_tools.start("Check the fake-function exercise (torch.library).", STUB, SOLUTION,
-                                           runs_on_cpu=True)
+    module, _, seed = exercise_tools.start("Check the fake-function exercise (torch.library).", runs_on_cpu=True)
     import torch
 
     op = torch.ops.course_ex.rms_normalize.default

@@ -16,25 +16,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import exercise_tools  # noqa: E402
 
-STUB, SOLUTION = "kernels/triton/exercises/add_masked.py", "kernels/triton/exercises/solutions/add_masked.py"
 BLOCK = 1024
 GUARD = 2048  # elements after the end of out, which a kernel without a mask would overwrite
 SENTINEL = 1234.0  # exact in float16 too
 
 
 def main() -> int:
-    kernel, device, gen = exercise_tools.triton_start("Check the masked vector-addition exercise (Triton).", STUB,
-                                                      SOLUTION, "add_kernel")
+    kernel, device, gen = exercise_tools.triton_start("Check the masked vector-addition exercise (Triton).",
+                                                      "add_kernel")
     import torch
     import triton
 
-    if not exercise_tools.is_kernel(kernel, "triton"):
-        return exercise_tools.finish([False])
     results = []
-    drawn = [int(torch.randint(lo, hi, (1,), generator=gen))
-             for lo, hi in [(500, 1000), (3000, 6000), (90_000, 110_000)]]
-    cases = [(n + (n % BLOCK == 0), torch.float32) for n in drawn] + [(1, torch.float32), (0, torch.float32),
-                                                                            (drawn[1], torch.float16)]
+    drawn = exercise_tools.sizes(gen, [(500, 1000), (3000, 6000), (90_000, 110_000)], BLOCK)
+    cases = [(n, torch.float32) for n in drawn] + [(1, torch.float32), (0, torch.float32), (drawn[1], torch.float16)]
     for n, dtype in cases:
         # x and y are followed by GUARD more elements, so that an unmasked load reads memory that exists;
         # views of at least one element (the interpreter crashes on an unmasked load from an empty one)

@@ -13,28 +13,24 @@ Run: python -m course.exercise matmul_tiles     (or this file, with --solution, 
 """
 # course: run --solution --sim --seed 10
 import sys
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import exercise_tools  # noqa: E402
 
-STUB, SOLUTION = "kernels/triton/exercises/matmul_tiles.py", "kernels/triton/exercises/solutions/matmul_tiles.py"
 BM, BN, BK = 32, 32, 16
 
 
 def main() -> int:
-    kernel, device, gen = exercise_tools.triton_start("Check the matmul tile-loop exercise (Triton).", STUB, SOLUTION,
+    kernel, device, gen = exercise_tools.triton_start("Check the matmul tile-loop exercise (Triton).",
                                                       "matmul_kernel")
     import torch
     import triton
 
     rtol, atol = (1e-4, 1e-4) if device == "cpu" else (1e-2, 2e-2)  # TF32 on a GPU: 10 bits of mantissa
-    if not exercise_tools.is_kernel(kernel, "triton"):
-        return exercise_tools.finish([False])
 
-    def side(lo, hi, tile):  # drawn from the seed, never a multiple of the tile
-        n = int(torch.randint(lo, hi, (1,), generator=gen))
-        return n + (n % tile == 0)
+    side = partial(exercise_tools.draw_off_multiple, gen)  # (lo, hi, tile): never a multiple of the tile
 
     def matrix(rows, cols, transposed, dtype=torch.float32):  # values in [-1, 1); transposed: a view of a
         m = torch.rand(cols, rows, generator=gen).t() if transposed else torch.rand(rows, cols, generator=gen)

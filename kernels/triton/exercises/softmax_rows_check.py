@@ -13,12 +13,11 @@ Run: python -m course.exercise softmax_rows     (or this file, with --solution, 
 """
 # course: run --solution --sim --seed 9
 import sys
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
 import exercise_tools  # noqa: E402
-
-STUB, SOLUTION = "kernels/triton/exercises/softmax_rows.py", "kernels/triton/exercises/solutions/softmax_rows.py"
 
 
 def reference(x):
@@ -34,17 +33,11 @@ def reference(x):
 
 
 def main() -> int:
-    kernel, device, gen = exercise_tools.triton_start("Check the masked softmax exercise (Triton).", STUB, SOLUTION,
-                                                      "softmax_kernel")
+    kernel, device, gen = exercise_tools.triton_start("Check the masked softmax exercise (Triton).", "softmax_kernel")
     import torch
     import triton
 
-    if not exercise_tools.is_kernel(kernel, "triton"):
-        return exercise_tools.finish([False])
-
-    def width(lo, hi):  # drawn from the seed, never a power of two
-        n = int(torch.randint(lo, hi, (1,), generator=gen))
-        return n + 1 if n & (n - 1) == 0 else n
+    width = partial(exercise_tools.draw_off_power_of_two, gen)  # drawn from the seed, never a power of two
 
     results = []
     for rows, cols in [(37, width(65, 127)), (1, 1), (9, width(513, 1023)), (64, width(17, 31)), (11, 1)]:

@@ -1,0 +1,357 @@
+"""tensor_parallel.py: a transformer MLP block (Y = GELU(X W1) W2, bf16) split Megatron-style across every
+GPU of one machine, its all-gather and reduce-scatter overlapped with its GEMMs by chunked pipelining.
+
+Taught in docs/many-gpus/tensor-parallel.md. One process per GPU (torch.multiprocessing), as in
+collectives.py. Rank r holds tokens [r T/n, (r+1) T/n) of the input (sequence parallel), columns
+[r H/n, (r+1) H/n) of W1 and the same rows of W2. The block, on every rank:
+  all-gather X -> X W1_r (column parallel) -> GELU -> H_r W2_r (row parallel, a partial sum) -> reduce-scatter
+Three ways, each a BENCH row:
+  no overlap:     all-gather, GEMM, GELU, GEMM, reduce-scatter, one after the other
+  chunked:        the tokens in C chunks; the collectives on a communication stream, each chunk's GEMMs
+                  starting when its chunk has arrived, its reduce-scatter starting when its GEMMs are done
+                  (CUDA events between the streams, no host synchronisation)
+  one GPU:        the whole block on one GPU (the peer)
+and, for the page's "hidden" share, the chunked collectives alone and the chunked GEMMs alone.
+Every way is checked against a float64 reference of the whole block on fresh random inputs, with
+check_scaled's tolerance (twice the error of the same computation rounded where the GPU rounds).
+Needs at least 2 GPUs (on fewer it is waived); runs on 2, 4, ... and all of them. --cpu N runs the same
+code on N CPU processes with the gloo backend (no streams), for the tests.
+
+Run: python kernels/many-gpus/tensor_parallel.py                    (checks, on 2 GPUs and on all of them)
+     python kernels/many-gpus/tensor_parallel.py --bench            (also times them)
+     python kernels/many-gpus/tensor_parallel.py --cpu 3 --tokens 42 --d-model 64 (CPU, 3 processes)
+
+# course: gpu
+# course: gpus 2
+# course: run --tokens 840 --d-model 1024 --chunks 8 --seed 11
+# course: run --tokens 8192 --d-model 4096 --chunks 4 --seed 12
+# course: bench --bench
+"""
+
+import contextlib
+import datetime
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
+from collectives import NO_MULTICAST, time_collective, world_sizes  # noqa: E402
+
+BENCH_CHUNKS = (2, 4, 8)
+
+
+def chunk_bounds(rows: int, chunks: int) -> list[int]:
+    """Row boundaries of `chunks` chunks of a rank's `rows` tokens, sizes differing by at most one, so any
+    token count works: chunk k is rows [b[k], b[k+1])."""
+    return [rows * k // chunks for k in range(chunks + 1)]
+
+
+# --8<-- [start:streams]
+class Streams:
+    """The compute stream (the current one) and a communication stream, with events between them. On the
+    CPU (gloo) there are no streams: every call runs in order and these methods do nothing."""
+
+    def __init__(self, torch, device, chunks: int):
+        self.torch, self.cuda = torch, device.type == "cuda"
+        self.comm = torch.cuda.Stream(device) if self.cuda else None
+        self.compute = torch.cuda.current_stream(device) if self.cuda else None
+        # one event per chunk and direction, reused by every call (a wait takes the latest record)
+        self.arrived = [torch.cuda.Event() if self.cuda else None for _ in range(chunks)]
+        self.computed = [torch.cuda.Event() if self.cuda else None for _ in range(chunks)]
+
+    def on_comm(self):
+        return self.torch.cuda.stream(self.comm) if self.cuda else contextlib.nullcontext()
+
+    def fork(self) -> None:
+        """The communication stream waits for what the compute stream has queued so far (the inputs, a
+        poisoned output, the timer's start), so that nothing it does can run ahead of them."""
+        if self.cuda:
+            self.comm.wait_stream(self.compute)
+
+    def signal(self, event, stream) -> None:
+        if self.cuda:
+            event.record(stream)
+
+    def wait(self, stream, event) -> None:
+        if self.cuda:
+            stream.wait_event(event)
+
+    def join(self) -> None:
+        """The compute stream waits for everything queued on the communication stream."""
+        if self.cuda:
+            self.compute.wait_stream(self.comm)
+# --8<-- [end:streams]
+
+
+class Shard:
+    """Rank r's share of the block and the buffers every call reuses (allocated once, outside the timing)."""
+
+    def __init__(self, torch, dist, x, w1, w2, rank: int, n: int):
+        tokens, d_model = x.shape
+        hidden = w1.shape[1]
+        rows, cols = tokens // n, hidden // n
+        self.torch, self.dist, self.n = torch, dist, n
+        self.x = x[rank * rows:(rank + 1) * rows].contiguous()           # my tokens (sequence parallel)
+        self.w1 = w1[:, rank * cols:(rank + 1) * cols].contiguous()      # my columns of W1
+        self.w2 = w2[rank * cols:(rank + 1) * cols].contiguous()         # the same rows of W2
+        self.gathered = torch.empty(tokens, d_model, dtype=x.dtype, device=x.device)  # every rank's tokens
+        self.partial = torch.empty(tokens, d_model, dtype=x.dtype, device=x.device)   # my partial sum of Y
+        self.hidden = torch.empty(tokens, cols, dtype=x.dtype, device=x.device)
+        self.out = torch.empty(rows, d_model, dtype=x.dtype, device=x.device)         # Y for my tokens
+
+    def mlp(self, a, h, y) -> None:
+        """y = GELU(a W1_r) W2_r for the gathered rows a, into preallocated h and y."""
+        self.torch.matmul(a, self.w1, out=h)
+        self.torch.matmul(self.torch.nn.functional.gelu(h, approximate="tanh"), self.w2, out=y)
+
+    # --8<-- [start:no_overlap]
+    def no_overlap(self):
+        dist = self.dist
+        dist.all_gather_into_tensor(self.gathered, self.x)   # rank-major: rank q's tokens at rows q T/n...
+        self.mlp(self.gathered, self.hidden, self.partial)
+        dist.reduce_scatter_tensor(self.out, self.partial)   # part q of the sum goes to rank q: my tokens
+        return self.out
+    # --8<-- [end:no_overlap]
+
+    # --8<-- [start:chunked]
+    def chunked(self, streams: Streams, bounds: list[int], do_comm: bool = True, do_compute: bool = True):
+        """The block in len(bounds) - 1 chunks of every rank's tokens. Chunk k gathers rows [b_k, b_k+1) of
+        every rank's shard into rows [n b_k, n b_k+1) of `gathered` (rank-major within the chunk), so its
+        reduce-scatter hands each rank back exactly its own rows [b_k, b_k+1). do_comm / do_compute = False
+        leave out the collectives or the GEMMs, to time the other alone."""
+        dist, n, chunks = self.dist, self.n, len(bounds) - 1
+        rows = [slice(n * bounds[k], n * bounds[k + 1]) for k in range(chunks)]
+        streams.fork()
+        with streams.on_comm():                               # every chunk's all-gather, queued at once
+            for k in range(chunks):
+                if do_comm:
+                    dist.all_gather_into_tensor(self.gathered[rows[k]], self.x[bounds[k]:bounds[k + 1]])
+                streams.signal(streams.arrived[k], streams.comm)
+        for k in range(chunks):
+            streams.wait(streams.compute, streams.arrived[k])     # chunk k has arrived
+            if do_compute:
+                self.mlp(self.gathered[rows[k]], self.hidden[rows[k]], self.partial[rows[k]])
+            streams.signal(streams.computed[k], streams.compute)
+            with streams.on_comm():
+                streams.wait(streams.comm, streams.computed[k])   # its partial sums are ready
+                if do_comm:
+                    dist.reduce_scatter_tensor(self.out[bounds[k]:bounds[k + 1]], self.partial[rows[k]])
+        streams.join()                                        # the output is complete on the compute stream
+        return self.out
+    # --8<-- [end:chunked]
+
+
+def random_block(torch, device, tokens: int, d_model: int, hidden: int, seed: int):
+    """X ~ N(0, 1), W1 and W2 scaled by 1/sqrt(fan-in) so every stage stays of order one; in bf16. Drawn on
+    the CPU from one seed, so every rank holds the same block."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(tokens, d_model, generator=g)
+    w1 = torch.randn(d_model, hidden, generator=g) / d_model ** 0.5
+    w2 = torch.randn(hidden, d_model, generator=g) / hidden ** 0.5
+    return tuple(t.to(device=device, dtype=torch.bfloat16) for t in (x, w1, w2))
+
+
+# --8<-- [start:reference]
+def references(torch, x, w1, w2, n: int):
+    """The block in float64 (exact), and rounded where the GPU rounds, in float32 from the bf16 values:
+    once as one GPU computes it (GEMM -> bf16, GELU -> bf16, GEMM -> bf16) and once as n ranks do (each
+    rank's partial sum rounded to bf16, the partials summed in bf16)."""
+    bf16 = torch.bfloat16
+
+    def gelu(t):                                            # the tanh approximation, as the GPU computes it
+        return torch.nn.functional.gelu(t, approximate="tanh")
+    exact = gelu(x.double() @ w1.double()) @ w2.double()
+    one = (gelu((x.float() @ w1.float()).to(bf16).float()).to(bf16).float() @ w2.float()).to(bf16)
+    cols = w1.shape[1] // n
+    split = None
+    for q in range(n):
+        a = gelu((x.float() @ w1[:, q * cols:(q + 1) * cols].float()).to(bf16).float()).to(bf16)
+        part = (a.float() @ w2[q * cols:(q + 1) * cols].float()).to(bf16)
+        split = part if split is None else (split.float() + part.float()).to(bf16)
+    return exact, one, split
+# --8<-- [end:reference]
+
+
+def gather_output(torch, dist, out, tokens: int):
+    """Every rank's output rows, in token order, on every rank (an all-gather checked on collectives.md)."""
+    full = torch.empty(tokens, out.shape[1], dtype=out.dtype, device=out.device)
+    dist.all_gather_into_tensor(full, out.contiguous())
+    return full
+
+
+def check_all(torch, dist, rank: int, n: int, args, device) -> bool:
+    """Every way on fresh inputs, its output poisoned (NaN) before the run, against float64; rank 0 prints
+    the CHECK lines. Also checks that the chunked result agrees with the unchunked one."""
+    tokens, d_model, hidden = args.tokens, args.d_model, args.hidden or 4 * args.d_model
+    x, w1, w2 = random_block(torch, device, tokens, d_model, hidden, args.seed + n)
+    shard = Shard(torch, dist, x, w1, w2, rank, n)
+    exact, one, split = references(torch, x, w1, w2, n) if rank == 0 else (None, None, None)
+    size = f"{n}ranks_{tokens}x{d_model}x{hidden}"
+    ok, results = True, {}
+    chunk_counts = sorted({args.chunks, *(BENCH_CHUNKS if args.bench else ())})
+    ways = [("no_overlap", lambda: shard.no_overlap())]
+    for c in chunk_counts:
+        streams, bounds = Streams(torch, device, c), chunk_bounds(tokens // n, c)
+        ways.append((f"chunked{c}", lambda s=streams, b=bounds: shard.chunked(s, b)))
+    ways.append(("one_gpu", lambda: torch.matmul(torch.nn.functional.gelu(x @ w1, approximate="tanh"), w2)))
+    for name, run in ways:
+        shard.out.fill_(float("nan"))
+        shard.partial.fill_(float("nan"))
+        got = run()
+        full = got if name == "one_gpu" else gather_output(torch, dist, got, tokens)
+        if rank == 0:
+            results[name] = full
+            rounded = one if name == "one_gpu" else split
+            ok &= course_tools.check_scaled(f"tp_{name}_{size}", full, exact, rounded, row_len=d_model)
+    if rank == 0:
+        flat_split, flat_exact = course_tools._flat64(split), course_tools._flat64(exact)
+        tol = course_tools.compare_scaled(flat_split, flat_exact, flat_split, 16 * d_model)["tol"]
+        zeros_pass = course_tools.compare_scaled(0 * flat_split, flat_exact, flat_split, 16 * d_model)["ok"]
+        ok &= course_tools.check_true(f"tp_zero_output_rejected_{size}", not zeros_pass, flat_exact.size,
+                                      "the same check fails an all-zero output")
+        # GEMMs of fewer rows may sum in another order (cuBLAS picks its kernel by shape), so on a GPU the two
+        # may differ by the rounding each is allowed: 2 tol. On the CPU they are bit-equal (the test checks).
+        base = results["no_overlap"].double()
+        for c in chunk_counts:
+            diff = float((results[f"chunked{c}"].double() - base).abs().max())
+            ok &= course_tools.check_true(f"tp_chunked{c}_agrees_with_no_overlap_{size}", diff <= 2 * tol,
+                                          base.numel(),
+                                          f"max |chunked - unchunked| {diff:.3g} <= 2 tol {2 * tol:.3g}")
+    verdict = torch.tensor([int(ok)], dtype=torch.int32, device=device)
+    dist.broadcast(verdict, src=0)                          # every rank learns whether rank 0's checks passed
+    return bool(verdict.item())
+
+
+# --8<-- [start:bench]
+def bench_all(torch, dist, rank: int, n: int, args, device) -> None:
+    """Every way timed like collectives.py's collectives (back to back between CUDA events, the slowest
+    rank's time); the chunked rows also carry their collectives alone and their GEMMs alone, and the
+    share of the communication the overlap hid: (t_comm + t_compute - t_overlap) / t_comm."""
+    tokens, d_model, hidden = args.tokens, args.d_model, args.hidden or 4 * args.d_model
+    x, w1, w2 = random_block(torch, device, tokens, d_model, hidden, args.seed)
+    shard = Shard(torch, dist, x, w1, w2, rank, n)
+    flops = 4 * tokens * d_model * hidden                   # two GEMMs of 2 T D H
+    nbytes = 2 * (2 * tokens * d_model + 2 * d_model * hidden)  # X, Y, W1, W2 in bf16
+    case = f"MLP {tokens} tokens, d_model {d_model}, hidden {hidden}, {n} GPUs"
+
+    def timed(call):
+        return time_collective(torch, dist, call, batch=5, repeats=9)
+
+    def row(impl, ms, peer=False, **fields):
+        if rank == 0:
+            course_tools.bench(case, impl, ms, nbytes, flops, peer=peer, gpus=n, tokens=tokens, **fields)
+
+    whole = Streams(torch, device, 1), chunk_bounds(tokens // n, 1)
+    comm = timed(lambda: shard.chunked(*whole, do_compute=False))
+    compute = timed(lambda: shard.chunked(*whole, do_comm=False))
+    ms = timed(shard.no_overlap)
+    row("tensor-parallel, no overlap, bf16", ms, comm_ms=round(comm, 4), compute_ms=round(compute, 4),
+        hidden_pct=round(100 * (comm + compute - ms) / comm, 1))
+    for c in BENCH_CHUNKS:
+        streams, bounds = Streams(torch, device, c), chunk_bounds(tokens // n, c)
+        comm = timed(lambda: shard.chunked(streams, bounds, do_compute=False))
+        compute = timed(lambda: shard.chunked(streams, bounds, do_comm=False))
+        ms = timed(lambda: shard.chunked(streams, bounds))
+        row(f"tensor-parallel, chunked overlap, {c} chunks, bf16", ms, comm_ms=round(comm, 4),
+            compute_ms=round(compute, 4), hidden_pct=round(100 * (comm + compute - ms) / comm, 1))
+    y = torch.empty(tokens, d_model, dtype=x.dtype, device=device)
+    ms = timed(lambda: torch.matmul(torch.nn.functional.gelu(x @ w1, approximate="tanh"), w2, out=y))
+    row("one GPU, whole block, bf16", ms, peer=True)
+# --8<-- [end:bench]
+
+
+def worker(rank: int, n: int, args, store: str) -> None:
+    import torch
+    import torch.distributed as dist
+
+    sys.stdout.reconfigure(line_buffering=True)
+    warnings.filterwarnings("ignore", category=FutureWarning)  # reduce_scatter_tensor's rename in newer PyTorch
+    if args.cpu:
+        device, backend, kw = torch.device("cpu"), "gloo", {}
+        torch.set_num_threads(1)                               # n processes share the CPU
+    else:
+        torch.cuda.set_device(rank)
+        device, backend = torch.device("cuda", rank), "nccl"
+        options = dist.ProcessGroupNCCL.Options()
+        options.is_high_priority_stream = True                  # NCCL's kernels take SMs before queued GEMM blocks
+        kw = {"device_id": device, "pg_options": options}
+        torch.backends.cuda.matmul.allow_tf32 = False           # the float32 reference stays float32
+    dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=n,
+                            timeout=datetime.timedelta(seconds=300), **kw)
+    try:
+        ok = check_all(torch, dist, rank, n, args, device)
+        if ok and args.bench:
+            bench_all(torch, dist, rank, n, args, device)
+    finally:
+        dist.destroy_process_group()
+    if not ok:
+        sys.exit(course_tools.EXIT_FAIL)
+
+
+def main():
+    p = course_tools.parser("A tensor-parallel MLP block, with and without its communication overlapped")
+    p.add_argument("--tokens", type=int, default=16384, help="tokens T of the whole block (a multiple of the ranks)")
+    p.add_argument("--d-model", type=int, default=4096, help="model width D")
+    p.add_argument("--hidden", type=int, default=0, help="hidden width H (0: 4 D; a multiple of the ranks)")
+    p.add_argument("--chunks", type=int, default=4, help="chunks of the checked pipelined run")
+    p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--gpus", type=int, default=0, help="use at most this many GPUs (0: all)")
+    p.add_argument("--cpu", type=int, default=0, help="run on this many CPU processes (gloo) instead of GPUs")
+    p.add_argument("--bench", action="store_true", help="also time every way")
+    args = p.parse_args()
+    if not 1 <= args.tokens <= 1 << 20:
+        p.error(f"--tokens must be in [1, {1 << 20}], got {args.tokens}")
+    if not 1 <= args.d_model <= 1 << 16:
+        p.error(f"--d-model must be in [1, {1 << 16}], got {args.d_model}")
+    if not 0 <= args.hidden <= 1 << 18:
+        p.error(f"--hidden must be 0 (4 D) or in [1, {1 << 18}], got {args.hidden}")
+    if not 1 <= args.chunks <= 64:
+        p.error(f"--chunks must be in [1, 64], got {args.chunks}")
+    if args.gpus < 0 or args.cpu < 0 or args.cpu == 1 or args.cpu > 16:
+        p.error("--gpus must be >= 0; --cpu must be 0 (GPUs) or a process count in [2, 16]")
+    if args.cpu and (args.bench or args.gpus):
+        p.error("--cpu checks the logic only: it takes neither --bench nor --gpus")
+    for key, value in NO_MULTICAST.items():   # NVLink multicast stays off on the course's machines
+        os.environ[key] = value
+    if args.cpu:
+        import torch
+        sizes = [args.cpu]
+    else:
+        torch = course_tools.require_cuda("torch")
+        available = torch.cuda.device_count()
+        if args.gpus:
+            available = min(available, args.gpus)
+        if available < 2:
+            print(f"WAIVED needs 2 GPUs of one machine (this one has {torch.cuda.device_count()} visible"
+                  f"{', --gpus ' + str(args.gpus) if args.gpus else ''})")
+            sys.exit(course_tools.EXIT_WAIVED)
+        sizes = world_sizes(available)
+    hidden = args.hidden or 4 * args.d_model
+    chunk_counts = {args.chunks, *(BENCH_CHUNKS if args.bench else ())}
+    for n in sizes:  # sequence and tensor parallelism split tokens and hidden units evenly over the ranks
+        if args.tokens % n or hidden % n:
+            p.error(f"--tokens ({args.tokens}) and the hidden width ({hidden}) must be multiples of every "
+                    f"rank count run ({sizes}); {n} does not divide them")
+        if max(chunk_counts) > args.tokens // n:
+            p.error(f"{max(chunk_counts)} chunks need at least that many tokens per rank; "
+                    f"{n} ranks hold {args.tokens // n} each")
+    import torch.multiprocessing as mp
+
+    where = f"{args.cpu} CPU processes (gloo)" if args.cpu else f"{torch.cuda.get_device_name(0)}, GPU counts {sizes}"
+    print(f"PyTorch {torch.__version__}, {where}", flush=True)
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                mp.spawn(worker, args=(n, args, os.path.join(tmp, "store")), nprocs=n, join=True)
+            except mp.ProcessExitedException as e:
+                sys.exit(f"error: a rank of the {n}-rank run exited with code {e.exit_code}")
+            except mp.ProcessRaisedException as e:
+                last = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+                sys.exit(f"error: a rank of the {n}-rank run raised {last}")
+
+
+if __name__ == "__main__":
+    main()

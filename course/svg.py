@@ -99,6 +99,18 @@ class Svg:
         else:
             self.text(x + w / 2, y + h / 2 + size * 0.35, label, size, weight=weight)
 
+    def chain(self, x, y, items, h=44, gap=16, size=12, title=None):
+        """Boxes left to right, each joined to the next by an arrow: items are (label, sub or None, fill,
+        width), under an optional bold title. Returns the x just past the last box."""
+        if title:
+            self.text(x, y - 12, title, 13, anchor="start", weight="bold")
+        for i, (label, sub, fill, w) in enumerate(items):
+            if i:
+                self.line(x - gap, y + h / 2, x - 2, y + h / 2, arrow=True)
+            self.box(x, y, w, h, label, fill, size=size, weight="bold", sub=sub)
+            x += w + gap
+        return x - gap
+
     def line(self, x1, y1, x2, y2, stroke=INK, width=1.0, arrow=False, dash=None):
         self.items.append(el("line", x1=f"{x1:g}", y1=f"{y1:g}", x2=f"{x2:g}", y2=f"{y2:g}", stroke=stroke,
                              stroke_width=f"{width:g}", marker_end="url(#arrow)" if arrow else None,

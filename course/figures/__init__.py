@@ -15,15 +15,24 @@ import sys
 from pathlib import Path
 
 from ..svg import CARD  # noqa: F401  (tests/test_figures.py checks each figure's card against it)
-from .hardware import h100_sm, memory_hierarchy, host_device_copies, fat_binary
+from .hardware import h100_sm, memory_hierarchy, host_device_copies, fat_binary, hello_launch, device_query
 from .first_kernels import (thread_hierarchy, grid_over_matrix, matmul_naive, grid_stride,
-                            histogram_atomics, timing_ways, unified_memory, profiling_tools)
+                            histogram_atomics, timing_ways, unified_memory, profiling_tools, sanitizer_bugs,
+                            three_launches)
 from .memory_model import (coalescing, bank_conflicts, online_softmax, reduction_tree, transpose_tile,
                            occupancy, async_copies, cluster_softmax, grid_sync, l2_persistence, kernels_from_python)
 from .matmul import (matmul_tiling, sgemm_register_blocking, sgemm_warp_tiling,
                      hopper_pipeline, row_column_major, loop_order, scan_and_cub)
-from .attention import flash_tile_loop, attention_three_kernels, flash_backward, attention_shapes, number_formats
+from .attention import (flash_tile_loop, attention_three_kernels, flash_backward, attention_shapes, number_formats,
+                        triton_key_tiles, llmc_step)
 from .chapters import chapter_map
+from .ecosystem import kernel_provenance, utilisation, when_work_runs, onnx_hub
+from .cpp import storage_lifetimes, struct_padding, preprocessor_passes, raii_ownership
+from .extensions import (torch_library_dispatch, operator_checks, torch_compile_path, two_custom_ops, package_build,
+                         triton_programs, triton_softmax_row, triton_grouped_order)
+from .libraries import (cublaslt_epilogue, cutlass_tiles, curand_apis, cublasxt_tiles, ring_allreduce,
+                        fft_convolution)
+from .mnist import idx_file, mnist_network, implicit_gemm, fused_passes, tensor_core_conv
 from .many_gpus import tensor_parallel
 
 OUT = Path(__file__).resolve().parent.parent.parent / "docs" / "assets" / "figures"
@@ -66,6 +75,39 @@ FIGURES = {
     "kernels-from-python.svg": kernels_from_python,
     "scan-and-cub.svg": scan_and_cub,
     "number-formats.svg": number_formats,
+    "idx-file.svg": idx_file,
+    "fused-passes.svg": fused_passes,
+    "tensor-core-conv.svg": tensor_core_conv,
+    "cublaslt-epilogue.svg": cublaslt_epilogue,
+    "cutlass-tiles.svg": cutlass_tiles,
+    "triton-key-tiles.svg": triton_key_tiles,
+    "storage-lifetimes.svg": storage_lifetimes,
+    "torch-library-dispatch.svg": torch_library_dispatch,
+    "sanitizer-bugs.svg": sanitizer_bugs,
+    "mnist-network.svg": mnist_network,
+    "implicit-gemm.svg": implicit_gemm,
+    "curand-apis.svg": curand_apis,
+    "cublasxt-tiles.svg": cublasxt_tiles,
+    "operator-checks.svg": operator_checks,
+    "torch-compile-path.svg": torch_compile_path,
+    "hello-launch.svg": hello_launch,
+    "three-launches.svg": three_launches,
+    "llmc-step.svg": llmc_step,
+    "struct-padding.svg": struct_padding,
+    "preprocessor-passes.svg": preprocessor_passes,
+    "raii-ownership.svg": raii_ownership,
+    "device-query.svg": device_query,
+    "two-custom-ops.svg": two_custom_ops,
+    "package-build.svg": package_build,
+    "kernel-provenance.svg": kernel_provenance,
+    "utilisation.svg": utilisation,
+    "when-work-runs.svg": when_work_runs,
+    "onnx-hub.svg": onnx_hub,
+    "triton-programs.svg": triton_programs,
+    "ring-allreduce.svg": ring_allreduce,
+    "triton-softmax-row.svg": triton_softmax_row,
+    "triton-grouped-order.svg": triton_grouped_order,
+    "fft-convolution.svg": fft_convolution,
     "tensor-parallel.svg": tensor_parallel,
 }
 

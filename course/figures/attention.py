@@ -173,3 +173,62 @@ def number_formats() -> str:
     s.caption(336, "bf16 keeps fp32's 8 exponent bits; fp16, the same size, has 3 fewer exponent bits "
                    "and 3 more fraction bits.", 12)
     return s.render()
+
+
+def triton_key_tiles() -> str:
+    s = Svg(760, 400, "Which key tiles each program of the Triton forward loads, with BLOCK_M = 128 queries and "
+                      "BLOCK_N = 64 keys. Causal: query tile i runs its first loop, without a mask, over key "
+                      "tiles 0 to 2i - 1, wholly below the diagonal; its second loop, masked, over tiles 2i and "
+                      "2i + 1, which cross the diagonal; the tiles above are never loaded. With a key length "
+                      "kv_len: the tiles wholly inside it are unmasked, the one it cuts is masked, and those "
+                      "beyond it are never loaded")
+    s.heading("Each query tile: unmasked key tiles, then masked ones; the rest never loaded", 14)
+    fills = {"full": GREEN, "masked": ORANGE, "skip": GREY}
+    def panel(x, title, kind_of):
+        y, w, h = 74, 36, 56  # a key tile is 64 keys wide, a query tile 128 rows high: the same scale
+        s.text(x + 4 * w, y - 12, title, 13, weight="bold")
+        for i in range(4):
+            s.text(x - 8, y + i * h + h / 2 + 4, f"q tile {i}", 12, anchor="end")
+            for j in range(8):
+                s.rect(x + j * w, y + i * h, w, h, fill=fills[kind_of(i, j)], rx=0, width=0.8)
+        for j in range(8):
+            s.text(x + j * w + w / 2, y + 4 * h + 18, str(j), 12)
+        s.text(x + 4 * w, y + 4 * h + 36, "key tile", 12)
+    panel(90, "causal", lambda i, j: "full" if j < 2 * i else "masked" if j < 2 * i + 2 else "skip")
+    s.line(90, 74, 90 + 8 * 36, 74 + 4 * 56, stroke=STRONG_BLUE, width=1.5)
+    panel(440, "not causal, kv_len = 352 keys (5.5 tiles)",
+          lambda i, j: "full" if j < 5 else "masked" if j == 5 else "skip")
+    s.line(440 + 5.5 * 36, 66, 440 + 5.5 * 36, 74 + 4 * 56 + 6, stroke=STRONG_BLUE, width=1.5)
+    s.key(40, 342, GREEN, "first loop: no mask (MASKED = False)")
+    s.key(330, 342, ORANGE, "second loop: scores masked to -inf")
+    s.key(610, 342, GREY, "never loaded")
+    s.caption(384, "BLOCK_M = 128 and BLOCK_N = 64, one of the shapes autotuning tries; blue: the diagonal, "
+                   "kv_len.", 12)
+    return s.render()
+
+
+def llmc_step() -> str:
+    s = Svg(760, 370, "One training step of llm.c's train_gpt2.cu and the header behind each part. gpt2_forward: "
+                      "encoder.cuh embeds the tokens; each of the L layers runs layernorm.cuh, matmul.cuh "
+                      "(cuBLASLt), attention.cuh and gelu.cuh; fused_classifier.cuh computes the softmax, the "
+                      "loss and the logits' gradient in one kernel. gpt2_backward_and_reduce runs the layers in "
+                      "reverse, then the encoder's backward without atomics, and with several GPUs zero.cuh "
+                      "reduces the gradients with NCCL. gpt2_update: global_norm.cuh for clipping and adamw.cuh, "
+                      "which keeps fp32 master weights and rounds them stochastically to bf16")
+    s.heading("llm.c: one training step, and the header behind each part")
+    lanes = [("gpt2_forward", [("encoder", "token + position embeddings", BLUE, 200),
+                               ("L layers: layernorm, matmul,", "attention, gelu (matmul via cuBLASLt)", PURPLE, 260),
+                               ("fused_classifier", "loss and dlogits", ORANGE, 180)]),
+             ("gpt2_backward_and_reduce", [("L layers, reversed", "the same headers", PURPLE, 200),
+                                           ("encoder backward", "sorted work: no atomics", BLUE, 200),
+                                           ("zero", "several GPUs: NCCL averages", GREY, 200)]),
+             ("gpt2_update", [("global_norm", "for clipping", GREEN, 200),
+                              ("adamw", "fp32 master weights, bf16 copy", GREEN, 260)])]
+    for i, (name, items) in enumerate(lanes):
+        y = 56 + i * 86
+        s.chain(30, y + 24, items, gap=28, title=name)
+    s.text(380, 326, "The names are headers under llmc/ (encoder.cuh and so on); the table below maps each to "
+           "its course page.", 12)
+    s.caption(352, "Kernel launches on one compute stream (NCCL's on a stream of its own); floatX, bf16 by "
+                   "default, is fixed at compile time.", 12)
+    return s.render()

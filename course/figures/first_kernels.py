@@ -296,3 +296,64 @@ def profiling_tools() -> str:
         s.box(x, y, 130, 34, name, GREEN, size=12, weight="bold")
         s.text(x + 138, y + 22, what, 12, anchor="start")
     return s.render()
+
+
+def sanitizer_bugs() -> str:
+    s = Svg(760, 400, "The two planted bugs. Out of bounds: with the bound i <= n, thread n of the last block "
+                      "writes out[n], one float past the n the program allocated, into memory the allocator "
+                      "rounded up for, so nothing crashes; memcheck reports an invalid global write of size 4. "
+                      "The race: each thread writes tile[t] in shared memory and reads tile[255 - t], which a "
+                      "thread of another warp writes; without the barrier a warp can read before that write, "
+                      "and racecheck reports the hazard")
+    s.heading("Two bugs that pass a check on a good day, and the tool that finds each")
+    s.panel(30, 48, 340, 300, "memcheck: a write past the end")
+    for j, (label, fill) in enumerate([("n - 3", GREEN), ("n - 2", GREEN), ("n - 1", GREEN), ("n", RED),
+                                       ("n + 1", GREY), ("...", GREY)]):
+        s.box(46 + j * 52, 170, 48, 36, label, fill, size=12)
+    s.text(124, 226, "out: n floats", 12, weight="bold")
+    s.text(280, 226, "rounded-up slack", 12)
+    s.box(170, 92, 90, 34, "thread n", ORANGE, size=12, weight="bold")
+    s.line(215, 126, 226, 168, arrow=True)
+    s.lines(200, 258, ["the bound i <= n instead of i < n:", "one float past the allocation;",
+                       "no crash, and the first n are right"], step=17, size=12)
+    s.text(200, 328, "\"Invalid __global__ write of size 4\"", 12, fill=STRONG_RED, weight="bold")
+    s.panel(390, 48, 340, 300, "racecheck: a read before its write")
+    s.text(560, 92, "tile[256] in shared memory, by warp", 12)
+    for w in range(8):
+        s.box(406 + w * 38, 102, 36, 30, f"w{w}", BLUE if w else PURPLE, size=12)
+    s.line(425, 138, 691, 138, arrow=True, stroke=STRONG_BLUE)
+    s.text(560, 156, "thread t reads tile[255 - t]: another warp's", 12)
+    s.box(420, 172, 130, 44, "warp 0 reads", PURPLE, size=12, weight="bold", sub="tile[224 to 255]")
+    s.box(580, 172, 130, 44, "warp 7 writes", BLUE, size=12, weight="bold", sub="tile[224 to 255]")
+    s.lines(560, 246, ["without __syncthreads() between the write", "and the read, nothing makes warp 0 wait:",
+                       "the result depends on scheduling"], step=17, size=12)
+    s.text(560, 328, "\"Race reported\": both source lines", 12, fill=STRONG_RED, weight="bold")
+    s.caption(380, "Build with -lineinfo so that each report names the source line.", 12)
+    return s.render()
+
+
+def three_launches() -> str:
+    s = Svg(760, 330, "Vector addition three ways. CUDA C++: nvcc compiles vector_add.cu ahead of time into the "
+                      "program, and the host launches the kernel with <<<blocks, 256>>>. CuPy: "
+                      "vector_add_kernel.cu, the same kernel with C linkage and no main, is compiled at run time "
+                      "by NVRTC through cp.RawModule (cached on disk), get_function finds the kernel by its "
+                      "unmangled name, and the launch passes the grid, the block and the "
+                      "arguments. Triton: a Python function marked @triton.jit is compiled at its first call, "
+                      "and add_kernel[grid] launches one program per block of 1024 elements")
+    s.heading("One kernel, three ways from source to launch")
+    routes = [("CUDA C++", [("vector_add.cu", "the kernel and a main", BLUE, 164),
+                            ("nvcc", "ahead of time", PURPLE, 120),
+                            ("<<<blocks, 256>>>", "one thread per element", GREEN, 190)]),
+              ("CuPy", [("vector_add_kernel.cu", "the kernel, extern \"C\"", BLUE, 164),
+                        ("RawModule: NVRTC", "at run time, cached", PURPLE, 170),
+                        ("vector_add((blocks,), (256,), ...)", "get_function by name", GREEN, 240)]),
+              ("Triton", [("@triton.jit", "Python, tl.* on blocks", BLUE, 164),
+                          ("Triton compiler", "at the first call", PURPLE, 170),
+                          ("add_kernel[grid](...)", "one program per 1024", GREEN, 190)])]
+    for r, (name, items) in enumerate(routes):
+        y = 58 + r * 80
+        s.text(30, y + 27, name, 13, anchor="start", weight="bold")
+        s.chain(120, y, items, gap=26)
+    s.caption(310, "Every route ends in the same kind of launch: a grid of blocks running compiled device code.",
+              12)
+    return s.render()

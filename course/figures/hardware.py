@@ -113,3 +113,68 @@ def host_device_copies() -> str:
            "bandwidth counts both.", 12)
     s.caption(346, "Pinned memory is also what asynchronous copies need; pin what you transfer often.", 12)
     return s.render()
+
+
+def hello_launch() -> str:
+    s = Svg(760, 400, "hello_gpu: the host allocates marks on the device, launches hello with 2 blocks of 4 "
+                      "threads, which returns at once, checks the launch, then waits with cudaDeviceSynchronize, "
+                      "which also prints the kernel's printf output, and copies marks back. On the device each of "
+                      "the 8 threads computes its global id, blockIdx.x times blockDim.x plus threadIdx.x, 0 to 7, "
+                      "and writes id + 1 into marks at that index")
+    s.heading("hello<<<2, 4>>>: the host launches and waits; eight threads each write their mark", 14)
+    s.panel(30, 48, 250, 300, "host (CPU)")
+    steps = [("cudaMalloc(&marks)", GREY), ("hello<<<2, 4>>>(marks)", PURPLE), ("CUDA_CHECK_LAUNCH()", GREY),
+             ("cudaDeviceSynchronize()", ORANGE), ("cudaMemcpy(..., DeviceToHost)", GREY)]
+    for i, (label, fill) in enumerate(steps):
+        s.box(46, 76 + i * 50, 218, 34, label, fill, size=12)
+        if i:
+            s.line(155, 76 + i * 50 - 16, 155, 76 + i * 50 - 2, arrow=True)
+    s.panel(310, 48, 420, 300, "device (GPU): a grid of 2 blocks")
+    for b in range(2):
+        x = 326 + b * 202
+        s.rect(x, 80, 186, 120, fill=BLUE if b == 0 else GREEN)
+        s.text(x + 93, 100, f"block {b}: threads 0 to 3", 12, weight="bold")
+        for t in range(4):
+            s.box(x + 10 + t * 42, 112, 38, 34, str(t), GREY, size=13)
+            s.text(x + 29 + t * 42, 176, str(b * 4 + t), 13, weight="bold")
+        s.text(x + 93, 194, "global id", 12)
+    s.text(520, 226, "global id = blockIdx.x * blockDim.x + threadIdx.x, blockDim.x = 4", 12)
+    s.text(326, 262, "marks", 12, anchor="start", weight="bold")
+    for i in range(8):
+        s.box(380 + i * 42, 246, 38, 28, str(i + 1), BLUE if i < 4 else GREEN, size=12)
+    s.text(548, 296, "thread i writes marks[i] = i + 1; the host checks all eight", 12)
+    s.line(264, 143, 324, 143, arrow=True, dash="4 3")
+    s.text(294, 135, "launch", 11, fill=MUTED)
+    s.text(155, 334, "the sync waits for the kernel", 12, fill=MUTED)
+    s.caption(380, "printf output is buffered on the device and printed when the host next waits for it.", 12)
+    return s.render()
+
+
+def device_query() -> str:
+    s = Svg(760, 420, "Two ways to ask the runtime about a GPU: cudaGetDeviceProperties fills the whole "
+                      "cudaDeviceProp struct; cudaDeviceGetAttribute returns one value, and in CUDA 13 is the only "
+                      "way to read the clock rates that the struct no longer has. The facts the program prints and "
+                      "where the course uses them: the compute capability chooses the sm_ target and what is "
+                      "waived; the SM count sizes grids; shared memory per block and per SM bound tiles and "
+                      "occupancy; registers per SM bound occupancy; the warp size, 32, underlies shuffles and "
+                      "reductions; the memory clock and bus width give the bandwidth ceiling")
+    s.heading("What the device query asks, and where the course uses each answer")
+    s.box(30, 60, 220, 48, "cudaGetDeviceProperties", BLUE, size=12, weight="bold", sub="the whole cudaDeviceProp")
+    s.box(30, 130, 220, 48, "cudaDeviceGetAttribute", BLUE, size=12, weight="bold",
+          sub="one value; clocks in CUDA 13")
+    facts = [("compute capability", "sm_ target, waivers"), ("SM count", "grid sizes, grid-stride loops"),
+             ("shared memory per block, per SM", "tile sizes, occupancy"), ("registers per SM", "occupancy"),
+             ("warp size: 32", "shuffles, reductions"), ("memory clock x bus width", "the bandwidth ceiling")]
+    s.rect(286, 46, 248, 302, fill=PANEL, width=1.0)
+    for i, (fact, use) in enumerate(facts):
+        y = 56 + i * 50
+        s.box(300, y, 220, 38, fact, GREY, size=12)
+        s.line(534, y + 19, 550, y + 19, arrow=True)
+        s.text(556, y + 23, use, 12, anchor="start")
+    s.line(250, 84, 284, 150, arrow=True)
+    s.line(250, 154, 284, 190, arrow=True)
+    s.text(140, 214, "the program checks", 12, fill=MUTED)
+    s.text(140, 230, "that the two agree", 12, fill=MUTED)
+    s.lines(380, 372, ["Bandwidth = 2 transfers per memory clock x the bus width in bytes: the theoretical peak,",
+                       "which measured copies never quite reach."], step=18, size=12)
+    return s.render()

@@ -257,16 +257,22 @@ REVEAL_JS = r"""
 # Click every copy button in the content (revealing it first) and read what reached the clipboard.
 # The click is the element's own click(), as Material's handler receives it; test_browser.py also
 # checks one button with a real mouse click.
+# A clipboard call can wait forever in a page that has lost focus (two browsers crawling side by side on
+# a busy machine), and page.evaluate has no timeout of its own: each call is raced against a timer, so a
+# stuck call fails with a message (test_browser.py's _copy_all then focuses the page and tries again)
+# instead of hanging the crawl.
 COPY_ALL_JS = r"""
-async ([selector, reveal]) => {
+async ([selector, reveal, limitMs]) => {
   const revealFn = eval(reveal);
+  const bounded = (promise, what) => Promise.race([promise, new Promise((_, reject) =>
+    setTimeout(() => reject(new Error(`clipboard ${what} took over ${limitMs} ms`)), limitMs))]);
   const texts = [];
   for (const button of document.querySelectorAll(`article :is(${selector})`)) {
     revealFn(button);
-    await navigator.clipboard.writeText("\u2400 nothing was copied");
+    await bounded(navigator.clipboard.writeText("\u2400 nothing was copied"), "write");
     button.click();
     await new Promise(r => setTimeout(r, 0));
-    texts.push(await navigator.clipboard.readText());
+    texts.push(await bounded(navigator.clipboard.readText(), "read"));
   }
   return texts;
 }

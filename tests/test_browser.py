@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
 import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -159,7 +160,11 @@ def _open_print_page(page, base_url: str) -> float:
 def _copy_all(page) -> list[str]:
     """Click every copy button in the page's content, return the texts it put on the clipboard.
     Folded answers are opened and the tab holding each block is selected first, as a reader would."""
-    return page.evaluate(bs.COPY_ALL_JS, [bs.COPY_BUTTON, bs.REVEAL_JS])
+    try:
+        return page.evaluate(bs.COPY_ALL_JS, [bs.COPY_BUTTON, bs.REVEAL_JS, 10_000])
+    except Exception:  # noqa: BLE001 (a clipboard call timed out: focus the page and try once more)
+        page.bring_to_front()
+        return page.evaluate(bs.COPY_ALL_JS, [bs.COPY_BUTTON, bs.REVEAL_JS, 10_000])
 
 
 CONTRAST_SCOPE = ".md-header, .md-content, .md-footer"
@@ -191,7 +196,7 @@ def _visit(page, base_url: str, path: str, info: dict) -> None:
     info["phone"] = page.evaluate(bs.OVERFLOW_JS)
 
 
-def _crawl_part(base_url: str, paths: list[str]) -> tuple[dict, Recorder]:
+def _crawl_part(base_url: str, paths: list[str], progress: dict | None = None) -> tuple[dict, Recorder]:
     """One worker's share of the crawl, with its own Playwright and Chromium (the sync API is per thread)."""
     from playwright.sync_api import sync_playwright
 
@@ -202,6 +207,8 @@ def _crawl_part(base_url: str, paths: list[str]) -> tuple[dict, Recorder]:
         page = context.new_page()
         for path in paths:
             rec.current = path
+            if progress is not None:
+                progress[threading.get_ident()] = path
             info: dict = {"problems": []}
             try:
                 _visit(page, base_url, path, info)
@@ -225,13 +232,33 @@ def _crawl_part(base_url: str, paths: list[str]) -> tuple[dict, Recorder]:
 def crawl(browser, base_url, site):
     """Visit every page once on a desktop, then at phone width, gathering everything the tests check.
     The pages are shared among COURSE_BROWSER_WORKERS browsers (default: 2, or 1 on one core)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     paths = bs.site_pages(site)
     workers = max(1, int(os.environ.get("COURSE_BROWSER_WORKERS") or min(2, os.cpu_count() or 1)))
     started = time.monotonic()
-    with ThreadPoolExecutor(workers) as pool:
-        parts = list(pool.map(lambda i: _crawl_part(base_url, paths[i::workers]), range(workers)))
+    # Daemon threads and a deadline: a page that never answers fails the crawl, naming the page, instead
+    # of hanging CI (Playwright's evaluate has no timeout of its own).
+    limit_s = float(os.environ.get("COURSE_CRAWL_TIMEOUT_S", 1800))
+    progress: dict = {}
+    results: list = [None] * workers
+    errors: list = []
+
+    def work(i):
+        try:
+            results[i] = _crawl_part(base_url, paths[i::workers], progress)
+        except BaseException as e:  # noqa: BLE001 (re-raised below, in the test's thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=max(0.0, started + limit_s - time.monotonic()))
+    stuck = [progress.get(t.ident, "(not started)") for t in threads if t.is_alive()]
+    if stuck:
+        pytest.fail(f"the crawl did not finish in {limit_s:.0f} s (COURSE_CRAWL_TIMEOUT_S); stuck on: {stuck}")
+    if errors:
+        raise errors[0]
+    parts = results
     pages = {p: info for part, _ in parts for p, info in part.items()}
     pages = {p: pages[p] for p in paths}  # in site order: the home page first
     rec = parts[0][1]

@@ -236,7 +236,7 @@ def parse(path: Path) -> Program:
     text = path.read_text()
     # A Python file with no `if __name__ == "__main__"` is a module that programs import (mnist_data.py),
     # not a program: like a header, it is built and run through the programs that use it.
-    module = lang == "python" and "__name__" not in text
+    module = lang == "python" and not re.search(r"if\s+__name__\s*==", text)
     prog = Program(path=path.resolve(), lang=lang, header=path.suffix in HEADER_SUFFIXES or shared or module)
     lines = text.splitlines()[:60]
     for i, line in enumerate(lines):

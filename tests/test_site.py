@@ -53,6 +53,8 @@ def _recorded_results_page():
             if f"course:plot {m[1]}" in text:  # the page draws its own plot: the section then has none
                 continue
             prog = programs.program_for(m[1])
+            if prog is None:  # a directive quoted as an example (contributing.md's skeleton), not a program
+                continue
             try:
                 rows, _ = record.passing_bench_rows(prog, rec)
             except record.NotRecorded:

@@ -97,6 +97,34 @@ __device__ void barrier(const Peers& p, int rank, int nranks, uint32_t value) {
 // --8<-- [end:barrier]
 
 // --8<-- [start:one_shot]
+// Vector i (16 bytes) summed over the n inputs: every load issued before the first add, so all n are in
+// flight at once, then the adds in rank order 0..n-1 on every rank (so every rank gets the same bits).
+template <int kRanks>
+__device__ __forceinline__ float4 sum_over_ranks(const Peers& p, size_t i) {
+  float4 v[kRanks];
+#pragma unroll
+  for (int s = 0; s < kRanks; ++s) v[s] = reinterpret_cast<const float4*>(p.in[s])[i];
+  float4 acc = v[0];
+#pragma unroll
+  for (int s = 1; s < kRanks; ++s) {
+    acc.x += v[s].x;
+    acc.y += v[s].y;
+    acc.z += v[s].z;
+    acc.w += v[s].w;
+  }
+  return acc;
+}
+
+// The last count % 4 elements, which no 16-byte vector covers: every rank sums them itself.
+template <int kRanks>
+__device__ __forceinline__ void sum_tail(const Peers& p, int rank, size_t count, size_t first, size_t stride) {
+  for (size_t i = 4 * (count / 4) + first; i < count; i += stride) {
+    float acc = p.in[0][i];
+    for (int s = 1; s < kRanks; ++s) acc += p.in[s][i];
+    p.out[rank][i] = acc;
+  }
+}
+
 // One-shot: after a barrier (every rank's kernel has started, so every input is complete), each thread
 // sums 16 bytes from each of the n inputs, in rank order 0..n-1 on every rank (so every rank gets the
 // same bits), and writes them to its own output. The closing barrier keeps any rank from leaving while a
@@ -108,25 +136,8 @@ __global__ void __launch_bounds__(kThreads) one_shot(Peers p, int rank, size_t c
   const size_t first = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   float4* out = reinterpret_cast<float4*>(p.out[rank]);
-  for (size_t i = first; i < nvec; i += stride) {
-    float4 v[kRanks];
-#pragma unroll
-    for (int s = 0; s < kRanks; ++s) v[s] = reinterpret_cast<const float4*>(p.in[s])[i];  // n loads in flight
-    float4 acc = v[0];
-#pragma unroll
-    for (int s = 1; s < kRanks; ++s) {
-      acc.x += v[s].x;
-      acc.y += v[s].y;
-      acc.z += v[s].z;
-      acc.w += v[s].w;
-    }
-    out[i] = acc;
-  }
-  for (size_t i = 4 * nvec + first; i < count; i += stride) {  // the last count % 4 elements
-    float acc = p.in[0][i];
-    for (int s = 1; s < kRanks; ++s) acc += p.in[s][i];
-    p.out[rank][i] = acc;
-  }
+  for (size_t i = first; i < nvec; i += stride) out[i] = sum_over_ranks<kRanks>(p, i);
+  sum_tail<kRanks>(p, rank, count, first, stride);
   barrier(p, rank, kRanks, 4 * epoch + 2);
 }
 // --8<-- [end:one_shot]
@@ -147,25 +158,9 @@ __global__ void __launch_bounds__(kThreads) two_shot(Peers p, int rank, size_t c
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   float4* out = reinterpret_cast<float4*>(p.out[rank]);
   const size_t mine = rank * share;
-  for (size_t j = first; j < share && mine + j < nvec; j += stride) {
-    float4 v[kRanks];
-#pragma unroll
-    for (int s = 0; s < kRanks; ++s) v[s] = reinterpret_cast<const float4*>(p.in[s])[mine + j];
-    float4 acc = v[0];
-#pragma unroll
-    for (int s = 1; s < kRanks; ++s) {
-      acc.x += v[s].x;
-      acc.y += v[s].y;
-      acc.z += v[s].z;
-      acc.w += v[s].w;
-    }
-    out[mine + j] = acc;
-  }
-  for (size_t i = 4 * nvec + first; i < count; i += stride) {
-    float acc = p.in[0][i];
-    for (int s = 1; s < kRanks; ++s) acc += p.in[s][i];
-    p.out[rank][i] = acc;
-  }
+  for (size_t j = first; j < share && mine + j < nvec; j += stride)
+    out[mine + j] = sum_over_ranks<kRanks>(p, mine + j);
+  sum_tail<kRanks>(p, rank, count, first, stride);
   barrier(p, rank, kRanks, 4 * epoch + 2);
   for (size_t j = first; j < share; j += stride) {
     float4 v[kRanks];

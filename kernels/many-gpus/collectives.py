@@ -18,14 +18,12 @@ Run: python kernels/many-gpus/collectives.py                  (checks, on 2 GPUs
 # course: bench --bench
 """
 
-import datetime
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 import course_tools  # noqa: E402
+import ranks  # noqa: E402  one process per GPU: the launch and each rank's life
 
 # --8<-- [start:factors]
 # nccl-tests' PERFORMANCE.md: a collective of S bytes on n ranks, timed t, has algorithm bandwidth S / t;
@@ -41,7 +39,6 @@ BUS_FACTOR = {
 }
 # --8<-- [end:factors]
 COLLECTIVES = tuple(BUS_FACTOR)
-NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 ELEMENT = 4  # bytes of a float32
 
 
@@ -50,17 +47,6 @@ def size_label(nbytes: int) -> str:
         if nbytes >= scale and nbytes % scale == 0:
             return f"{nbytes // scale} {unit}"
     return f"{nbytes} B"
-
-
-def world_sizes(available: int) -> list[int]:
-    """The GPU counts to run: 2, 4, 8, ... up to what is available, and the total if it is not one."""
-    sizes, n = [], 2
-    while n <= available:
-        sizes.append(n)
-        n *= 2
-    if available >= 2 and available not in sizes:
-        sizes.append(available)
-    return sizes
 
 
 def rank_input(torch, seed: int, rank: int, count: int):
@@ -179,22 +165,13 @@ def worker(rank: int, n: int, args, store: str) -> None:
     import torch
     import torch.distributed as dist
 
-    sys.stdout.reconfigure(line_buffering=True)                        # rank 0's lines reach the pipe at once
     torch.cuda.set_device(rank)
+    timed = (lambda: bench_collectives(torch, dist, rank, n, args.max_mib << 20)) if args.bench else None
     # --8<-- [start:init]
-    # a hung collective fails, it does not wait forever
-    dist.init_process_group("nccl", init_method=f"file://{store}", rank=rank, world_size=n,
-                            device_id=torch.device("cuda", rank),
-                            timeout=datetime.timedelta(seconds=120))
+    # device_id: the communicator is made at once, not at the first collective
+    ranks.run_rank(rank, n, store, "nccl", timeout_s=120, device_id=torch.device("cuda", rank),
+                   check=lambda: check_collectives(torch, dist, rank, n, args.count, args.seed), bench=timed)
     # --8<-- [end:init]
-    try:
-        ok = check_collectives(torch, dist, rank, n, args.count, args.seed)
-        if ok and args.bench:
-            bench_collectives(torch, dist, rank, n, args.max_mib << 20)
-    finally:
-        dist.destroy_process_group()
-    if not ok:
-        sys.exit(course_tools.EXIT_FAIL)
 
 
 def main():
@@ -211,34 +188,11 @@ def main():
         p.error(f"--gpus must be 0 (all) or a positive count, got {args.gpus}")
     if not 1 <= args.max_mib <= 4096 or args.max_mib & (args.max_mib - 1):
         p.error(f"--max-mib must be a power of two in [1, 4096], got {args.max_mib}")
-    # --8<-- [start:env]
-    for key, value in NO_MULTICAST.items():  # NVLink multicast stays off on the course's machines
-        os.environ[key] = value
-    torch = course_tools.require_cuda("torch")
-    available = torch.cuda.device_count()
-    if args.gpus:
-        available = min(available, args.gpus)
-    if available < 2:
-        print(f"WAIVED needs 2 GPUs of one machine (this one has {torch.cuda.device_count()} visible"
-              f"{', --gpus ' + str(args.gpus) if args.gpus else ''})")
-        sys.exit(course_tools.EXIT_WAIVED)
-    # --8<-- [end:env]
-    import torch.multiprocessing as mp
-
+    torch, available = ranks.gpus_or_waive(args.gpus)                # NVLink multicast off; waived below 2 GPUs
     nccl = torch.cuda.nccl.version()
     print(f"PyTorch {torch.__version__}, NCCL {'.'.join(map(str, nccl)) if isinstance(nccl, tuple) else nccl}, "
-          f"{torch.cuda.get_device_name(0)}, GPU counts {world_sizes(available)}", flush=True)
-    for n in world_sizes(available):
-        with tempfile.TemporaryDirectory() as tmp:                     # the rendezvous: a file every rank opens
-            # --8<-- [start:spawn]
-            try:
-                mp.spawn(worker, args=(n, args, os.path.join(tmp, "store")), nprocs=n, join=True)
-            except mp.ProcessExitedException as e:                     # a rank failed: its own output says why
-                sys.exit(f"error: a rank of the {n}-GPU run exited with code {e.exit_code}")
-            except mp.ProcessRaisedException as e:                     # a rank raised: show its message, no traceback
-                last = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-                sys.exit(f"error: a rank of the {n}-GPU run raised {last}")
-            # --8<-- [end:spawn]
+          f"{torch.cuda.get_device_name(0)}, GPU counts {ranks.world_sizes(available)}", flush=True)
+    ranks.spawn_each(worker, ranks.world_sizes(available), (args,), unit="GPU")
 
 
 if __name__ == "__main__":

@@ -29,16 +29,14 @@ Run: python kernels/many-gpus/tensor_parallel.py                    (checks, on 
 """
 
 import contextlib
-import datetime
-import os
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 import course_tools  # noqa: E402
-from collectives import NO_MULTICAST, time_collective, world_sizes  # noqa: E402
+import ranks  # noqa: E402  one process per GPU: the launch and each rank's life
+from collectives import time_collective  # noqa: E402
 
 BENCH_CHUNKS = (2, 4, 8)
 
@@ -267,7 +265,6 @@ def worker(rank: int, n: int, args, store: str) -> None:
     import torch
     import torch.distributed as dist
 
-    sys.stdout.reconfigure(line_buffering=True)
     warnings.filterwarnings("ignore", category=FutureWarning)  # reduce_scatter_tensor's rename in newer PyTorch
     if args.cpu:
         device, backend, kw = torch.device("cpu"), "gloo", {}
@@ -279,16 +276,9 @@ def worker(rank: int, n: int, args, store: str) -> None:
         options.is_high_priority_stream = True                  # NCCL's kernels take SMs before queued GEMM blocks
         kw = {"device_id": device, "pg_options": options}
         torch.backends.cuda.matmul.allow_tf32 = False           # the float32 reference stays float32
-    dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=n,
-                            timeout=datetime.timedelta(seconds=300), **kw)
-    try:
-        ok = check_all(torch, dist, rank, n, args, device)
-        if ok and args.bench:
-            bench_all(torch, dist, rank, n, args, device)
-    finally:
-        dist.destroy_process_group()
-    if not ok:
-        sys.exit(course_tools.EXIT_FAIL)
+    timed = (lambda: bench_all(torch, dist, rank, n, args, device)) if args.bench else None
+    ranks.run_rank(rank, n, store, backend, timeout_s=300, check=lambda: check_all(torch, dist, rank, n, args, device),
+                   bench=timed, **kw)
 
 
 def main():
@@ -314,21 +304,13 @@ def main():
         p.error("--gpus must be >= 0; --cpu must be 0 (GPUs) or a process count in [2, 16]")
     if args.cpu and (args.bench or args.gpus):
         p.error("--cpu checks the logic only: it takes neither --bench nor --gpus")
-    for key, value in NO_MULTICAST.items():   # NVLink multicast stays off on the course's machines
-        os.environ[key] = value
     if args.cpu:
+        ranks.multicast_off()
         import torch
         sizes = [args.cpu]
     else:
-        torch = course_tools.require_cuda("torch")
-        available = torch.cuda.device_count()
-        if args.gpus:
-            available = min(available, args.gpus)
-        if available < 2:
-            print(f"WAIVED needs 2 GPUs of one machine (this one has {torch.cuda.device_count()} visible"
-                  f"{', --gpus ' + str(args.gpus) if args.gpus else ''})")
-            sys.exit(course_tools.EXIT_WAIVED)
-        sizes = world_sizes(available)
+        torch, available = ranks.gpus_or_waive(args.gpus)  # NVLink multicast off; waived below 2 GPUs
+        sizes = ranks.world_sizes(available)
     hidden = args.hidden or 4 * args.d_model
     chunk_counts = {args.chunks, *(BENCH_CHUNKS if args.bench else ())}
     for n in sizes:  # sequence and tensor parallelism split tokens and hidden units evenly over the ranks
@@ -338,19 +320,9 @@ def main():
         if max(chunk_counts) > args.tokens // n:
             p.error(f"{max(chunk_counts)} chunks need at least that many tokens per rank; "
                     f"{n} ranks hold {args.tokens // n} each")
-    import torch.multiprocessing as mp
-
     where = f"{args.cpu} CPU processes (gloo)" if args.cpu else f"{torch.cuda.get_device_name(0)}, GPU counts {sizes}"
     print(f"PyTorch {torch.__version__}, {where}", flush=True)
-    for n in sizes:
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                mp.spawn(worker, args=(n, args, os.path.join(tmp, "store")), nprocs=n, join=True)
-            except mp.ProcessExitedException as e:
-                sys.exit(f"error: a rank of the {n}-rank run exited with code {e.exit_code}")
-            except mp.ProcessRaisedException as e:
-                last = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-                sys.exit(f"error: a rank of the {n}-rank run raised {last}")
+    ranks.spawn_each(worker, sizes, (args,))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@
 // course: bench --bench
 #include <cuda_bf16.h>
 
-#include <string>
 #include <vector>
 
 #include "decode_common.cuh"  // the problem, reference, split and merge kernels, shared with the paged cache
@@ -35,26 +34,21 @@
 // sequence's length (a read past it poisons the output), the output poisoned; split as planned and
 // in one chunk; each against float64 with the chapter's data-scaled tolerance.
 static bool check(const decode::Problem& p, uint64_t seed, attn::Plant plant) {
-  std::vector<float> q(p.q_elements()), k(p.cache_elements()), v(p.cache_elements());
-  course::fill_uniform(q, seed, -2.0f, 2.0f);
-  course::fill_uniform(k, seed + 1, -2.0f, 2.0f);
-  course::fill_uniform(v, seed + 2, -1.0f, 1.0f);
-  std::vector<__nv_bfloat16> qb, kb, vb;
-  attn::round_to_bf16(q, qb), attn::round_to_bf16(k, kb), attn::round_to_bf16(v, vb);
+  decode::HostInputs in = decode::random_host_inputs(p.q_elements(), p.cache_elements(), seed);
   const __nv_bfloat16 nan = __float2bfloat16(NAN);
   for (int b = 0; b < p.batch; ++b)
     for (int h = 0; h < p.kv_heads; ++h)
       for (size_t j = p.lengths[b]; j < static_cast<size_t>(p.capacity); ++j)
         for (int c = 0; c < p.dim; ++c) {
           const size_t e = ((static_cast<size_t>(b) * p.kv_heads + h) * p.capacity + j) * p.dim + c;
-          kb[e] = vb[e] = nan;
+          in.kb[e] = in.vb[e] = nan;
         }
-  const std::vector<double> exact = decode::reference(p, q.data(), k.data(), v.data(), decode::contiguous_rows(p));
-  std::vector<double> rounded(exact.size());  // the kernel's only rounding: the output to bf16
-  for (size_t e = 0; e < exact.size(); ++e) rounded[e] = attn::round_bf16(exact[e]);
+  const std::vector<double> exact =
+      decode::reference(p, in.q.data(), in.k.data(), in.v.data(), decode::contiguous_rows(p));
+  const std::vector<double> rounded = decode::rounded_output(exact);
 
   decode::Buffers d;
-  d.q = course::to_device(qb), d.k = course::to_device(kb), d.v = course::to_device(vb);
+  d.q = course::to_device(in.qb), d.k = course::to_device(in.kb), d.v = course::to_device(in.vb);
   d.lengths = course::to_device(p.lengths);
   d.out = course::device_alloc<__nv_bfloat16>(p.q_elements());
   bool ok = true;
@@ -63,18 +57,11 @@ static bool check(const decode::Problem& p, uint64_t seed, attn::Plant plant) {
     decode::allocate_partials(p, pl, d);
     course::poison(d.out, p.q_elements() * sizeof(__nv_bfloat16));
     decode::launch(p, pl, d);
-    const std::vector<__nv_bfloat16> out_b = course::to_host(d.out, p.q_elements());
-    std::vector<float> got(out_b.size());
-    for (size_t e = 0; e < got.size(); ++e) got[e] = __bfloat162float(out_b[e]);
-    if (plant != attn::Plant::kNone) {
-      ok = attn::report_planted(plant, "", got, exact.data(), rounded.data(), p.dim, attn::kOldAtolOut) && ok;
-      break;
-    }
     char name[160];
     std::snprintf(name, sizeof(name), "decode b%d hq%d hkv%d d%d ctx%d cache%d splits%d", p.batch, p.heads,
                   p.kv_heads, p.dim, p.lengths[0], p.capacity, pl.splits);
-    ok = attn::report(name, attn::compare_scaled(got.data(), exact.data(), rounded.data(), got.size(),
-                                                 attn::kGroupRows * p.dim)) && ok;
+    ok = decode::report_output(name, course::to_host(d.out, p.q_elements()), exact, rounded, p.dim, plant) && ok;
+    if (plant != attn::Plant::kNone) break;
   }
   d.release();
   // The guard itself: a length past the cache is refused (quietly here; main prints the error).
@@ -91,16 +78,7 @@ static bool check(const decode::Problem& p, uint64_t seed, attn::Plant plant) {
 static void bench_case(int batch, int context, uint64_t seed) {
   decode::Problem p{batch, 32, 8, 64, context, std::vector<int>(batch, context)};
   const double cache_bytes = 2.0 * p.cache_elements() * sizeof(__nv_bfloat16);
-  decode::Buffers d;
-  d.q = course::device_alloc<__nv_bfloat16>(p.q_elements());
-  d.k = course::device_alloc<__nv_bfloat16>(p.cache_elements());
-  d.v = course::device_alloc<__nv_bfloat16>(p.cache_elements());
-  d.out = course::device_alloc<__nv_bfloat16>(p.q_elements());
-  d.lengths = course::to_device(p.lengths);
-  decode::fill_random<<<1024, 256>>>(d.q, p.q_elements(), seed, -2.0f, 2.0f);
-  decode::fill_random<<<4096, 256>>>(d.k, p.cache_elements(), seed + 1, -2.0f, 2.0f);
-  decode::fill_random<<<4096, 256>>>(d.v, p.cache_elements(), seed + 2, -1.0f, 1.0f);
-  CUDA_CHECK_LAUNCH();
+  decode::Buffers d = decode::random_device_buffers(p, seed);
   const decode::Plan pl = decode::plan(p, decode::sm_count());
   decode::allocate_partials(p, pl, d);
   const float ms = course::time_kernel_ms([&] { decode::launch(p, pl, d); });
@@ -118,31 +96,19 @@ static void bench_case(int batch, int context, uint64_t seed) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  decode::Problem p;
-  p.batch = static_cast<int>(args.get_int("--batch", 5, 1, 64));
-  p.heads = static_cast<int>(args.get_int("--heads", 32, 1, 128));
-  p.kv_heads = static_cast<int>(args.get_int("--kv-heads", 8, 1, 128));
-  p.dim = static_cast<int>(args.get_int("--dim", 64, 64, 128));
-  const int context = static_cast<int>(args.get_int("--context", 4999, 0, 1 << 17));
+  decode::Options o = decode::read_options(args);
   const int cache = static_cast<int>(args.get_int("--cache", 0, 0, 1 << 17));  // 0: as long as the context
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
-  const bool bench = args.has("--bench");
-  const std::string plant = args.get_str("--plant", "none");
   args.finish();
-  if (plant != "none" && plant != "zeros-small" && plant != "tile") {
-    std::fprintf(stderr, "error: --plant expects none, zeros-small or tile, got '%s'\n", plant.c_str());
-    return course::kExitFail;
-  }
-  p.capacity = std::max(1, cache > 0 ? cache : context);
-  p.lengths = decode::edge_lengths(p.batch, context);
+  attn::Plant fault = attn::Plant::kNone;
+  if (!decode::parse_plant(o.plant, fault)) return course::kExitFail;
+  decode::Problem& p = o.p;
+  p.capacity = std::max(1, cache > 0 ? cache : o.context);
+  p.lengths = decode::edge_lengths(p.batch, o.context);
   if (!decode::supported(p) || !decode::lengths_fit(p)) return course::kExitFail;
 
-  const attn::Plant fault = plant == "tile" ? attn::Plant::kTile
-                            : plant == "zeros-small" ? attn::Plant::kZerosSmall
-                                                     : attn::Plant::kNone;
-  const bool ok = check(p, seed, fault);
-  if (ok && bench && fault == attn::Plant::kNone)
+  const bool ok = check(p, o.seed, fault);
+  if (ok && o.bench && fault == attn::Plant::kNone)
     for (const int batch : {1, 8, 64})
-      for (const int ctx : {1024, 8192, 32768, 131072}) bench_case(batch, ctx, seed);
+      for (const int ctx : {1024, 8192, 32768, 131072}) bench_case(batch, ctx, o.seed);
   return ok ? 0 : course::kExitFail;
 }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "../attention/attention_common.cuh"
@@ -374,6 +375,89 @@ __global__ void fill_random(__nv_bfloat16* x, size_t n, uint64_t seed, float lo,
     h ^= h >> 31, h *= 0x94D049BB133111EBull, h ^= h >> 29;
     x[i] = __float2bfloat16(lo + (hi - lo) * static_cast<float>(h >> 40) * 0x1p-24f);
   }
+}
+
+// The benchmark's buffers for one problem: q, K and V filled on the device with the checks' ranges (q
+// and K in [-2, 2), V in [-1, 1)), the lengths copied, the output allocated; partials follow the plan.
+inline Buffers random_device_buffers(const Problem& p, uint64_t seed) {
+  Buffers d;
+  d.q = course::device_alloc<__nv_bfloat16>(p.q_elements());
+  d.k = course::device_alloc<__nv_bfloat16>(p.cache_elements());
+  d.v = course::device_alloc<__nv_bfloat16>(p.cache_elements());
+  d.out = course::device_alloc<__nv_bfloat16>(p.q_elements());
+  d.lengths = course::to_device(p.lengths);
+  fill_random<<<1024, 256>>>(d.q, p.q_elements(), seed, -2.0f, 2.0f);
+  fill_random<<<4096, 256>>>(d.k, p.cache_elements(), seed + 1, -2.0f, 2.0f);
+  fill_random<<<4096, 256>>>(d.v, p.cache_elements(), seed + 2, -1.0f, 1.0f);
+  CUDA_CHECK_LAUNCH();
+  return d;
+}
+
+// The checks' inputs: random q (q_elements values) and K, V (cache_elements each), and their bf16
+// roundings, which the kernels read (the float64 reference reads the unrounded values).
+struct HostInputs {
+  std::vector<float> q, k, v;
+  std::vector<__nv_bfloat16> qb, kb, vb;
+};
+inline HostInputs random_host_inputs(size_t q_elements, size_t cache_elements, uint64_t seed) {
+  HostInputs in{std::vector<float>(q_elements), std::vector<float>(cache_elements),
+                std::vector<float>(cache_elements), {}, {}, {}};
+  course::fill_uniform(in.q, seed, -2.0f, 2.0f);
+  course::fill_uniform(in.k, seed + 1, -2.0f, 2.0f);
+  course::fill_uniform(in.v, seed + 2, -1.0f, 1.0f);
+  attn::round_to_bf16(in.q, in.qb), attn::round_to_bf16(in.k, in.kb), attn::round_to_bf16(in.v, in.vb);
+  return in;
+}
+
+// The reference as the kernel's only rounding leaves it: the output to bf16.
+inline std::vector<double> rounded_output(const std::vector<double>& exact) {
+  std::vector<double> rounded(exact.size());
+  for (size_t e = 0; e < exact.size(); ++e) rounded[e] = attn::round_bf16(exact[e]);
+  return rounded;
+}
+
+// One run's verdict on the output copied back: against float64 with the chapter's data-scaled
+// tolerance (printed as `name`), or with a plant, whether the planted fault is caught.
+inline bool report_output(const char* name, const std::vector<__nv_bfloat16>& out, const std::vector<double>& exact,
+                          const std::vector<double>& rounded, int dim, attn::Plant plant) {
+  std::vector<float> got(out.size());
+  for (size_t e = 0; e < got.size(); ++e) got[e] = __bfloat162float(out[e]);
+  if (plant != attn::Plant::kNone)
+    return attn::report_planted(plant, "", got, exact.data(), rounded.data(), dim, attn::kOldAtolOut);
+  return attn::report(name, attn::compare_scaled(got.data(), exact.data(), rounded.data(), got.size(),
+                                                 attn::kGroupRows * dim));
+}
+
+// The options both programs take; each reads its own cache shape before calling args.finish().
+// capacity and lengths are left to the program.
+struct Options {
+  Problem p;
+  int context = 0;
+  uint64_t seed = 0;
+  bool bench = false;
+  std::string plant;
+};
+inline Options read_options(const course::Args& args) {
+  Options o;
+  o.p.batch = static_cast<int>(args.get_int("--batch", 5, 1, 64));
+  o.p.heads = static_cast<int>(args.get_int("--heads", 32, 1, 128));
+  o.p.kv_heads = static_cast<int>(args.get_int("--kv-heads", 8, 1, 128));
+  o.p.dim = static_cast<int>(args.get_int("--dim", 64, 64, 128));
+  o.context = static_cast<int>(args.get_int("--context", 4999, 0, 1 << 17));
+  o.seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
+  o.bench = args.has("--bench");
+  o.plant = args.get_str("--plant", "none");
+  return o;
+}
+
+// --plant's fault (after args.finish()); an unknown one is refused with an error.
+inline bool parse_plant(const std::string& text, attn::Plant& plant) {
+  if (text != "none" && text != "zeros-small" && text != "tile") {
+    std::fprintf(stderr, "error: --plant expects none, zeros-small or tile, got '%s'\n", text.c_str());
+    return false;
+  }
+  plant = text == "tile" ? attn::Plant::kTile : text == "zeros-small" ? attn::Plant::kZerosSmall : attn::Plant::kNone;
+  return true;
 }
 
 // Lengths that exercise every edge: sequence 0 the full context, 1 about two thirds (odd), 2 an empty

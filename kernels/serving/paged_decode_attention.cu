@@ -145,12 +145,7 @@ inline Pool random_pool(const decode::Problem& p, int page_size, int max_pages, 
 // data-scaled tolerance, and bit for bit against the contiguous kernel on the same logical cache.
 static bool check(const decode::Problem& p, const paged::Pool& pool, uint64_t seed, attn::Plant plant) {
   const size_t pool_elements = pool.elements(p);
-  std::vector<float> q(p.q_elements()), k(pool_elements), v(pool_elements);
-  course::fill_uniform(q, seed, -2.0f, 2.0f);
-  course::fill_uniform(k, seed + 1, -2.0f, 2.0f);
-  course::fill_uniform(v, seed + 2, -1.0f, 1.0f);
-  std::vector<__nv_bfloat16> qb, kb, vb;
-  attn::round_to_bf16(q, qb), attn::round_to_bf16(k, kb), attn::round_to_bf16(v, vb);
+  decode::HostInputs in = decode::random_host_inputs(p.q_elements(), pool_elements, seed);
 
   // Poison every row no sequence owns; the logical contiguous cache copies the owned rows.
   const auto row_of = paged::pool_rows(p, pool);
@@ -162,18 +157,18 @@ static bool check(const decode::Problem& p, const paged::Pool& pool, uint64_t se
       for (int j = 0; j < p.lengths[b]; ++j) {
         const size_t from = row_of(b, h, j), to = (static_cast<size_t>(b) * p.kv_heads + h) * p.capacity + j;
         owned[from] = 1;
-        std::copy_n(kb.begin() + from * p.dim, p.dim, kc.begin() + to * p.dim);
-        std::copy_n(vb.begin() + from * p.dim, p.dim, vc.begin() + to * p.dim);
+        std::copy_n(in.kb.begin() + from * p.dim, p.dim, kc.begin() + to * p.dim);
+        std::copy_n(in.vb.begin() + from * p.dim, p.dim, vc.begin() + to * p.dim);
       }
   for (size_t r = 0; r < owned.size(); ++r)
-    if (!owned[r]) std::fill_n(kb.begin() + r * p.dim, p.dim, nan), std::fill_n(vb.begin() + r * p.dim, p.dim, nan);
+    if (!owned[r])
+      std::fill_n(in.kb.begin() + r * p.dim, p.dim, nan), std::fill_n(in.vb.begin() + r * p.dim, p.dim, nan);
 
-  const std::vector<double> exact = decode::reference(p, q.data(), k.data(), v.data(), row_of);
-  std::vector<double> rounded(exact.size());  // the kernel's only rounding: the output to bf16
-  for (size_t e = 0; e < exact.size(); ++e) rounded[e] = attn::round_bf16(exact[e]);
+  const std::vector<double> exact = decode::reference(p, in.q.data(), in.k.data(), in.v.data(), row_of);
+  const std::vector<double> rounded = decode::rounded_output(exact);
 
   decode::Buffers d, contiguous;
-  d.q = course::to_device(qb), d.k = course::to_device(kb), d.v = course::to_device(vb);
+  d.q = course::to_device(in.qb), d.k = course::to_device(in.kb), d.v = course::to_device(in.vb);
   d.lengths = course::to_device(p.lengths);
   d.out = course::device_alloc<__nv_bfloat16>(p.q_elements());
   int* table = course::to_device(pool.table);
@@ -190,17 +185,11 @@ static bool check(const decode::Problem& p, const paged::Pool& pool, uint64_t se
     course::poison(d.out, p.q_elements() * sizeof(__nv_bfloat16));
     decode::launch(p, pl, d, cache);
     const std::vector<__nv_bfloat16> out_b = course::to_host(d.out, p.q_elements());
-    std::vector<float> got(out_b.size());
-    for (size_t e = 0; e < got.size(); ++e) got[e] = __bfloat162float(out_b[e]);
-    if (plant != attn::Plant::kNone) {
-      ok = attn::report_planted(plant, "", got, exact.data(), rounded.data(), p.dim, attn::kOldAtolOut) && ok;
-      break;
-    }
     char name[160];
     std::snprintf(name, sizeof(name), "paged decode b%d hq%d hkv%d d%d ctx%d page%d splits%d", p.batch, p.heads,
                   p.kv_heads, p.dim, p.lengths[0], pool.page_size, pl.splits);
-    ok = attn::report(name, attn::compare_scaled(got.data(), exact.data(), rounded.data(), got.size(),
-                                                 attn::kGroupRows * p.dim)) && ok;
+    ok = decode::report_output(name, out_b, exact, rounded, p.dim, plant) && ok;
+    if (plant != attn::Plant::kNone) break;
 
     // The same plan on the contiguous cache sums in the same order: the outputs must be identical.
     contiguous.part_acc = d.part_acc, contiguous.part_ml = d.part_ml;
@@ -239,16 +228,7 @@ static void bench_case(int batch, int context, uint64_t seed) {
   char case_name[48];
   std::snprintf(case_name, sizeof(case_name), "b%d ctx%d", batch, context);
 
-  decode::Buffers d;
-  d.q = course::device_alloc<__nv_bfloat16>(p.q_elements());
-  d.k = course::device_alloc<__nv_bfloat16>(p.cache_elements());
-  d.v = course::device_alloc<__nv_bfloat16>(p.cache_elements());
-  d.out = course::device_alloc<__nv_bfloat16>(p.q_elements());
-  d.lengths = course::to_device(p.lengths);
-  decode::fill_random<<<1024, 256>>>(d.q, p.q_elements(), seed, -2.0f, 2.0f);
-  decode::fill_random<<<4096, 256>>>(d.k, p.cache_elements(), seed + 1, -2.0f, 2.0f);
-  decode::fill_random<<<4096, 256>>>(d.v, p.cache_elements(), seed + 2, -1.0f, 1.0f);
-  CUDA_CHECK_LAUNCH();
+  decode::Buffers d = decode::random_device_buffers(p, seed);
   const decode::Plan contiguous_plan = decode::plan(p, decode::sm_count());
   decode::allocate_partials(p, contiguous_plan, d);
   const float contiguous_ms = course::time_kernel_ms([&] { decode::launch(p, contiguous_plan, d); });
@@ -278,37 +258,25 @@ static void bench_case(int batch, int context, uint64_t seed) {
 
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
-  decode::Problem p;
-  p.batch = static_cast<int>(args.get_int("--batch", 5, 1, 64));
-  p.heads = static_cast<int>(args.get_int("--heads", 32, 1, 128));
-  p.kv_heads = static_cast<int>(args.get_int("--kv-heads", 8, 1, 128));
-  p.dim = static_cast<int>(args.get_int("--dim", 64, 64, 128));
-  const int context = static_cast<int>(args.get_int("--context", 4999, 0, 1 << 17));
+  decode::Options o = decode::read_options(args);
   const int page_size = static_cast<int>(args.get_int("--page-size", 16, 1, 1 << 10));
   const int table_pages = static_cast<int>(args.get_int("--table-pages", 0, 0, 1 << 13));  // 0: enough, plus one
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
-  const bool bench = args.has("--bench");
-  const std::string plant = args.get_str("--plant", "none");
   args.finish();
-  if (plant != "none" && plant != "zeros-small" && plant != "tile") {
-    std::fprintf(stderr, "error: --plant expects none, zeros-small or tile, got '%s'\n", plant.c_str());
-    return course::kExitFail;
-  }
+  attn::Plant fault = attn::Plant::kNone;
+  if (!decode::parse_plant(o.plant, fault)) return course::kExitFail;
   if (!paged::page_size_supported(page_size)) return course::kExitFail;
-  p.lengths = decode::edge_lengths(p.batch, context);
+  decode::Problem& p = o.p;
+  p.lengths = decode::edge_lengths(p.batch, o.context);
   // A table with one entry more than the longest sequence needs (never read), unless --table-pages says.
-  const int max_pages = table_pages > 0 ? table_pages : course::ceil_div(context, page_size) + 1;
+  const int max_pages = table_pages > 0 ? table_pages : course::ceil_div(o.context, page_size) + 1;
   p.capacity = max_pages * page_size;
   if (!decode::supported(p)) return course::kExitFail;
-  const paged::Pool pool = paged::random_pool(p, page_size, max_pages, p.batch + 3, seed + 3);
+  const paged::Pool pool = paged::random_pool(p, page_size, max_pages, p.batch + 3, o.seed + 3);
   if (!paged::table_valid(p, pool)) return course::kExitFail;  // before any launch
 
-  const attn::Plant fault = plant == "tile" ? attn::Plant::kTile
-                            : plant == "zeros-small" ? attn::Plant::kZerosSmall
-                                                     : attn::Plant::kNone;
-  const bool ok = check(p, pool, seed, fault);
-  if (ok && bench && fault == attn::Plant::kNone)
+  const bool ok = check(p, pool, o.seed, fault);
+  if (ok && o.bench && fault == attn::Plant::kNone)
     for (const int batch : {1, 64})
-      for (const int ctx : {4096, 32768}) bench_case(batch, ctx, seed);
+      for (const int ctx : {4096, 32768}) bench_case(batch, ctx, o.seed);
   return ok ? 0 : course::kExitFail;
 }

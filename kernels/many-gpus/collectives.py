@@ -175,12 +175,10 @@ def worker(rank: int, n: int, args, store: str) -> None:
 
 
 def main():
-    p = course_tools.parser("NCCL's collectives through torch.distributed: checked exactly, then timed")
+    p = ranks.parser("NCCL's collectives through torch.distributed: checked exactly, then timed",
+                     "also time every collective from 1 KiB up")
     p.add_argument("--count", type=int, default=250001, help="elements per rank's chunk in the checks")
-    p.add_argument("--seed", type=int, default=2026)
-    p.add_argument("--gpus", type=int, default=0, help="use at most this many GPUs (0: all)")
     p.add_argument("--max-mib", type=int, default=1024, help="largest message of the benchmark, in MiB")
-    p.add_argument("--bench", action="store_true", help="also time every collective from 1 KiB up")
     args = p.parse_args()
     if not 1 <= args.count <= 1 << 24:
         p.error(f"--count must be in [1, {1 << 24}], got {args.count}")

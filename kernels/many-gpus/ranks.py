@@ -49,6 +49,13 @@ def world_sizes(available: int) -> list[int]:
     return sizes
 
 
+def parser(description: str, bench_help: str):
+    """The options every program of the chapter takes: --bench, --seed and --gpus (at most this many)."""
+    p = course_tools.peer_parser(description, bench_help)
+    p.add_argument("--gpus", type=int, default=0, help="use at most this many GPUs (0: all)")
+    return p
+
+
 # --8<-- [start:spawn]
 def spawn_each(worker, sizes, worker_args, unit: str = "rank") -> None:
     """For every rank count n in sizes, n processes worker(rank, n, *worker_args, store), which meet

@@ -282,15 +282,13 @@ def worker(rank: int, n: int, args, store: str) -> None:
 
 
 def main():
-    p = course_tools.parser("A tensor-parallel MLP block, with and without its communication overlapped")
+    p = ranks.parser("A tensor-parallel MLP block, with and without its communication overlapped",
+                     "also time every way")
     p.add_argument("--tokens", type=int, default=16384, help="tokens T of the whole block (a multiple of the ranks)")
     p.add_argument("--d-model", type=int, default=4096, help="model width D")
     p.add_argument("--hidden", type=int, default=0, help="hidden width H (0: 4 D; a multiple of the ranks)")
     p.add_argument("--chunks", type=int, default=4, help="chunks of the checked pipelined run")
-    p.add_argument("--seed", type=int, default=2026)
-    p.add_argument("--gpus", type=int, default=0, help="use at most this many GPUs (0: all)")
     p.add_argument("--cpu", type=int, default=0, help="run on this many CPU processes (gloo) instead of GPUs")
-    p.add_argument("--bench", action="store_true", help="also time every way")
     args = p.parse_args()
     if not 1 <= args.tokens <= 1 << 20:
         p.error(f"--tokens must be in [1, {1 << 20}], got {args.tokens}")

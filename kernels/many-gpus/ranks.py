@@ -2,6 +2,8 @@
 the parent's GPU count (waived below two, NVLink multicast switched off first), its launch of one process
 per rank through torch.multiprocessing, and each rank's life (join the process group, run the checks and
 then the benchmark, leave, exit 1 if a check failed). Taught in docs/many-gpus/collectives.md.
+
+# course: header
 """
 
 import datetime

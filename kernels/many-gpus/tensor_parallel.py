@@ -277,8 +277,8 @@ def worker(rank: int, n: int, args, store: str) -> None:
         kw = {"device_id": device, "pg_options": options}
         torch.backends.cuda.matmul.allow_tf32 = False           # the float32 reference stays float32
     timed = (lambda: bench_all(torch, dist, rank, n, args, device)) if args.bench else None
-    ranks.run_rank(rank, n, store, backend, timeout_s=300, check=lambda: check_all(torch, dist, rank, n, args, device),
-                   bench=timed, **kw)
+    ranks.run_rank(rank, n, store, backend, timeout_s=300,
+                   check=lambda: check_all(torch, dist, rank, n, args, device), bench=timed, **kw)
 
 
 def main():

@@ -4,12 +4,13 @@ and the number formats."""
 from __future__ import annotations
 
 from ..svg import BLUE, DEEP_ORANGE, GREEN, GREY, MUTED, ORANGE, PANEL, PURPLE, RED, STRONG_BLUE, Svg
+from .card import figure
 
 
-def attention_shapes() -> str:
-    s = Svg(760, 330, "The shapes of one attention head: Q, K and V are N x d; the scores S = Q K^T / sqrt(d) "
-                      "and the probabilities P = softmax(S) are N x N; the output O = P V is N x d again")
-    s.heading("One head: the inputs and output are N x d, the scores in between N x N")
+@figure(330, "One head: the inputs and output are N x d, the scores in between N x N")
+def attention_shapes(s: Svg) -> None:
+    """The shapes of one attention head: Q, K and V are N x d; the scores S = Q K^T / sqrt(d) and the probabilities P =
+    softmax(S) are N x N; the output O = P V is N x d again"""
     y, d, N = 70, 36, 150   # drawn widths: d columns, N rows
     def mat(x, w, h, name, sub, fill):
         s.rect(x, y, w, h, fill=fill, rx=0, width=1.2)
@@ -26,15 +27,13 @@ def attention_shapes() -> str:
     mat(690, d, N, "O = P V", "N x d", GREEN)
     s.caption(300, "Doubling N doubles Q, K, V and O but quadruples S and P: the fused kernels never store "
                    "them.", 12)
-    return s.render()
 
 
-def attention_three_kernels() -> str:
-    s = Svg(760, 440, "The three-kernel attention: a batched GEMM writes the fp32 scores S = Q K^T to global "
-                      "memory, a kernel masks them in place, the softmax reads S and writes fp32 P, a kernel "
-                      "converts P to bf16, and a second batched GEMM reads P and V and writes O; S and P are "
-                      "seq x seq per head and go through global memory each time")
-    s.heading("Three kernels and two glue kernels: S and P pass between them through global memory")
+@figure(440, "Three kernels and two glue kernels: S and P pass between them through global memory")
+def attention_three_kernels(s: Svg) -> None:
+    """The three-kernel attention: a batched GEMM writes the fp32 scores S = Q K^T to global memory, a kernel masks them
+    in place, the softmax reads S and writes fp32 P, a kernel converts P to bf16, and a second batched GEMM reads P
+    and V and writes O; S and P are seq x seq per head and go through global memory each time"""
     y = 70
     s.box(40, y, 130, 50, "Q, K (bf16)", BLUE, size=13, weight="bold")
     steps = [("cuBLAS GEMM", "S = scale * Q K^T"), ("apply_mask", "S = -inf where hidden"),
@@ -58,15 +57,13 @@ def attention_three_kernels() -> str:
     s.lines(380, 412, ["S and P hold seq x seq values for each of the batch x heads: they grow with the square of "
                        "the sequence,",
                        "while Q, K, V and O grow with it. A fused kernel never writes S or P."])
-    return s.render()
 
 
-def flash_tile_loop() -> str:
-    s = Svg(760, 470, "The FlashAttention v2 tile loop: a block of 4 warps holds 64 query rows of Q in "
-                      "registers, 16 per warp; tiles of 64 keys and values stream through two shared-memory "
-                      "stages; for each tile every warp updates its running maximum m, running sum l and "
-                      "accumulator o, and divides o by l once at the end")
-    s.heading("The tile loop of flash v2: Q stays, K and V stream past it")
+@figure(470, "The tile loop of flash v2: Q stays, K and V stream past it")
+def flash_tile_loop(s: Svg) -> None:
+    """The FlashAttention v2 tile loop: a block of 4 warps holds 64 query rows of Q in registers, 16 per warp; tiles of
+    64 keys and values stream through two shared-memory stages; for each tile every warp updates its running maximum
+    m, running sum l and accumulator o, and divides o by l once at the end"""
     # Global memory: K and V of one head, tiles of 64 keys.
     gx, gy, tw = 300, 72, 48
     s.text(gx - 10, gy + 18, "K, V in global memory", 12, anchor="end", weight="bold")
@@ -110,16 +107,14 @@ def flash_tile_loop() -> str:
            "backward", 12)
     s.text(40, 372, "running, per row:", 12, anchor="start", weight="bold")
     s.text(40, 390, "m (max), l (sum), o (fp32)", 12, anchor="start")
-    return s.render()
 
 
-def flash_backward() -> str:
-    s = Svg(760, 460, "The tensor-core backward (v2): a block of 8 warps owns a tile of 128 keys, K and V in "
-                      "shared memory for the whole loop, each warp 16 keys with dK and dV in mma accumulators; "
-                      "query tiles of 64 rows stream through with Q, dO, the logsumexp and delta; per tile each "
-                      "warp recomputes P transposed, adds P^T dO to dV and dS^T Q to dK, and the block adds "
-                      "dS K to an fp32 dQ buffer with atomicAdd")
-    s.heading("Backward v2: the keys stay, the queries stream (transposed to the forward)")
+@figure(460, "Backward v2: the keys stay, the queries stream (transposed to the forward)")
+def flash_backward(s: Svg) -> None:
+    """The tensor-core backward (v2): a block of 8 warps owns a tile of 128 keys, K and V in shared memory for the whole
+    loop, each warp 16 keys with dK and dV in mma accumulators; query tiles of 64 rows stream through with Q, dO, the
+    logsumexp and delta; per tile each warp recomputes P transposed, adds P^T dO to dV and dS^T Q to dK, and the
+    block adds dS K to an fp32 dQ buffer with atomicAdd"""
     # Query tiles streaming.
     s.text(40, 60, "query tiles of kV2Rows = 64: Q, dO, logsumexp L, delta", 12, anchor="start", weight="bold")
     for i in range(6):
@@ -148,14 +143,13 @@ def flash_backward() -> str:
            12)
     s.caption(440, "o: element-wise product. Tiles wholly before the block's first key are skipped under a "
                    "causal mask.", 12)
-    return s.render()
 
 
-def number_formats() -> str:
-    s = Svg(760, 350, "The bit layouts of the formats, one box per bit: fp32 has 1 sign, 8 exponent and 23 "
-                      "fraction bits; tf32 1, 8 and 10 (stored as fp32, the low 13 fraction bits ignored); fp16 "
-                      "1, 5 and 10; bf16 1, 8 and 7; fp8 e4m3 1, 4 and 3; fp8 e5m2 1, 5 and 2")
-    s.heading("Sign, exponent and fraction bits of each format")
+@figure(350, "Sign, exponent and fraction bits of each format")
+def number_formats(s: Svg) -> None:
+    """The bit layouts of the formats, one box per bit: fp32 has 1 sign, 8 exponent and 23 fraction bits; tf32 1, 8 and
+    10 (stored as fp32, the low 13 fraction bits ignored); fp16 1, 5 and 10; bf16 1, 8 and 7; fp8 e4m3 1, 4 and 3;
+    fp8 e5m2 1, 5 and 2"""
     formats = [("fp32", 8, 23, 0), ("tf32", 8, 10, 13), ("fp16", 5, 10, 0), ("bf16", 8, 7, 0),
                ("fp8 e4m3", 4, 3, 0), ("fp8 e5m2", 5, 2, 0)]
     x0, c = 186, 17
@@ -172,17 +166,15 @@ def number_formats() -> str:
         s.key(30 + i * 180, y, fill, label, rx=1, width=0.6)
     s.caption(336, "bf16 keeps fp32's 8 exponent bits; fp16, the same size, has 3 fewer exponent bits "
                    "and 3 more fraction bits.", 12)
-    return s.render()
 
 
-def triton_key_tiles() -> str:
-    s = Svg(760, 400, "Which key tiles each program of the Triton forward loads, with BLOCK_M = 128 queries and "
-                      "BLOCK_N = 64 keys. Causal: query tile i runs its first loop, without a mask, over key "
-                      "tiles 0 to 2i - 1, wholly below the diagonal; its second loop, masked, over tiles 2i and "
-                      "2i + 1, which cross the diagonal; the tiles above are never loaded. With a key length "
-                      "kv_len: the tiles wholly inside it are unmasked, the one it cuts is masked, and those "
-                      "beyond it are never loaded")
-    s.heading("Each query tile: unmasked key tiles, then masked ones; the rest never loaded", 14)
+@figure(400, "Each query tile: unmasked key tiles, then masked ones; the rest never loaded", heading_size=14)
+def triton_key_tiles(s: Svg) -> None:
+    """Which key tiles each program of the Triton forward loads, with BLOCK_M = 128 queries and BLOCK_N = 64 keys.
+    Causal: query tile i runs its first loop, without a mask, over key tiles 0 to 2i - 1, wholly below the diagonal;
+    its second loop, masked, over tiles 2i and 2i + 1, which cross the diagonal; the tiles above are never loaded.
+    With a key length kv_len: the tiles wholly inside it are unmasked, the one it cuts is masked, and those beyond it
+    are never loaded"""
     fills = {"full": GREEN, "masked": ORANGE, "skip": GREY}
     def panel(x, title, kind_of):
         y, w, h = 74, 36, 56  # a key tile is 64 keys wide, a query tile 128 rows high: the same scale
@@ -204,18 +196,16 @@ def triton_key_tiles() -> str:
     s.key(610, 342, GREY, "never loaded")
     s.caption(384, "BLOCK_M = 128 and BLOCK_N = 64, one of the shapes autotuning tries; blue: the diagonal, "
                    "kv_len.", 12)
-    return s.render()
 
 
-def llmc_step() -> str:
-    s = Svg(760, 370, "One training step of llm.c's train_gpt2.cu and the header behind each part. gpt2_forward: "
-                      "encoder.cuh embeds the tokens; each of the L layers runs layernorm.cuh, matmul.cuh "
-                      "(cuBLASLt), attention.cuh and gelu.cuh; fused_classifier.cuh computes the softmax, the "
-                      "loss and the logits' gradient in one kernel. gpt2_backward_and_reduce runs the layers in "
-                      "reverse, then the encoder's backward without atomics, and with several GPUs zero.cuh "
-                      "reduces the gradients with NCCL. gpt2_update: global_norm.cuh for clipping and adamw.cuh, "
-                      "which keeps fp32 master weights and rounds them stochastically to bf16")
-    s.heading("llm.c: one training step, and the header behind each part")
+@figure(370, "llm.c: one training step, and the header behind each part")
+def llmc_step(s: Svg) -> None:
+    """One training step of llm.c's train_gpt2.cu and the header behind each part. gpt2_forward: encoder.cuh embeds the
+    tokens; each of the L layers runs layernorm.cuh, matmul.cuh (cuBLASLt), attention.cuh and gelu.cuh;
+    fused_classifier.cuh computes the softmax, the loss and the logits' gradient in one kernel.
+    gpt2_backward_and_reduce runs the layers in reverse, then the encoder's backward without atomics, and with
+    several GPUs zero.cuh reduces the gradients with NCCL. gpt2_update: global_norm.cuh for clipping and adamw.cuh,
+    which keeps fp32 master weights and rounds them stochastically to bf16"""
     lanes = [("gpt2_forward", [("encoder", "token + position embeddings", BLUE, 200),
                                ("L layers: layernorm, matmul,", "attention, gelu (matmul via cuBLASLt)", PURPLE, 260),
                                ("fused_classifier", "loss and dlogits", ORANGE, 180)]),
@@ -231,4 +221,3 @@ def llmc_step() -> str:
            "its course page.", 12)
     s.caption(352, "Kernel launches on one compute stream (NCCL's on a stream of its own); floatX, bf16 by "
                    "default, is fixed at compile time.", 12)
-    return s.render()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..svg import BLUE, CARD, GREEN, GREY, MUTED, ORANGE, PURPLE, Svg
+from .card import figure
 
 
 CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
@@ -14,13 +15,12 @@ CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = opti
 }
 
 
-def chapter_map() -> str:
-    s = Svg(760, 460, "How the chapters lead into each other: Setup, GPU introduction, First kernels and the "
-                      "Memory model in a line; the memory model leads to the CUDA libraries, which lead to "
-                      "Matmul and FFT; that leads to Attention, to Triton (then PyTorch extensions) and, with "
-                      "the libraries and the extensions, to the MNIST final project; the ecosystem map and "
-                      "the C/C++ refresher are optional")
-    s.heading("The chapters: an arrow leads to a chapter that builds on the one it starts from", 14)
+@figure(460, "The chapters: an arrow leads to a chapter that builds on the one it starts from", heading_size=14)
+def chapter_map(s: Svg) -> None:
+    """How the chapters lead into each other: Setup, GPU introduction, First kernels and the Memory model in a line; the
+    memory model leads to the CUDA libraries, which lead to Matmul and FFT; that leads to Attention, to Triton (then
+    PyTorch extensions) and, with the libraries and the extensions, to the MNIST final project; the ecosystem map and
+    the C/C++ refresher are optional"""
     W, H, x0, gap, y0, vgap = 156, 50, 26, 30, 60, 40
     def pos(key):
         _, c, r = CHAPTERS[key]
@@ -66,4 +66,3 @@ def chapter_map() -> str:
     y = 440
     s.text(40, y, "Dashed: optional, read when you need it. Everything from the Memory model on also builds "
            "on it.", 12, anchor="start", fill=MUTED)
-    return s.render()

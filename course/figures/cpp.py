@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from ..svg import BLUE, CARD, GREEN, GREY, MUTED, ORANGE, PURPLE, STRONG_RED, Svg
+from .card import figure
 
 
-def storage_lifetimes() -> str:
-    s = Svg(760, 420, "Where memory.c's variables live. Static storage holds calls for the whole run. The stack "
-                      "holds main's frame, with the pointer squares, and above it make_squares' frame, with "
-                      "local[4] and the pointer heap; that frame is gone when the function returns, so a pointer "
-                      "to local would dangle. The heap holds the n doubles malloc returned, which both pointers "
-                      "reach, until free. Device memory is a second heap, managed from the host with cudaMalloc "
-                      "and cudaFree; the host holds only its address")
-    s.heading("Stack, heap, static storage, and the device's heap")
+@figure(420, "Stack, heap, static storage, and the device's heap")
+def storage_lifetimes(s: Svg) -> None:
+    """Where memory.c's variables live. Static storage holds calls for the whole run. The stack holds main's frame, with
+    the pointer squares, and above it make_squares' frame, with local[4] and the pointer heap; that frame is gone
+    when the function returns, so a pointer to local would dangle. The heap holds the n doubles malloc returned,
+    which both pointers reach, until free. Device memory is a second heap, managed from the host with cudaMalloc and
+    cudaFree; the host holds only its address"""
     s.panel(30, 50, 220, 290, "the stack")
     s.rect(46, 84, 188, 96, fill=CARD, dash="5 4")
     s.text(140, 104, "make_squares' frame", 12, weight="bold")
@@ -40,15 +40,14 @@ def storage_lifetimes() -> str:
     s.caption(372, "Return a heap pointer, never the address of a local: the caller now owns it and must free "
                    "it once.", 12)
     s.caption(396, "Every malloc has exactly one free; C++'s RAII makes the destructor do it.", 12)
-    return s.render()
 
 
-def struct_padding() -> str:
-    s = Svg(760, 300, "The bytes of the two structs of types.c. Padded, char tag then double value then char flag: "
-                      "tag at byte 0, 7 bytes of padding so that value starts at 8, value at 8 to 15, flag at "
-                      "16, and 7 bytes of padding to make the size 24, a multiple of 8. Packed, double value then "
-                      "the two chars: value at 0 to 7, tag at 8, flag at 9, and 6 bytes of padding: 16 bytes")
-    s.heading("Field order decides the padding: the same three fields in 24 bytes or in 16")
+@figure(300, "Field order decides the padding: the same three fields in 24 bytes or in 16")
+def struct_padding(s: Svg) -> None:
+    """The bytes of the two structs of types.c. Padded, char tag then double value then char flag: tag at byte 0, 7
+    bytes of padding so that value starts at 8, value at 8 to 15, flag at 16, and 7 bytes of padding to make the size
+    24, a multiple of 8. Packed, double value then the two chars: value at 0 to 7, tag at 8, flag at 9, and 6 bytes
+    of padding: 16 bytes"""
     cell = 26
     def row(y, name, fields):
         s.text(40, y - 10, name, 13, anchor="start", weight="bold")
@@ -66,16 +65,14 @@ def struct_padding() -> str:
         [("value", 8, BLUE), ("tag", 1, ORANGE), ("flag", 1, ORANGE), ("pad", 6, GREY)])
     s.caption(276, "A double's offset is a multiple of 8, and the size a multiple of the largest alignment: "
                    "order fields largest first.", 12)
-    return s.render()
 
 
-def preprocessor_passes() -> str:
-    s = Svg(760, 330, "nvcc preprocesses and compiles a .cu file more than once: once for the host, with "
-                      "__CUDACC__ defined and __CUDA_ARCH__ not defined, and once for each device architecture "
-                      "it targets, with __CUDA_ARCH__ defined, for example to 900 for sm_90. A block under "
-                      "#ifdef __CUDA_ARCH__ is compiled only in the device passes; one under #if __CUDA_ARCH__ "
-                      ">= 900 only in the passes for sm_90 and newer")
-    s.heading("One .cu file, several preprocessor passes: the macros tell them apart")
+@figure(330, "One .cu file, several preprocessor passes: the macros tell them apart")
+def preprocessor_passes(s: Svg) -> None:
+    """nvcc preprocesses and compiles a .cu file more than once: once for the host, with __CUDACC__ defined and
+    __CUDA_ARCH__ not defined, and once for each device architecture it targets, with __CUDA_ARCH__ defined, for
+    example to 900 for sm_90. A block under #ifdef __CUDA_ARCH__ is compiled only in the device passes; one under #if
+    __CUDA_ARCH__ >= 900 only in the passes for sm_90 and newer"""
     s.box(280, 50, 200, 44, "kernel.cu", BLUE, size=13, weight="bold", sub="#ifdef __CUDA_ARCH__ ...")
     passes = [("host pass", "__CUDACC__ defined", "no __CUDA_ARCH__", GREY),
               ("device pass, sm_80", "__CUDA_ARCH__ = 800", "the sm_80 code", GREEN),
@@ -91,16 +88,14 @@ def preprocessor_passes() -> str:
         s.line(140 + i * 240, 240, 380 + (i - 1) * 60, 252, arrow=True)
     s.box(190, 254, 380, 36, "one executable: host code and a fat binary", PURPLE, size=12, weight="bold")
     s.caption(316, "#if __CUDA_ARCH__ >= 900 keeps a Hopper-only path out of the passes for older GPUs.", 12)
-    return s.render()
 
 
-def raii_ownership() -> str:
-    s = Svg(760, 300, "RAII with the Buffer class: the constructor allocates, the destructor frees when the "
-                      "object goes out of scope, whether by the end of the block, an early return or an "
-                      "exception. A copy is refused by the compiler, since two owners would free twice; a move "
-                      "hands the pointer to the new object and leaves the old one empty, so only one destructor "
-                      "frees")
-    s.heading("RAII: the object owns the memory, and its destructor frees it on every way out")
+@figure(300, "RAII: the object owns the memory, and its destructor frees it on every way out")
+def raii_ownership(s: Svg) -> None:
+    """RAII with the Buffer class: the constructor allocates, the destructor frees when the object goes out of scope,
+    whether by the end of the block, an early return or an exception. A copy is refused by the compiler, since two
+    owners would free twice; a move hands the pointer to the new object and leaves the old one empty, so only one
+    destructor frees"""
     s.chain(40, 56, [("Buffer a(n)", "constructor: malloc", GREEN, 160), ("use a.data()", None, GREY, 120),
                      ("end of scope", "or return, or exception", ORANGE, 180),
                      ("~Buffer()", "free, once", GREEN, 140)],
@@ -113,4 +108,3 @@ def raii_ownership() -> str:
     s.box(570, 170, 130, 34, "b: the memory", GREEN, size=12)
     s.text(560, 228, "a's destructor frees nothing", 12)
     s.caption(276, "Device memory, streams, events and library handles can be owned the same way.", 12)
-    return s.render()

@@ -5,16 +5,16 @@ how a package is built."""
 from __future__ import annotations
 
 from ..svg import BLUE, GREEN, GREY, MUTED, ORANGE, PURPLE, RED, Svg
+from .card import figure
 
 
-def torch_library_dispatch() -> str:
-    s = Svg(760, 400, "A call to torch.ops.course_ext.fused_gelu(x) goes to the dispatcher, which checks it "
-                      "against the schema fused_gelu(Tensor x) -> Tensor and picks an implementation from the "
-                      "input's dispatch keys: with autograd on, the registered autograd formula saves what the "
-                      "backward needs and passes the call on; a CUDA tensor runs the C++ CUDA function; a fake "
-                      "tensor while torch.compile traces runs the fake kernel, which computes only the output's "
-                      "shape, dtype and strides; a CPU tensor has no implementation and gets NotImplementedError")
-    s.heading("torch.library: one operator, an implementation per dispatch key")
+@figure(400, "torch.library: one operator, an implementation per dispatch key")
+def torch_library_dispatch(s: Svg) -> None:
+    """A call to torch.ops.course_ext.fused_gelu(x) goes to the dispatcher, which checks it against the schema
+    fused_gelu(Tensor x) -> Tensor and picks an implementation from the input's dispatch keys: with autograd on, the
+    registered autograd formula saves what the backward needs and passes the call on; a CUDA tensor runs the C++ CUDA
+    function; a fake tensor while torch.compile traces runs the fake kernel, which computes only the output's shape,
+    dtype and strides; a CPU tensor has no implementation and gets NotImplementedError"""
     s.box(230, 48, 300, 36, "torch.ops.course_ext.fused_gelu(x)", BLUE, size=13, weight="bold")
     s.line(380, 84, 380, 104, arrow=True)
     s.box(150, 106, 460, 46, "the dispatcher", GREY, size=13, weight="bold",
@@ -34,17 +34,15 @@ def torch_library_dispatch() -> str:
     s.text(380, 344, "its backward, fused_gelu_backward, is a registered operator too.", 12)
     s.caption(380, "torch.library.opcheck tests that these registrations agree: schema, fake, autograd, "
                    "compilation.", 12)
-    return s.render()
 
 
-def operator_checks() -> str:
-    s = Svg(760, 320, "What gelu_forward does between a tensor and a kernel launch, in order: refuse a tensor "
-                      "not on a CUDA device with a RuntimeError and a dtype that is not floating with a TypeError; "
-                      "make the tensor's device current with CUDAGuard; make the input contiguous, copying only "
-                      "if it is not; return the empty output at once for zero elements; launch the 16-bytes-per-"
-                      "access kernel when both pointers are 16-byte aligned, else the one-element kernel, on "
-                      "PyTorch's current stream; and raise if the launch failed")
-    s.heading("From a tensor to a launch: every assumption of the kernel checked first")
+@figure(320, "From a tensor to a launch: every assumption of the kernel checked first")
+def operator_checks(s: Svg) -> None:
+    """What gelu_forward does between a tensor and a kernel launch, in order: refuse a tensor not on a CUDA device with
+    a RuntimeError and a dtype that is not floating with a TypeError; make the tensor's device current with
+    CUDAGuard; make the input contiguous, copying only if it is not; return the empty output at once for zero
+    elements; launch the 16-bytes-per-access kernel when both pointers are 16-byte aligned, else the one-element
+    kernel, on PyTorch's current stream; and raise if the launch failed"""
     end = s.chain(40, 60, [("CUDA tensor?", "else RuntimeError", GREY, 140),
                            ("floating dtype?", "else TypeError", GREY, 150),
                            ("CUDAGuard", "x's device current", GREY, 150),
@@ -65,16 +63,14 @@ def operator_checks() -> str:
     s.line(480, 208, 558, 184, arrow=True)
     s.text(380, 264, "Either kernel runs on PyTorch's current stream, ordered with the operations around it.", 12)
     s.caption(300, "A bad input becomes a Python exception with a message here, not an illegal address later.", 12)
-    return s.render()
 
 
-def torch_compile_path() -> str:
-    s = Svg(760, 360, "What torch.compile does with a function: TorchDynamo traces its Python bytecode into a "
-                      "graph of PyTorch operations; TorchInductor groups the operations into kernels and, for GPU "
-                      "tensors, writes each as Triton source; Triton compiles that to PTX and a cubin. For "
-                      "gelu_tanh, eager mode runs nine elementwise kernels with eight intermediate tensors in "
-                      "memory; compiled, one kernel reads x once and writes y once")
-    s.heading("torch.compile: Python to a graph, the graph to Triton kernels")
+@figure(360, "torch.compile: Python to a graph, the graph to Triton kernels")
+def torch_compile_path(s: Svg) -> None:
+    """What torch.compile does with a function: TorchDynamo traces its Python bytecode into a graph of PyTorch
+    operations; TorchInductor groups the operations into kernels and, for GPU tensors, writes each as Triton source;
+    Triton compiles that to PTX and a cubin. For gelu_tanh, eager mode runs nine elementwise kernels with eight
+    intermediate tensors in memory; compiled, one kernel reads x once and writes y once"""
     s.chain(30, 56, [("your function", "Python", BLUE, 110), ("TorchDynamo", "bytecode to a graph", PURPLE, 140),
                      ("TorchInductor", "groups ops into kernels", PURPLE, 170),
                      ("Triton source", "@triton.jit", ORANGE, 110),
@@ -86,17 +82,15 @@ def torch_compile_path() -> str:
                       ("y", None, BLUE, 58)], h=40, gap=30, title="compiled: one kernel")
     s.text(380, 214, "launch order, one tensor each; c = 0.044715, k = sqrt(2 / pi)", 12, fill=MUTED)
     s.caption(334, "Reading the generated source shows what was fused: it is ordinary Triton.", 12)
-    return s.render()
 
 
-def two_custom_ops() -> str:
-    s = Svg(760, 264, "What torch.compile sees of each custom operator. The CUDA operator of course_ext is opaque: "
-                      "compile needs its fake kernel for shapes and calls the compiled library as a black box, "
-                      "fusing the operations around it but never into it. The Triton operator defined with "
-                      "triton_op and wrap_triton is Python and Triton source that compile can read: it traces the "
-                      "Python with fake tensors, so it needs no fake kernel, and places the Triton kernel in the "
-                      "compiled graph beside its own kernels")
-    s.heading("Two custom operators as torch.compile sees them")
+@figure(264, "Two custom operators as torch.compile sees them")
+def two_custom_ops(s: Svg) -> None:
+    """What torch.compile sees of each custom operator. The CUDA operator of course_ext is opaque: compile needs its
+    fake kernel for shapes and calls the compiled library as a black box, fusing the operations around it but never
+    into it. The Triton operator defined with triton_op and wrap_triton is Python and Triton source that compile can
+    read: it traces the Python with fake tensors, so it needs no fake kernel, and places the Triton kernel in the
+    compiled graph beside its own kernels"""
     s.panel(30, 48, 340, 170, "CUDA: TORCH_LIBRARY + fake")
     s.chain(50, 86, [("fused_gelu", "a compiled .so", GREY, 140), ("opaque call", "in the graph", GREY, 140)], gap=20)
     s.lines(200, 152, ["needs register_fake for shapes", "Inductor fuses around it,",
@@ -107,17 +101,15 @@ def two_custom_ops() -> str:
     s.lines(560, 152, ["traced with fake tensors:", "no fake kernel to write",
                        "no compiler at install time", "autograd: register_autograd"], step=17, size=12)
     s.caption(246, "Both are operators of the dispatcher; opcheck and torch.compile(fullgraph=True) test either.", 12)
-    return s.render()
 
 
-def package_build() -> str:
-    s = Svg(760, 330, "How the course_ext package is built and loaded. pip install with --no-build-isolation "
-                      "and --no-deps runs setup.py in your environment, so the build sees the torch you will run "
-                      "with; CUDAExtension and BuildExtension compile the .cu files with nvcc and the .cpp files "
-                      "with the C++ compiler into course_ext/_C, a shared library tied to that torch's C++ ABI. "
-                      "import course_ext loads _C, which registers the operators, and then registers the fake "
-                      "kernels and autograd in Python")
-    s.heading("Packaging: built once against your torch, loaded by import")
+@figure(330, "Packaging: built once against your torch, loaded by import")
+def package_build(s: Svg) -> None:
+    """How the course_ext package is built and loaded. pip install with --no-build-isolation and --no-deps runs setup.py
+    in your environment, so the build sees the torch you will run with; CUDAExtension and BuildExtension compile the
+    .cu files with nvcc and the .cpp files with the C++ compiler into course_ext/_C, a shared library tied to that
+    torch's C++ ABI. import course_ext loads _C, which registers the operators, and then registers the fake kernels
+    and autograd in Python"""
     s.chain(30, 56, [("pip install", "--no-build-isolation --no-deps", BLUE, 220),
                      ("setup.py", "CUDAExtension, BuildExtension", GREY, 220),
                      ("course_ext/_C", "a shared library", ORANGE, 180)], gap=34)
@@ -130,16 +122,14 @@ def package_build() -> str:
     s.caption(270, "Build isolation would compile against a fresh torch from the index, which may not load in "
                    "yours.", 12)
     s.caption(294, "_C uses torch's C++ API, whose ABI changes between releases: upgrade torch, rebuild.", 12)
-    return s.render()
 
 
-def triton_programs() -> str:
-    s = Svg(760, 340, "Vector add over n = 10 elements with BLOCK = 4. In CUDA each thread handles one index and "
-                      "a thread past the end skips its work with if (i < n). In Triton a grid of cdiv(10, 4) = 3 "
-                      "programs each handle a block: program pid computes offsets = pid * 4 + arange(0, 4), a "
-                      "vector of four indices, and mask = offsets < n; program 2's offsets are 8, 9, 10 and 11, and "
-                      "its mask switches off 10 and 11, so its loads and stores touch only 8 and 9")
-    s.heading("Triton: a program per block of indices, and a mask for the block past the end")
+@figure(340, "Triton: a program per block of indices, and a mask for the block past the end")
+def triton_programs(s: Svg) -> None:
+    """Vector add over n = 10 elements with BLOCK = 4. In CUDA each thread handles one index and a thread past the end
+    skips its work with if (i < n). In Triton a grid of cdiv(10, 4) = 3 programs each handle a block: program pid
+    computes offsets = pid * 4 + arange(0, 4), a vector of four indices, and mask = offsets < n; program 2's offsets
+    are 8, 9, 10 and 11, and its mask switches off 10 and 11, so its loads and stores touch only 8 and 9"""
     n, block, c = 10, 4, 46
     x0 = 100
     s.text(x0 - 12, 78, "a, b, c", 12, anchor="end", weight="bold")
@@ -163,16 +153,14 @@ def triton_programs() -> str:
     s.caption(276, "CUDA writes one thread's index and an if; Triton writes a block's indices and a mask.", 12)
     s.caption(300, "grid = (triton.cdiv(n, BLOCK),): the compiler spreads each block over the program's warps.",
               12)
-    return s.render()
 
 
-def triton_softmax_row() -> str:
-    s = Svg(760, 330, "The fused softmax in Triton: one program per row. Program 1 loads row 1, 6 values, into a "
-                      "block of BLOCK = 8 lanes; the 2 padding lanes load -inf. tl.max gives the row maximum m, "
-                      "which the padding never wins; exp(x - m) is 0 on the padding lanes; tl.sum gives the sum; "
-                      "each value is divided by it, and the masked store writes only the 6 real lanes. The row is "
-                      "read once and written once")
-    s.heading("Fused softmax: a program holds its row in registers, reads it once and writes it once", 14)
+@figure(330, "Fused softmax: a program holds its row in registers, reads it once and writes it once", heading_size=14)
+def triton_softmax_row(s: Svg) -> None:
+    """The fused softmax in Triton: one program per row. Program 1 loads row 1, 6 values, into a block of BLOCK = 8
+    lanes; the 2 padding lanes load -inf. tl.max gives the row maximum m, which the padding never wins; exp(x - m) is
+    0 on the padding lanes; tl.sum gives the sum; each value is divided by it, and the masked store writes only the 6
+    real lanes. The row is read once and written once"""
     c, x0 = 50, 200
     s.text(x0 - 12, 82, "row 1 of x", 12, anchor="end", weight="bold")
     for i in range(8):
@@ -188,16 +176,14 @@ def triton_softmax_row() -> str:
     s.box(390, 236, 330, 36, "fused: 1 read and 1 write", GREEN, size=12, weight="bold")
     s.caption(306, "A row with no finite maximum subtracts 0 and divides by 1: all zeros, as the course's "
                    "convention says.", 12)
-    return s.render()
 
 
-def triton_grouped_order() -> str:
-    s = Svg(760, 380, "The order in which programs take the tiles of C, on a grid of 6 x 6 tiles. Row-major: "
-                      "programs 0 to 8 take all of tile row 0 and half of row 1, so they read 2 tile rows of A and "
-                      "all 6 tile columns of B. Grouped, with GROUP_M = 3: programs walk down 3 tile rows before "
-                      "moving one column right, so programs 0 to 8 form a 3 x 3 square and read 3 tile rows of A "
-                      "and 3 tile columns of B: fewer distinct panels for the same work, more of them still in L2")
-    s.heading("Grouped ordering: the programs that run together share rows of A and columns of B", 14)
+@figure(380, "Grouped ordering: the programs that run together share rows of A and columns of B", heading_size=14)
+def triton_grouped_order(s: Svg) -> None:
+    """The order in which programs take the tiles of C, on a grid of 6 x 6 tiles. Row-major: programs 0 to 8 take all of
+    tile row 0 and half of row 1, so they read 2 tile rows of A and all 6 tile columns of B. Grouped, with GROUP_M =
+    3: programs walk down 3 tile rows before moving one column right, so programs 0 to 8 form a 3 x 3 square and read
+    3 tile rows of A and 3 tile columns of B: fewer distinct panels for the same work, more of them still in L2"""
     tiles, c, group_m, first = 6, 34, 3, 9
     def grid(x0, title, order, verdict):
         s.text(x0 + tiles * c / 2, 66, title, 13, weight="bold")
@@ -215,4 +201,3 @@ def triton_grouped_order() -> str:
                    "share stay in L2.", 12)
     s.caption(358, "The kernel's own GROUP_M is 8 (4 in the interpreter); CUTLASS calls this a threadblock "
                    "swizzle.", 12)
-    return s.render()

@@ -7,12 +7,12 @@ import math
 
 from ..svg import (BLUE, CARD, DEEP_ORANGE, GREEN, GREY, INK, MUTED, ORANGE, PANEL, PURPLE, RED, STRONG_BLUE,
                    STRONG_GREEN, STRONG_ORANGE, STRONG_RED, Svg)
+from .card import figure
 
 
-def thread_hierarchy() -> str:
-    s = Svg(760, 330, "Threads are grouped into warps of 32, warps into blocks, blocks into a grid; "
-                      "each block runs on one SM")
-    s.heading("Threads, warps, blocks, grid, SMs")
+@figure(330, "Threads, warps, blocks, grid, SMs")
+def thread_hierarchy(s: Svg) -> None:
+    """Threads are grouped into warps of 32, warps into blocks, blocks into a grid; each block runs on one SM"""
     # A warp: 32 threads.
     s.text(90, 56, "warp = 32 threads", 12, weight="bold")
     for t in range(32):
@@ -43,13 +43,12 @@ def thread_hierarchy() -> str:
             s.box(x + 8 + k * 70, 252, 64, 28, f"block ({b % 3},{b // 3})", BLUE, size=10)
     s.caption(314, "Blocks run in any order and never wait for one another; the warps of a block issue "
                "instructions independently.")
-    return s.render()
 
 
-def grid_over_matrix() -> str:
-    s = Svg(760, 400, "A grid of 16 x 16 blocks covering a 70 x 50 matrix: the last column and row of "
-                      "blocks stick out past the matrix, so their outside threads must do nothing")
-    s.heading("A grid of 16 x 16 blocks covering a matrix of 50 rows x 70 columns")
+@figure(400, "A grid of 16 x 16 blocks covering a matrix of 50 rows x 70 columns")
+def grid_over_matrix(s: Svg) -> None:
+    """A grid of 16 x 16 blocks covering a 70 x 50 matrix: the last column and row of blocks stick out past the matrix,
+    so their outside threads must do nothing"""
     cell = 4  # pixels per element
     ox, oy = 60, 60
     cols, rows, b = 70, 50, 16
@@ -77,14 +76,12 @@ def grid_over_matrix() -> str:
                       "reading or writing past the edge"], 16, 11, anchor="start", fill=MUTED)
     s.caption(380, "80 x 64 threads are launched for 70 x 50 elements: the orange blocks' threads past "
                "the red edge must skip their work.")
-    return s.render()
 
 
-def grid_stride() -> str:
-    s = Svg(760, 330, "A grid-stride loop drawn small: a grid of 2 blocks of 4 threads (stride 8) covers 21 "
-                      "elements in three passes; thread t handles elements t, t + 8 and t + 16, and the last "
-                      "pass stops at i < n")
-    s.heading("v2's grid-stride loop, drawn small: 2 blocks x 4 threads, stride = 8, n = 21")
+@figure(330, "v2's grid-stride loop, drawn small: 2 blocks x 4 threads, stride = 8, n = 21")
+def grid_stride(s: Svg) -> None:
+    """A grid-stride loop drawn small: a grid of 2 blocks of 4 threads (stride 8) covers 21 elements in three passes;
+    thread t handles elements t, t + 8 and t + 16, and the last pass stops at i < n"""
     n, G, c, x0 = 21, 8, 26, 70
     fills = [BLUE, GREEN]
     for p in range(3):
@@ -107,14 +104,13 @@ def grid_stride() -> str:
     s.key(x0 + 220, 262, GREEN, "block 1 (threads t4-t7)")
     s.caption(310, "i starts at blockIdx.x * blockDim.x + threadIdx.x and steps by gridDim.x * blockDim.x: "
                    "each pass is coalesced.", 12)
-    return s.render()
 
 
-def matmul_naive() -> str:
-    s = Svg(760, 420, "The naive matrix multiply: the thread at (row, col) reads row `row` of A and column "
-                      "`col` of B and writes C[row][col]; a warp is 32 neighbouring columns of one row, so its "
-                      "loads of B are 32 consecutive floats and its load of A is one float for all 32 lanes")
-    s.heading("matmul_naive: one thread per element of C, blocks of 32 x 8 threads")
+@figure(420, "matmul_naive: one thread per element of C, blocks of 32 x 8 threads")
+def matmul_naive(s: Svg) -> None:
+    """The naive matrix multiply: the thread at (row, col) reads row `row` of A and column `col` of B and writes
+    C[row][col]; a warp is 32 neighbouring columns of one row, so its loads of B are 32 consecutive floats and its
+    load of A is one float for all 32 lanes"""
     ax, ay, aw, ah = 60, 160, 180, 150     # A: M x K
     bx, by, bw, bh = 290, 40, 240, 100     # B: K x N
     cx, cy = 290, 160                       # C: M x N
@@ -145,15 +141,13 @@ def matmul_naive() -> str:
                       "acc += A[row * k + l] * B[l * n + col] for l = 0 .. k - 1;   then C[row * n + col] = acc"],
             20, anchor="start")
     s.caption(412, "Every thread loads 2k floats for 2k operations; neighbours re-read what the others read.", 12)
-    return s.render()
 
 
-def histogram_atomics() -> str:
-    s = Svg(760, 440, "Left: a lost update: two threads both load the count 5, both add one and both store 6, "
-                      "so one of the two increments is lost. Right: privatisation: each block counts into its "
-                      "own 256 bins in shared memory with shared-memory atomics, then adds its 256 totals to "
-                      "the global histogram with 256 global atomics")
-    s.heading("Why bins[v]++ loses counts, and how a histogram avoids contention")
+@figure(440, "Why bins[v]++ loses counts, and how a histogram avoids contention")
+def histogram_atomics(s: Svg) -> None:
+    """Left: a lost update: two threads both load the count 5, both add one and both store 6, so one of the two
+    increments is lost. Right: privatisation: each block counts into its own 256 bins in shared memory with
+    shared-memory atomics, then adds its 256 totals to the global histogram with 256 global atomics"""
     # Left: the race, as two columns of steps in time order.
     s.text(40, 60, "bins[v]++ from two threads", 13, anchor="start", weight="bold")
     s.text(110, 84, "thread A", 12, weight="bold")
@@ -188,15 +182,14 @@ def histogram_atomics() -> str:
     s.lines(x0, 338, steps, anchor="start")
     s.caption(424, "Shared-memory atomics are handled in the SM, and only one block's threads contend for "
                    "each copy.", 12)
-    return s.render()
 
 
-def unified_memory() -> str:
-    s = Svg(760, 400, "On-demand migration of managed memory: cudaMallocManaged reserves addresses; the host's "
-                      "first writes place the pages in host memory; a kernel touching them faults, and the driver "
-                      "migrates the pages to device memory while the faulting warps wait; when the host reads "
-                      "them again they migrate back; cudaMemPrefetchAsync moves a range ahead in large transfers")
-    s.heading("Managed memory on Linux: pages move on demand, one fault at a time")
+@figure(400, "Managed memory on Linux: pages move on demand, one fault at a time")
+def unified_memory(s: Svg) -> None:
+    """On-demand migration of managed memory: cudaMallocManaged reserves addresses; the host's first writes place the
+    pages in host memory; a kernel touching them faults, and the driver migrates the pages to device memory while the
+    faulting warps wait; when the host reads them again they migrate back; cudaMemPrefetchAsync moves a range ahead
+    in large transfers"""
     s.box(40, 50, 680, 30, "1. cudaMallocManaged: one range of virtual addresses, no physical pages yet", GREY,
           size=12)
     s.panel(40, 100, 300, 190, "host memory (CPU)")
@@ -221,16 +214,14 @@ def unified_memory() -> str:
     s.lines(380, 329, ["cudaMemPrefetchAsync(ptr, bytes, location, flags, stream) moves a range before it is",
                        "needed, in large transfers, instead of fault by fault inside the kernel."])
     s.caption(386, "Windows, WSL and some Tegra devices have no on-demand migration: see the note on the page.", 12)
-    return s.render()
 
 
-def timing_ways() -> str:
-    s = Svg(760, 420, "What each of the four timings covers, on a host lane and a GPU lane: the host clock "
-                      "without synchronisation stops right after the launch call; the first synchronised launch "
-                      "also includes loading the kernel's code and cold caches; a warm synchronised timing adds "
-                      "launch latency and the time for the host to notice completion; two CUDA events bracket "
-                      "the kernel on the GPU's own timeline")
-    s.heading("What each way of timing measures (schematic, not to scale)")
+@figure(420, "What each way of timing measures (schematic, not to scale)")
+def timing_ways(s: Svg) -> None:
+    """What each of the four timings covers, on a host lane and a GPU lane: the host clock without synchronisation stops
+    right after the launch call; the first synchronised launch also includes loading the kernel's code and cold
+    caches; a warm synchronised timing adds launch latency and the time for the host to notice completion; two CUDA
+    events bracket the kernel on the GPU's own timeline"""
     L, R = 170, 730
     def lane(y, name):
         s.text(40, y + 18, name, 13, anchor="start", weight="bold")
@@ -259,15 +250,13 @@ def timing_ways() -> str:
         s.line(b, y + 10, b, y + 22, stroke=colour, width=2)
         s.text(a, y + 36, what, 12, anchor="start")
     s.caption(408, "In 3 the load-code box is gone (warm), but the host's share remains around the kernel.", 12)
-    return s.render()
 
 
-def profiling_tools() -> str:
-    s = Svg(760, 380, "The two NVIDIA profilers: Nsight Systems draws the whole program on one timeline, with "
-                      "NVTX ranges, the CPU thread's API calls and the GPU's copies, kernels and gaps; Nsight "
-                      "Compute takes one kernel launch from it and reports its throughputs against the peaks "
-                      "(speed of light), its occupancy and where its warps stall")
-    s.heading("Timeline first (Nsight Systems), then one kernel in depth (Nsight Compute)")
+@figure(380, "Timeline first (Nsight Systems), then one kernel in depth (Nsight Compute)")
+def profiling_tools(s: Svg) -> None:
+    """The two NVIDIA profilers: Nsight Systems draws the whole program on one timeline, with NVTX ranges, the CPU
+    thread's API calls and the GPU's copies, kernels and gaps; Nsight Compute takes one kernel launch from it and
+    reports its throughputs against the peaks (speed of light), its occupancy and where its warps stall"""
     s.rect(30, 44, 700, 168, fill=PANEL, width=1.2)
     s.text(44, 64, "nsys: the whole program, one timeline (schematic)", 13, anchor="start", weight="bold")
     lanes = [("NVTX", 80), ("CPU thread", 116), ("GPU", 152)]
@@ -295,17 +284,15 @@ def profiling_tools() -> str:
         y = 272 + (i // 2) * 44
         s.box(x, y, 130, 34, name, GREEN, size=12, weight="bold")
         s.text(x + 138, y + 22, what, 12, anchor="start")
-    return s.render()
 
 
-def sanitizer_bugs() -> str:
-    s = Svg(760, 400, "The two planted bugs. Out of bounds: with the bound i <= n, thread n of the last block "
-                      "writes out[n], one float past the n the program allocated, into memory the allocator "
-                      "rounded up for, so nothing crashes; memcheck reports an invalid global write of size 4. "
-                      "The race: each thread writes tile[t] in shared memory and reads tile[255 - t], which a "
-                      "thread of another warp writes; without the barrier a warp can read before that write, "
-                      "and racecheck reports the hazard")
-    s.heading("Two bugs that pass a check on a good day, and the tool that finds each")
+@figure(400, "Two bugs that pass a check on a good day, and the tool that finds each")
+def sanitizer_bugs(s: Svg) -> None:
+    """The two planted bugs. Out of bounds: with the bound i <= n, thread n of the last block writes out[n], one float
+    past the n the program allocated, into memory the allocator rounded up for, so nothing crashes; memcheck reports
+    an invalid global write of size 4. The race: each thread writes tile[t] in shared memory and reads tile[255 - t],
+    which a thread of another warp writes; without the barrier a warp can read before that write, and racecheck
+    reports the hazard"""
     s.panel(30, 48, 340, 300, "memcheck: a write past the end")
     for j, (label, fill) in enumerate([("n - 3", GREEN), ("n - 2", GREEN), ("n - 1", GREEN), ("n", RED),
                                        ("n + 1", GREY), ("...", GREY)]):
@@ -329,18 +316,15 @@ def sanitizer_bugs() -> str:
                        "the result depends on scheduling"], step=17, size=12)
     s.text(560, 328, "\"Race reported\": both source lines", 12, fill=STRONG_RED, weight="bold")
     s.caption(380, "Build with -lineinfo so that each report names the source line.", 12)
-    return s.render()
 
 
-def three_launches() -> str:
-    s = Svg(760, 330, "Vector addition three ways. CUDA C++: nvcc compiles vector_add.cu ahead of time into the "
-                      "program, and the host launches the kernel with <<<blocks, 256>>>. CuPy: "
-                      "vector_add_kernel.cu, the same kernel with C linkage and no main, is compiled at run time "
-                      "by NVRTC through cp.RawModule (cached on disk), get_function finds the kernel by its "
-                      "unmangled name, and the launch passes the grid, the block and the "
-                      "arguments. Triton: a Python function marked @triton.jit is compiled at its first call, "
-                      "and add_kernel[grid] launches one program per block of 1024 elements")
-    s.heading("One kernel, three ways from source to launch")
+@figure(330, "One kernel, three ways from source to launch")
+def three_launches(s: Svg) -> None:
+    """Vector addition three ways. CUDA C++: nvcc compiles vector_add.cu ahead of time into the program, and the host
+    launches the kernel with <<<blocks, 256>>>. CuPy: vector_add_kernel.cu, the same kernel with C linkage and no
+    main, is compiled at run time by NVRTC through cp.RawModule (cached on disk), get_function finds the kernel by
+    its unmangled name, and the launch passes the grid, the block and the arguments. Triton: a Python function marked
+    @triton.jit is compiled at its first call, and add_kernel[grid] launches one program per block of 1024 elements"""
     routes = [("CUDA C++", [("vector_add.cu", "the kernel and a main", BLUE, 164),
                             ("nvcc", "ahead of time", PURPLE, 120),
                             ("<<<blocks, 256>>>", "one thread per element", GREEN, 190)]),
@@ -356,4 +340,3 @@ def three_launches() -> str:
         s.chain(120, y, items, gap=26)
     s.caption(310, "Every route ends in the same kind of launch: a grid of blocks running compiled device code.",
               12)
-    return s.render()

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from ..svg import (BLUE, CARD, GREEN, GREY, INK, MUTED, ORANGE, PANEL, PURPLE, STRONG_BLUE, STRONG_GREEN,
                    STRONG_ORANGE, Svg)
+from .card import figure
 
 
-def h100_sm() -> str:
-    s = Svg(760, 560, "One streaming multiprocessor (SM) of the H100, after NVIDIA's Hopper whitepaper")
-    s.heading("One SM of the H100 (Hopper, compute capability 9.0); the H100 SXM has 132")
+@figure(560, "One SM of the H100 (Hopper, compute capability 9.0); the H100 SXM has 132")
+def h100_sm(s: Svg) -> None:
+    """One streaming multiprocessor (SM) of the H100, after NVIDIA's Hopper whitepaper"""
     s.rect(20, 40, 720, 470, fill=CARD, width=1.5)
     s.box(40, 52, 680, 26, "L1 instruction cache", GREY)
     pw, ph = 330, 180  # the four partitions, a 2 x 2 grid
@@ -33,12 +34,11 @@ def h100_sm() -> str:
     s.text(380, 532, "Per SM: 65,536 registers, up to 228 KB of the 256 KB as shared memory, "
            "up to 64 resident warps.", 11, fill=MUTED)
     s.caption(550, "Datasheet facts: NVIDIA H100 Tensor Core GPU Architecture whitepaper.")
-    return s.render()
 
 
-def memory_hierarchy() -> str:
-    s = Svg(760, 420, "The H100's memory hierarchy, from registers to host memory, with datasheet sizes")
-    s.heading("Memory hierarchy of the H100 SXM: smaller and faster at the top")
+@figure(420, "Memory hierarchy of the H100 SXM: smaller and faster at the top")
+def memory_hierarchy(s: Svg) -> None:
+    """The H100's memory hierarchy, from registers to host memory, with datasheet sizes"""
     levels = [
         ("Registers", "private to a thread", "64K x 32-bit per SM (256 KB)", BLUE),
         ("Shared memory / L1 cache", "shared by a block, on the SM", "256 KB per SM, up to 228 KB shared", BLUE),
@@ -59,15 +59,13 @@ def memory_hierarchy() -> str:
     s.items[-1] = s.items[-1].replace("<text ", f'<text transform="rotate(-90 20 {top + 5 * step / 2:g})" ')
     s.caption(400, "Sizes and the HBM3 bandwidth are datasheet figures (H100 SXM); measured bandwidths "
                "are on the pages' results tables.")
-    return s.render()
 
 
-def fat_binary() -> str:
-    s = Svg(760, 380, "What the driver loads from a fat binary holding SASS for sm_75, sm_80 and sm_90 and PTX "
-                      "for compute_90: a Turing GPU (7.5) runs the sm_75 SASS, an A100 (8.0) and an 8.6 or 8.9 "
-                      "GPU the sm_80 SASS, an H100 (9.0) the sm_90 SASS, and a Blackwell GPU (10.0 or 12.0) "
-                      "JIT-compiles the compute_90 PTX")
-    s.heading("One fat binary, many GPUs: matching SASS, or else the newest PTX, JIT-compiled")
+@figure(380, "One fat binary, many GPUs: matching SASS, or else the newest PTX, JIT-compiled")
+def fat_binary(s: Svg) -> None:
+    """What the driver loads from a fat binary holding SASS for sm_75, sm_80 and sm_90 and PTX for compute_90: a Turing
+    GPU (7.5) runs the sm_75 SASS, an A100 (8.0) and an 8.6 or 8.9 GPU the sm_80 SASS, an H100 (9.0) the sm_90 SASS,
+    and a Blackwell GPU (10.0 or 12.0) JIT-compiles the compute_90 PTX"""
     s.panel(30, 50, 250, 270, "the binary")
     images = [("SASS sm_75", BLUE, 86), ("SASS sm_80", BLUE, 146), ("SASS sm_90", BLUE, 206),
               ("PTX compute_90", ORANGE, 266)]
@@ -84,15 +82,13 @@ def fat_binary() -> str:
                        "at least its",
                        "compute capability. Built with -gencode for sm_75, sm_80, sm_90 and compute_90 (page's "
                        "example)."])
-    return s.render()
 
 
-def host_device_copies() -> str:
-    s = Svg(760, 360, "Three copies the bandwidth page times: from pageable host memory the driver first copies "
-                      "into a pinned staging buffer and the GPU's copy engine reads that; from pinned memory the "
-                      "copy engine reads directly across PCIe; a device-to-device copy reads and writes device "
-                      "memory, so it moves twice the buffer's size")
-    s.heading("Pageable, pinned and device-to-device copies")
+@figure(360, "Pageable, pinned and device-to-device copies")
+def host_device_copies(s: Svg) -> None:
+    """Three copies the bandwidth page times: from pageable host memory the driver first copies into a pinned staging
+    buffer and the GPU's copy engine reads that; from pinned memory the copy engine reads directly across PCIe; a
+    device-to-device copy reads and writes device memory, so it moves twice the buffer's size"""
     s.panel(30, 50, 300, 250, "host (CPU memory)")
     s.panel(430, 50, 300, 250, "device (GPU memory)")
     s.box(50, 84, 150, 40, "pageable (malloc)", GREY, size=12)
@@ -112,16 +108,14 @@ def host_device_copies() -> str:
     s.text(380, 326, "A device-to-device copy of B bytes moves 2 x B bytes through device memory: the copy "
            "bandwidth counts both.", 12)
     s.caption(346, "Pinned memory is also what asynchronous copies need; pin what you transfer often.", 12)
-    return s.render()
 
 
-def hello_launch() -> str:
-    s = Svg(760, 400, "hello_gpu: the host allocates marks on the device, launches hello with 2 blocks of 4 "
-                      "threads, which returns at once, checks the launch, then waits with cudaDeviceSynchronize, "
-                      "which also prints the kernel's printf output, and copies marks back. On the device each of "
-                      "the 8 threads computes its global id, blockIdx.x times blockDim.x plus threadIdx.x, 0 to 7, "
-                      "and writes id + 1 into marks at that index")
-    s.heading("hello<<<2, 4>>>: the host launches and waits; eight threads each write their mark", 14)
+@figure(400, "hello<<<2, 4>>>: the host launches and waits; eight threads each write their mark", heading_size=14)
+def hello_launch(s: Svg) -> None:
+    """hello_gpu: the host allocates marks on the device, launches hello with 2 blocks of 4 threads, which returns at
+    once, checks the launch, then waits with cudaDeviceSynchronize, which also prints the kernel's printf output, and
+    copies marks back. On the device each of the 8 threads computes its global id, blockIdx.x times blockDim.x plus
+    threadIdx.x, 0 to 7, and writes id + 1 into marks at that index"""
     s.panel(30, 48, 250, 300, "host (CPU)")
     steps = [("cudaMalloc(&marks)", GREY), ("hello<<<2, 4>>>(marks)", PURPLE), ("CUDA_CHECK_LAUNCH()", GREY),
              ("cudaDeviceSynchronize()", ORANGE), ("cudaMemcpy(..., DeviceToHost)", GREY)]
@@ -147,18 +141,16 @@ def hello_launch() -> str:
     s.text(294, 135, "launch", 11, fill=MUTED)
     s.text(155, 334, "the sync waits for the kernel", 12, fill=MUTED)
     s.caption(380, "printf output is buffered on the device and printed when the host next waits for it.", 12)
-    return s.render()
 
 
-def device_query() -> str:
-    s = Svg(760, 420, "Two ways to ask the runtime about a GPU: cudaGetDeviceProperties fills the whole "
-                      "cudaDeviceProp struct; cudaDeviceGetAttribute returns one value, and in CUDA 13 is the only "
-                      "way to read the clock rates that the struct no longer has. The facts the program prints and "
-                      "where the course uses them: the compute capability chooses the sm_ target and what is "
-                      "waived; the SM count sizes grids; shared memory per block and per SM bound tiles and "
-                      "occupancy; registers per SM bound occupancy; the warp size, 32, underlies shuffles and "
-                      "reductions; the memory clock and bus width give the bandwidth ceiling")
-    s.heading("What the device query asks, and where the course uses each answer")
+@figure(420, "What the device query asks, and where the course uses each answer")
+def device_query(s: Svg) -> None:
+    """Two ways to ask the runtime about a GPU: cudaGetDeviceProperties fills the whole cudaDeviceProp struct;
+    cudaDeviceGetAttribute returns one value, and in CUDA 13 is the only way to read the clock rates that the struct
+    no longer has. The facts the program prints and where the course uses them: the compute capability chooses the
+    sm_ target and what is waived; the SM count sizes grids; shared memory per block and per SM bound tiles and
+    occupancy; registers per SM bound occupancy; the warp size, 32, underlies shuffles and reductions; the memory
+    clock and bus width give the bandwidth ceiling"""
     s.box(30, 60, 220, 48, "cudaGetDeviceProperties", BLUE, size=12, weight="bold", sub="the whole cudaDeviceProp")
     s.box(30, 130, 220, 48, "cudaDeviceGetAttribute", BLUE, size=12, weight="bold",
           sub="one value; clocks in CUDA 13")
@@ -177,4 +169,3 @@ def device_query() -> str:
     s.text(140, 230, "that the two agree", 12, fill=MUTED)
     s.lines(380, 372, ["Bandwidth = 2 transfers per memory clock x the bus width in bytes: the theoretical peak,",
                        "which measured copies never quite reach."], step=18, size=12)
-    return s.render()

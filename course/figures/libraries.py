@@ -4,16 +4,16 @@ cuBLAS and CUB figures are in matmul.py, beside the layouts the matmul chapter r
 from __future__ import annotations
 
 from ..svg import BLUE, DEEP_ORANGE, GREEN, GREY, MUTED, ORANGE, PANEL, PURPLE, STRONG_GREEN, STRONG_RED, Svg
+from .card import figure
 
 
-def cublaslt_epilogue() -> str:
-    s = Svg(760, 400, "A linear layer Y = act(X W + b). Unfused: a cuBLAS GEMM writes Y to global memory, "
-                      "and a second kernel reads Y, adds the bias, applies the activation and writes Y again. "
-                      "Fused: cuBLASLt adds the bias and applies the activation to each tile of the result "
-                      "while it is still in registers, in the GEMM's epilogue, and writes Y once. Below: a "
-                      "matmul descriptor, a layout per operand and a preference go to the heuristic, which "
-                      "returns a ranked list of algorithms for cublasLtMatmul")
-    s.heading("cuBLASLt: the bias and the activation in the GEMM's epilogue")
+@figure(400, "cuBLASLt: the bias and the activation in the GEMM's epilogue")
+def cublaslt_epilogue(s: Svg) -> None:
+    """A linear layer Y = act(X W + b). Unfused: a cuBLAS GEMM writes Y to global memory, and a second kernel reads Y,
+    adds the bias, applies the activation and writes Y again. Fused: cuBLASLt adds the bias and applies the
+    activation to each tile of the result while it is still in registers, in the GEMM's epilogue, and writes Y once.
+    Below: a matmul descriptor, a layout per operand and a preference go to the heuristic, which returns a ranked
+    list of algorithms for cublasLtMatmul"""
     s.chain(40, 78, [("X, W", "bf16", BLUE, 80), ("GEMM", "tile in registers", PURPLE, 150),
                      ("Y", "global memory", ORANGE, 110), ("+ b, act", "reads Y, writes Y", PURPLE, 150),
                      ("Y", "bf16", GREEN, 80)], gap=24, title="cuBLAS, then a kernel")
@@ -30,16 +30,14 @@ def cublaslt_epilogue() -> str:
                       ("ranked algorithms", "each with its workspace", GREY, 170),
                       ("cublasLtMatmul", "one of them", GREY, 140)], gap=18)
     s.caption(388, "The heuristic's first choice is a guess: the page times every candidate it returned.", 12)
-    return s.render()
 
 
-def cutlass_tiles() -> str:
-    s = Svg(760, 440, "CUTLASS's tile hierarchy for the page's bf16 GEMM with the Sm80 tensor-op defaults: "
-                      "each thread block computes a 128 x 256 tile of C, stepping along K 64 at a time through "
-                      "3 shared-memory stages; its 8 warps each own a 64 x 64 part; each warp covers its part "
-                      "with 16 x 8 tiles of the mma.sync m16n8k16 instruction, 4 x 8 of them per step of 16 "
-                      "along K; the epilogue then writes D = alpha times the accumulators plus beta C")
-    s.heading("CUTLASS: a thread block's tile, a warp's tile, an instruction's tile")
+@figure(440, "CUTLASS: a thread block's tile, a warp's tile, an instruction's tile")
+def cutlass_tiles(s: Svg) -> None:
+    """CUTLASS's tile hierarchy for the page's bf16 GEMM with the Sm80 tensor-op defaults: each thread block computes a
+    128 x 256 tile of C, stepping along K 64 at a time through 3 shared-memory stages; its 8 warps each own a 64 x 64
+    part; each warp covers its part with 16 x 8 tiles of the mma.sync m16n8k16 instruction, 4 x 8 of them per step of
+    16 along K; the epilogue then writes D = alpha times the accumulators plus beta C"""
     top = 74
     s.text(130, top - 10, "C: one tile per block", 13, weight="bold")
     s.rect(40, top, 180, 180, fill=GREY, rx=0, width=1.2)
@@ -75,17 +73,15 @@ def cutlass_tiles() -> str:
                        "(default_gemm_configuration.h);",
                        "override any of them in the Gemm type. CUTLASS 3 on Hopper: TMA, wgmma, clusters."],
             step=18, size=12)
-    return s.render()
 
 
-def curand_apis() -> str:
-    s = Svg(760, 420, "cuRAND's two APIs. Host API: a generator created on the host fills a device buffer "
-                      "with the library's kernel, and your kernel reads the buffer. Device API: each thread of "
-                      "your kernel calls curand_init(seed, subsequence, offset), keeps the state in registers "
-                      "and draws numbers where it needs them. Below, the numbers of one seed: one row per "
-                      "subsequence (thread t uses subsequence t), the offset skips the first values of each; "
-                      "Philox computes each value from the seed and its position, so skipping costs nothing")
-    s.heading("cuRAND: a buffer filled by the library, or a generator in every thread")
+@figure(420, "cuRAND: a buffer filled by the library, or a generator in every thread")
+def curand_apis(s: Svg) -> None:
+    """cuRAND's two APIs. Host API: a generator created on the host fills a device buffer with the library's kernel, and
+    your kernel reads the buffer. Device API: each thread of your kernel calls curand_init(seed, subsequence,
+    offset), keeps the state in registers and draws numbers where it needs them. Below, the numbers of one seed: one
+    row per subsequence (thread t uses subsequence t), the offset skips the first values of each; Philox computes
+    each value from the seed and its position, so skipping costs nothing"""
     s.chain(40, 76, [("generator", "type, seed, offset", GREY, 150),
                      ("library kernel", "curandGenerate...", PURPLE, 150),
                      ("device buffer", "n numbers", ORANGE, 130), ("your kernel", "reads them", PURPLE, 140)],
@@ -107,16 +103,14 @@ def curand_apis() -> str:
     s.key(360, y0 + 112, BLUE, "drawn in order by the thread")
     s.caption(404, "Philox: each value is a function of (seed, subsequence, position), so any start costs "
                    "nothing to reach.", 12)
-    return s.render()
 
 
-def cublasxt_tiles() -> str:
-    s = Svg(760, 400, "cuBLASXt: A, B and C stay in host memory, cut into square tiles of BlockDim x BlockDim. "
-                      "The tiles of C are dealt to the GPUs round-robin, one CPU thread per GPU; to compute a tile "
-                      "of C, its GPU streams the row of A tiles and the column of B tiles it needs over PCIe, "
-                      "multiplies and accumulates them, overlapping the copies with the products, and copies the "
-                      "tile of C back")
-    s.heading("cuBLASXt: tiles of C in host memory, dealt to the GPUs, panels streamed over PCIe", 14)
+@figure(400, "cuBLASXt: tiles of C in host memory, dealt to the GPUs, panels streamed over PCIe", heading_size=14)
+def cublasxt_tiles(s: Svg) -> None:
+    """cuBLASXt: A, B and C stay in host memory, cut into square tiles of BlockDim x BlockDim. The tiles of C are dealt
+    to the GPUs round-robin, one CPU thread per GPU; to compute a tile of C, its GPU streams the row of A tiles and
+    the column of B tiles it needs over PCIe, multiplies and accumulates them, overlapping the copies with the
+    products, and copies the tile of C back"""
     s.panel(30, 48, 420, 300, "host memory")
     t = 34
     ax, ay = 60, 190     # A: 4 x 3 tiles, left of C
@@ -143,17 +137,15 @@ def cublasxt_tiles() -> str:
     s.line(bx + 3 * t + 4, ay + 1.5 * t, 508, 110, arrow=True)
     s.text(420, 166, "PCIe", 12, fill=MUTED)
     s.caption(372, "A GEMM does 2n^3 operations on 3n^2 values: large enough, the products hide the copies.", 12)
-    return s.render()
 
 
-def ring_allreduce() -> str:
-    s = Svg(760, 360, "A ring all-reduce over 4 GPUs, each buffer cut into 4 chunks. The GPUs form a ring, each "
-                      "sending to the next. At the start every GPU holds its own values of all 4 chunks. After the "
-                      "reduce-scatter phase, 3 steps in which each GPU sends one chunk to its neighbour and adds the "
-                      "one it receives, GPU r holds the complete sum of chunk r + 1 (mod 4). After the all-gather "
-                      "phase, 3 more steps that pass the summed chunks round, every GPU holds every sum. Each GPU "
-                      "sends 2 (n - 1) / n of the buffer in all")
-    s.heading("Ring all-reduce: n - 1 steps to reduce-scatter, n - 1 to all-gather")
+@figure(360, "Ring all-reduce: n - 1 steps to reduce-scatter, n - 1 to all-gather")
+def ring_allreduce(s: Svg) -> None:
+    """A ring all-reduce over 4 GPUs, each buffer cut into 4 chunks. The GPUs form a ring, each sending to the next. At
+    the start every GPU holds its own values of all 4 chunks. After the reduce-scatter phase, 3 steps in which each
+    GPU sends one chunk to its neighbour and adds the one it receives, GPU r holds the complete sum of chunk r + 1
+    (mod 4). After the all-gather phase, 3 more steps that pass the summed chunks round, every GPU holds every sum.
+    Each GPU sends 2 (n - 1) / n of the buffer in all"""
     n, c = 4, 34
     for r in range(n):  # the ring
         x = 190 + r * 110
@@ -183,16 +175,14 @@ def ring_allreduce() -> str:
                    "are.", 12)
     s.caption(334, "The price is 2 (n - 1) steps of latency; a tree takes O(log n) steps, better for small "
                    "messages.", 12)
-    return s.render()
 
 
-def fft_convolution() -> str:
-    s = Svg(760, 290, "A linear convolution through cuFFT: the signal x of n samples and the filter h of t taps "
-                      "are both zero-padded to a length N of at least n + t - 1, so that the circular convolution "
-                      "never wraps around; an R2C transform of each gives N / 2 + 1 complex coefficients; the "
-                      "spectra are multiplied element by element; a C2R transform returns N reals, which are "
-                      "divided by N because cuFFT does not scale; the first n + t - 1 are the convolution")
-    s.heading("Convolution through the FFT: pad, transform, multiply, transform back, scale")
+@figure(290, "Convolution through the FFT: pad, transform, multiply, transform back, scale")
+def fft_convolution(s: Svg) -> None:
+    """A linear convolution through cuFFT: the signal x of n samples and the filter h of t taps are both zero-padded to
+    a length N of at least n + t - 1, so that the circular convolution never wraps around; an R2C transform of each
+    gives N / 2 + 1 complex coefficients; the spectra are multiplied element by element; a C2R transform returns N
+    reals, which are divided by N because cuFFT does not scale; the first n + t - 1 are the convolution"""
     def padded(x, y, real, label):
         s.text(x - 10, y + 19, label, 12, anchor="end", weight="bold")
         for i in range(10):
@@ -216,4 +206,3 @@ def fft_convolution() -> str:
             step=20, size=12)
     s.caption(268, "The direct sum does t multiply-adds per output; the FFT does O(N log N) work whatever t is.",
               12)
-    return s.render()

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from ..svg import BLUE, GREEN, GREY, MUTED, ORANGE, STRONG_BLUE, STRONG_RED, Svg
+from .card import figure
 
 
-def tensor_parallel() -> str:
-    s = Svg(840, 500, "The tensor-parallel MLP block on two ranks: each rank all-gathers every rank's tokens, "
-                      "multiplies them by its columns of W1, applies GELU, multiplies by the same rows of W2 "
-                      "into a partial sum, and a reduce-scatter sums the partials and hands each rank its own "
-                      "tokens back. Below, schematic timelines: without overlap the all-gather, the GEMMs and "
-                      "the reduce-scatter run one after another; in four chunks each chunk's GEMMs start when "
-                      "its all-gather is done and its reduce-scatter runs while the next chunk computes")
-    s.text(420, 26, "Sequence-parallel in, column- then row-parallel GEMMs, sequence-parallel out (n = 2)", 15,
-           weight="bold")
+@figure(500, "Sequence-parallel in, column- then row-parallel GEMMs, sequence-parallel out (n = 2)", width=840)
+def tensor_parallel(s: Svg) -> None:
+    """The tensor-parallel MLP block on two ranks: each rank all-gathers every rank's tokens, multiplies them by its
+    columns of W1, applies GELU, multiplies by the same rows of W2 into a partial sum, and a reduce-scatter sums the
+    partials and hands each rank its own tokens back. Below, schematic timelines: without overlap the all-gather, the
+    GEMMs and the reduce-scatter run one after another; in four chunks each chunk's GEMMs start when its all-gather
+    is done and its reduce-scatter runs while the next chunk computes"""
     stages = [(20, 110, "X_r (T/n x D)", GREY), (150, 110, "all-gather X", ORANGE),
               (280, 110, "X W1[:, r]", BLUE), (410, 60, "GELU", GREEN), (490, 110, "A W2[r, :]", BLUE),
               (620, 120, "reduce-scatter", ORANGE), (760, 60, "Y_r", GREY)]
@@ -49,8 +48,6 @@ def tensor_parallel() -> str:
     for t, label in ((20, "end without overlap"), (14, "end with overlap")):
         s.line(x0 + t * unit, 240 if t == 20 else 330, x0 + t * unit, 420, stroke=STRONG_RED, dash="4 3")
         s.text(x0 + t * unit, 438, label, 12, fill=STRONG_RED)
-    s.text(420, 470, "Schematic, not measured: what is not hidden is the first all-gather chunk, the last "
-           "reduce-scatter chunk,", 12, fill=MUTED, italic=True)
-    s.text(420, 488, "and whatever the collectives' kernels slow the GEMMs down by while they share the SMs.", 12,
-           fill=MUTED, italic=True)
-    return s.render()
+    s.caption(470, "Schematic, not measured: what is not hidden is the first all-gather chunk, the last "
+                   "reduce-scatter chunk,", 12)
+    s.caption(488, "and whatever the collectives' kernels slow the GEMMs down by while they share the SMs.", 12)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from ..svg import (BLUE, DEEP_ORANGE, GREEN, GREY, INK, MUTED, ORANGE, PANEL, PURPLE, RED, STRONG_BLUE, STRONG_GREEN,
                    STRONG_ORANGE, STRONG_RED, Svg)
+from .card import figure
 
 
-def row_column_major() -> str:
-    s = Svg(760, 400, "One buffer of six floats read two ways: row-major as a 2 x 3 matrix, element (i, j) at "
-                      "i * 3 + j, and column-major with leading dimension 3 as a 3 x 2 matrix, element (i, j) at "
-                      "i + j * 3, which is the transpose; so cuBLAS, asked for C^T = B^T A^T with the operands "
-                      "swapped, writes row-major C = A B")
-    s.heading("The same bytes, two layouts: a row-major matrix read column-major is its transpose")
+@figure(400, "The same bytes, two layouts: a row-major matrix read column-major is its transpose")
+def row_column_major(s: Svg) -> None:
+    """One buffer of six floats read two ways: row-major as a 2 x 3 matrix, element (i, j) at i * 3 + j, and
+    column-major with leading dimension 3 as a 3 x 2 matrix, element (i, j) at i + j * 3, which is the transpose; so
+    cuBLAS, asked for C^T = B^T A^T with the operands swapped, writes row-major C = A B"""
     bx, by, c = 200, 56, 60
     s.text(bx - 12, by + 26, "memory", 13, anchor="end", weight="bold")
     for k in range(6):
@@ -37,15 +37,13 @@ def row_column_major() -> str:
     s.rect(40, 330, 680, 52, fill=ORANGE, width=1.0)
     s.lines(380, 351, ["Row-major A (m x k), B (k x n) look like A^T and B^T to cuBLAS; asking for C^T = B^T A^T",
                        "(operands swapped, n x m) writes C^T column-major, which is C = A B row-major."])
-    return s.render()
 
 
-def scan_and_cub() -> str:
-    s = Svg(760, 360, "Top: reduce, inclusive scan and exclusive scan of the values 3 1 4 1 5 9 2 6: the sum "
-                      "31; the running sums 3 4 8 9 14 23 25 31; and the same shifted right with a leading 0. "
-                      "Bottom: CUB's two-phase call: first with a null temporary pointer, which only writes "
-                      "the scratch size, then allocate, then the same call again to do the work")
-    s.heading("Reduce and scan, and CUB's two-phase call")
+@figure(360, "Reduce and scan, and CUB's two-phase call")
+def scan_and_cub(s: Svg) -> None:
+    """Top: reduce, inclusive scan and exclusive scan of the values 3 1 4 1 5 9 2 6: the sum 31; the running sums 3 4 8
+    9 14 23 25 31; and the same shifted right with a leading 0. Bottom: CUB's two-phase call: first with a null
+    temporary pointer, which only writes the scratch size, then allocate, then the same call again to do the work"""
     x = [3, 1, 4, 1, 5, 9, 2, 6]
     inc = [sum(x[:i + 1]) for i in range(8)]
     exc = [0] + inc[:-1]
@@ -70,14 +68,13 @@ def scan_and_cub() -> str:
             s.line(x0 - 18, 255, x0 - 2, 255, arrow=True)
     s.text(380, 318, "Thrust does the same work in one call, and allocates the scratch itself each time.", 12)
     s.caption(344, "A radix sort is a few passes, each a histogram, a scan of it and a scatter.", 12)
-    return s.render()
 
 
-def loop_order() -> str:
-    s = Svg(760, 360, "Loop order on the CPU: in ijk the inner loop walks down a column of B, one float from each "
-                      "row, so each cache line fetched delivers one useful float; in ikj the inner loop walks "
-                      "along a row of B and a row of C, so every float of each cache line is used")
-    s.heading("The inner loop's walk through B, stored row-major")
+@figure(360, "The inner loop's walk through B, stored row-major")
+def loop_order(s: Svg) -> None:
+    """Loop order on the CPU: in ijk the inner loop walks down a column of B, one float from each row, so each cache
+    line fetched delivers one useful float; in ikj the inner loop walks along a row of B and a row of C, so every
+    float of each cache line is used"""
     def matrix(x, y, walk_row, title, verdict, colour):
         n, c = 12, 16
         s.text(x + n * c / 2, y - 12, title, 13, weight="bold")
@@ -98,13 +95,12 @@ def loop_order() -> str:
     s.text(176, 312, "B[k * N + j], k = 0, 1, 2 ...: N floats apart", 12)
     s.text(566, 312, "B[k * N + j] and C[i * N + j], j = 0, 1, 2 ...", 12)
     s.caption(346, "The same arithmetic in both; only the order in which memory is walked differs.", 12)
-    return s.render()
 
 
-def matmul_tiling() -> str:
-    s = Svg(760, 440, "Tiled matrix multiplication: a block loads a tile of A and a tile of B into shared "
-                      "memory, accumulates their product into its tile of C, and steps along K")
-    s.heading("Tiling: each block computes one tile of C = A x B, stepping through K")
+@figure(440, "Tiling: each block computes one tile of C = A x B, stepping through K")
+def matmul_tiling(s: Svg) -> None:
+    """Tiled matrix multiplication: a block loads a tile of A and a tile of B into shared memory, accumulates their
+    product into its tile of C, and steps along K"""
     # B above C, A to the left of C.
     ax, ay, aw, ah = 160, 200, 120, 180    # A: M x K (K = 4 tiles)
     bx, by, bw, bh = 320, 50, 240, 120     # B: K x N (the same K)
@@ -135,14 +131,14 @@ def matmul_tiling() -> str:
                        "__syncthreads()"], 16, 11, anchor="start")
     s.caption(428, "A block reads each element of its strips of A and B from global memory once; its threads "
                "then reuse it from shared memory.")
-    return s.render()
 
 
-def sgemm_register_blocking() -> str:
-    s = Svg(760, 450, "v5, 2D register blocking: 256 threads each own an 8 x 8 tile of the block's 128 x 128 "
-                      "tile of C; for each k a thread loads 8 values of A from a column of As and 8 of B from "
-                      "a row of Bs into registers and does their 64 multiply-adds, an outer product")
-    s.heading("v5: each thread keeps an 8 x 8 tile of C in registers (BM = BN = 128, BK = 8, TM = TN = 8)", 14)
+@figure(450,
+        "v5: each thread keeps an 8 x 8 tile of C in registers (BM = BN = 128, BK = 8, TM = TN = 8)", heading_size=14)
+def sgemm_register_blocking(s: Svg) -> None:
+    """v5, 2D register blocking: 256 threads each own an 8 x 8 tile of the block's 128 x 128 tile of C; for each k a
+    thread loads 8 values of A from a column of As and 8 of B from a row of Bs into registers and does their 64
+    multiply-adds, an outer product"""
     # The block tile of C, 128 x 128 drawn 256 px: one thread tile (8 x 8) is 16 px.
     cx, cy, side, bk = 90, 110, 240, 48
     trow, tcol, k = 5, 9, 3
@@ -177,15 +173,13 @@ def sgemm_register_blocking() -> str:
            arrow=True, dash="4,3")
     s.caption(432, "The block walks K in steps of BK = 8: load As and Bs, __syncthreads(), eight outer "
                    "products, __syncthreads().", 12)
-    return s.render()
 
 
-def sgemm_warp_tiling() -> str:
-    s = Svg(760, 470, "v7, warp tiling with the first configuration: a 128 x 128 block tile is four 64 x 64 "
-                      "warp tiles; a warp covers its tile in four passes of 64 x 16, each pass 32 threads of "
-                      "8 x 4 results; per k a thread loads 8 floats of As and 16 of Bs and updates 8 x 16 "
-                      "accumulators")
-    s.heading("v7: block tile, warp tiles, thread tiles (BM = BN = 128, WM = WN = 64, TM = 8, TN = 4)", 14)
+@figure(470, "v7: block tile, warp tiles, thread tiles (BM = BN = 128, WM = WN = 64, TM = 8, TN = 4)", heading_size=14)
+def sgemm_warp_tiling(s: Svg) -> None:
+    """v7, warp tiling with the first configuration: a 128 x 128 block tile is four 64 x 64 warp tiles; a warp covers
+    its tile in four passes of 64 x 16, each pass 32 threads of 8 x 4 results; per k a thread loads 8 floats of As
+    and 16 of Bs and updates 8 x 16 accumulators"""
     # Panel 1: the block tile (128 px per 64 elements would be too big: 200 px for 128).
     bx, by, side, strip = 70, 120, 200, 30
     s.text(bx + side / 2, 56, "block: 4 warps (128 threads)", 13, weight="bold")
@@ -237,16 +231,14 @@ def sgemm_warp_tiling() -> str:
                      "(a float4 a pass)"], 20, anchor="start")
     s.text(380, y0 + 52, "A warp's lanes read As 8 floats apart and Bs 4 apart; equal addresses are broadcast.",
            12, fill=MUTED, italic=True)
-    return s.render()
 
 
-def hopper_pipeline() -> str:
-    s = Svg(760, 540, "The warp-specialised Hopper GEMM (v2 to v5): a producer warpgroup's elected thread "
-                      "waits on empty[s], sets the expected bytes on full[s] and issues TMA loads of A and B "
-                      "into a ring of four shared-memory stages; two consumer warpgroups wait on full[s], "
-                      "issue wgmma from the stage and arrive on empty[s] when done; k-step it uses stage "
-                      "it % 4 with phase parity (it / 4) & 1")
-    s.heading("The producer/consumer ring: TMA fills stages, wgmma drains them (STAGES = 4)")
+@figure(540, "The producer/consumer ring: TMA fills stages, wgmma drains them (STAGES = 4)")
+def hopper_pipeline(s: Svg) -> None:
+    """The warp-specialised Hopper GEMM (v2 to v5): a producer warpgroup's elected thread waits on empty[s], sets the
+    expected bytes on full[s] and issues TMA loads of A and B into a ring of four shared-memory stages; two consumer
+    warpgroups wait on full[s], issue wgmma from the stage and arrive on empty[s] when done; k-step it uses stage it
+    % 4 with phase parity (it / 4) & 1"""
     # Producer.
     s.box(40, 50, 680, 50, "Producer: warpgroup 0 (setmaxnreg.dec to 40); one elected thread",
           ORANGE, size=13, weight="bold", sub=None)
@@ -278,4 +270,3 @@ def hopper_pipeline() -> str:
     s.lines(40, 410, lines, 20, anchor="start")
     s.caption(522, "The counter it runs on across tiles, never reset: the same slot and parity sequence "
                    "in the producer and in the consumers.", 12)
-    return s.render()

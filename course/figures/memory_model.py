@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from ..svg import (BLUE, GREEN, GREY, MUTED, ORANGE, PANEL, PURPLE, RED, STRONG_BLUE, STRONG_GREEN, STRONG_ORANGE,
                    STRONG_RED, Svg)
+from .card import figure
 
 
-def coalescing() -> str:
-    s = Svg(760, 400, "A warp's 32 threads reading consecutive 4-byte floats touch one 128-byte segment; "
-                      "reading with a stride of 32 floats touches 32 segments")
-    s.heading("How a warp reads global memory: 32 threads, 4-byte floats, 32-byte sectors")
+@figure(400, "How a warp reads global memory: 32 threads, 4-byte floats, 32-byte sectors")
+def coalescing(s: Svg) -> None:
+    """A warp's 32 threads reading consecutive 4-byte floats touch one 128-byte segment; reading with a stride of 32
+    floats touches 32 segments"""
 
     def row(y, stride, title, verdict, colour):
         s.text(40, y, title, 13, anchor="start", weight="bold")
@@ -47,14 +48,12 @@ def coalescing() -> str:
     row(220, 32, "a[32 * threadIdx.x]  (stride 32 floats = 128 B)", "1024 B moved for 128 B used", STRONG_RED)
     s.caption(388, "Memory moves in 32-byte sectors; the load of a warp costs as many sectors as its "
                "addresses touch.")
-    return s.render()
 
 
-def bank_conflicts() -> str:
-    s = Svg(760, 420, "Shared-memory bank conflicts: 32 banks of 4-byte words; stride 1 hits 32 banks, "
-                      "stride 2 hits 16 banks twice each, stride 32 hits one bank 32 times, padding "
-                      "a 32-wide tile to 33 spreads a column over all 32 banks")
-    s.heading("Shared memory: 32 banks, one 4-byte word per bank per clock")
+@figure(420, "Shared memory: 32 banks, one 4-byte word per bank per clock")
+def bank_conflicts(s: Svg) -> None:
+    """Shared-memory bank conflicts: 32 banks of 4-byte words; stride 1 hits 32 banks, stride 2 hits 16 banks twice
+    each, stride 32 hits one bank 32 times, padding a 32-wide tile to 33 spreads a column over all 32 banks"""
     cases = [
         ("stride 1: s[threadIdx.x]", 1, 0, "no conflict: 1 pass", STRONG_GREEN),
         ("stride 2: s[2 * threadIdx.x]", 2, 0, "2-way conflict: 2 passes", STRONG_RED),
@@ -80,14 +79,13 @@ def bank_conflicts() -> str:
                fill=MUTED)
     s.caption(408, "Bank of a 4-byte word = (its index) mod 32. Threads reading the same word share it "
                "(a broadcast), which is no conflict.")
-    return s.render()
 
 
-def transpose_tile() -> str:
-    s = Svg(760, 400, "Transpose through a shared-memory tile: a block reads a 32 x 32 tile of the input row by "
-                      "row (coalesced) into tile[j][x], waits at a barrier, and writes the output tile at the "
-                      "mirrored position row by row (coalesced), reading the shared tile by columns, tile[x][j]")
-    s.heading("Version 2: the transposing happens in shared memory, both global sides walk rows")
+@figure(400, "Version 2: the transposing happens in shared memory, both global sides walk rows")
+def transpose_tile(s: Svg) -> None:
+    """Transpose through a shared-memory tile: a block reads a 32 x 32 tile of the input row by row (coalesced) into
+    tile[j][x], waits at a barrier, and writes the output tile at the mirrored position row by row (coalesced),
+    reading the shared tile by columns, tile[x][j]"""
     n, c = 8, 18  # drawn as 8 x 8 cells, each standing for 4 x 4 elements of the 32 x 32 tile
     def tile(x, y, fill, highlight_row=None, highlight_col=None, hl=BLUE):
         s.rect(x, y, n * c, n * c, fill=fill, rx=0, width=1.2)
@@ -117,15 +115,13 @@ def transpose_tile() -> str:
                       "A warp is one row j of 32 lanes x; in phase 2 it reads column j of the tile: one bank, "
                       "32 times."], 20, anchor="start")
     s.caption(392, "Drawn as 8 x 8 cells; each cell stands for 4 x 4 of the tile's 32 x 32 floats.", 12)
-    return s.render()
 
 
-def reduction_tree() -> str:
-    s = Svg(760, 530, "Two ways a block of 256 threads sums its values: version 2 halves the active threads "
-                      "eight times in shared memory (thread t < s adds partial[t + s], then a barrier); "
-                      "version 3 sums each warp with five shuffle steps (offsets 16, 8, 4, 2, 1, all 32 "
-                      "lanes active), writes 8 warp sums to shared memory, and warp 0 shuffles them")
-    s.heading("Reducing a block of 256 values: a tree in shared memory, or warp shuffles")
+@figure(530, "Reducing a block of 256 values: a tree in shared memory, or warp shuffles")
+def reduction_tree(s: Svg) -> None:
+    """Two ways a block of 256 threads sums its values: version 2 halves the active threads eight times in shared memory
+    (thread t < s adds partial[t + s], then a barrier); version 3 sums each warp with five shuffle steps (offsets 16,
+    8, 4, 2, 1, all 32 lanes active), writes 8 warp sums to shared memory, and warp 0 shuffles them"""
     # Version 2: the first steps drawn for 16 of the slots, then the table of steps.
     s.text(40, 56, "Version 2: partial[t] += partial[t + s] for t < s, then __syncthreads()", 13,
            anchor="start", weight="bold")
@@ -171,13 +167,12 @@ def reduction_tree() -> str:
                       "writes warp_sums[warp], one __syncthreads(), then warp 0 shuffles the 8 sums the same way."],
             anchor="start")
     s.caption(514, "(exchanges drawn for lanes 0-3 and their partners only)", 12)
-    return s.render()
 
 
-def online_softmax() -> str:
-    s = Svg(760, 380, "The online softmax: one pass over a row keeps a running maximum m and a running sum d "
-                      "of exp(x - m); when a chunk raises the maximum, the sum so far is rescaled")
-    s.heading("Online softmax: a running maximum m and a running sum d, one pass over the row")
+@figure(380, "Online softmax: a running maximum m and a running sum d, one pass over the row")
+def online_softmax(s: Svg) -> None:
+    """The online softmax: one pass over a row keeps a running maximum m and a running sum d of exp(x - m); when a chunk
+    raises the maximum, the sum so far is rescaled"""
     chunks = ["chunk 1", "chunk 2", "chunk 3"]
     for i, c in enumerate(chunks):
         x = 60 + i * 220
@@ -204,14 +199,13 @@ def online_softmax() -> str:
            "or exp(-inf - (-inf)) is NaN.", 11)
     s.caption(360, "Merging two partial states (m1, d1) and (m2, d2): m = max(m1, m2), "
                "d = d1 * exp(m1 - m) + d2 * exp(m2 - m).")
-    return s.render()
 
 
-def occupancy() -> str:
-    s = Svg(760, 420, "How registers per thread limit the blocks of 256 threads on a Hopper SM: its 65,536 "
-                      "registers hold 8 blocks at 32 registers a thread, 4 at 64, 2 at 128 and 1 at 255 "
-                      "(rounded up to 256); 100 KiB of shared memory per block allows 2 blocks in 228 KiB")
-    s.heading("What fits on one Hopper SM: blocks of 256 threads (compute capability 9.0)")
+@figure(420, "What fits on one Hopper SM: blocks of 256 threads (compute capability 9.0)")
+def occupancy(s: Svg) -> None:
+    """How registers per thread limit the blocks of 256 threads on a Hopper SM: its 65,536 registers hold 8 blocks at 32
+    registers a thread, 4 at 64, 2 at 128 and 1 at 255 (rounded up to 256); 100 KiB of shared memory per block allows
+    2 blocks in 228 KiB"""
     x0, width, y = 272, 448, 62
     s.text(x0, y, "register file: 65,536 registers", 12, anchor="start", weight="bold")
     rows = [(32, 8), (64, 4), (128, 2), (255, 1)]
@@ -238,16 +232,14 @@ def occupancy() -> str:
                        "the threads (2,048), blocks (32) and shared memory limits apply too: the smallest wins."])
     s.caption(404, "Limits from NVIDIA's H100 datasheet and the CUDA Programming Guide's table; "
                    "nothing here is measured.", 12)
-    return s.render()
 
 
-def async_copies() -> str:
-    s = Svg(760, 430, "Left: a tile of 64 x 16 blurred outputs needs a 68 x 20 input tile, a halo of 2 pixels. "
-                      "Right: three ways the input tile reaches shared memory: through each thread's registers "
-                      "and a barrier; with cp.async, each thread's copies bypassing registers with several "
-                      "stages in flight; with TMA, one thread handing the whole box to the copy engine and an "
-                      "mbarrier counting the bytes")
-    s.heading("How a tile reaches shared memory: synchronous, cp.async, TMA")
+@figure(430, "How a tile reaches shared memory: synchronous, cp.async, TMA")
+def async_copies(s: Svg) -> None:
+    """Left: a tile of 64 x 16 blurred outputs needs a 68 x 20 input tile, a halo of 2 pixels. Right: three ways the
+    input tile reaches shared memory: through each thread's registers and a barrier; with cp.async, each thread's
+    copies bypassing registers with several stages in flight; with TMA, one thread handing the whole box to the copy
+    engine and an mbarrier counting the bytes"""
     # The tile: 68 x 20 input drawn 3 px per pixel... 204 x 60 is too flat; 2.6 px wide, 6 px tall.
     tx, ty, pw, ph = 40, 80, 2.7, 6
     s.text(tx + 68 * pw / 2, 64, "one tile (kRadius = 2)", 13, weight="bold")
@@ -279,15 +271,13 @@ def async_copies() -> str:
                        "way,",
                        "instead of waiting at the barrier for its own loads."])
     s.caption(418, "cp.async: compute capability 8.0 and newer; TMA: 9.0 and newer (CUDA C++ Programming Guide).", 12)
-    return s.render()
 
 
-def cluster_softmax() -> str:
-    s = Svg(760, 420, "A long row split over a cluster of 8 blocks: block rank r keeps slice r of the row in "
-                      "registers, reduces it to one maximum in its shared memory, and after cluster.sync() "
-                      "every block reads all 8 partial maxima through distributed shared memory; the sum is "
-                      "combined the same way, then each block writes its own slice")
-    s.heading("Softmax over a long row with a cluster of 8 blocks and distributed shared memory")
+@figure(420, "Softmax over a long row with a cluster of 8 blocks and distributed shared memory")
+def cluster_softmax(s: Svg) -> None:
+    """A long row split over a cluster of 8 blocks: block rank r keeps slice r of the row in registers, reduces it to
+    one maximum in its shared memory, and after cluster.sync() every block reads all 8 partial maxima through
+    distributed shared memory; the sum is combined the same way, then each block writes its own slice"""
     x0, bw = 40, 85
     s.text(x0, 58, "row blockIdx.y, split into 8 contiguous slices", 12, anchor="start", weight="bold")
     for r in range(8):
@@ -314,15 +304,13 @@ def cluster_softmax() -> str:
              "The last barrier is split (barrier_arrive, barrier_wait): no block leaves while others read it."]
     s.lines(40, 316, steps, 20, anchor="start")
     s.caption(406, "Drawn for block 2; every block reads the 8 partials the same way.", 12)
-    return s.render()
 
 
-def grid_sync() -> str:
-    s = Svg(760, 400, "The cooperative reduction: every block of a grid that fits on the GPU at once sums its "
-                      "chunk and writes partials[b]; at grid.sync() every block waits until all have arrived; "
-                      "then block 0 adds the partials in block order and writes out, and the other blocks "
-                      "return")
-    s.heading("One launch, one grid barrier: reduce_grid_sync")
+@figure(400, "One launch, one grid barrier: reduce_grid_sync")
+def grid_sync(s: Svg) -> None:
+    """The cooperative reduction: every block of a grid that fits on the GPU at once sums its chunk and writes
+    partials[b]; at grid.sync() every block waits until all have arrived; then block 0 adds the partials in block
+    order and writes out, and the other blocks return"""
     nb, x0, bw = 6, 40, 114
     s.text(x0, 58, "phase 1: block b sums its chunk, thread 0 writes partials[b]", 12, anchor="start",
            weight="bold")
@@ -347,15 +335,13 @@ def grid_sync() -> str:
                       "(blocks per SM x SMs): a block still waiting for an SM could never reach the barrier."],
             anchor="start")
     s.caption(388, "Drawn with six blocks; B is the grid's size, chosen from the kernel's occupancy.", 12)
-    return s.render()
 
 
-def l2_persistence() -> str:
-    s = Svg(760, 380, "L2 persistence: the kernel streams x and out once while gathering from a small table; "
-                      "without a set-aside the streaming data evicts the table from L2 and its reads go to "
-                      "DRAM; with part of L2 set aside and an access policy window marking the table's "
-                      "accesses persisting, the table stays in L2")
-    s.heading("Keeping a hot table in L2 while a large array streams past")
+@figure(380, "Keeping a hot table in L2 while a large array streams past")
+def l2_persistence(s: Svg) -> None:
+    """L2 persistence: the kernel streams x and out once while gathering from a small table; without a set-aside the
+    streaming data evicts the table from L2 and its reads go to DRAM; with part of L2 set aside and an access policy
+    window marking the table's accesses persisting, the table stays in L2"""
     def panel(x, title, set_aside):
         s.text(x + 160, 58, title, 13, weight="bold")
         s.rect(x, 70, 320, 90, fill=PANEL, width=1.2)
@@ -389,15 +375,14 @@ def l2_persistence() -> str:
                       "cudaCtxResetPersistingL2Cache(): persisting lines back to normal"], anchor="start")
     s.caption(362, "Available from compute capability 8.0; disabled in MIG mode "
                    "(CUDA C++ Programming Guide 13.0).", 12)
-    return s.render()
 
 
-def kernels_from_python() -> str:
-    s = Svg(760, 330, "One kernel file, two compilers: transpose.cuh, reduction.cuh and softmax.cuh are included "
-                      "by the C++ programs, which nvcc compiles, and compiled at run time by NVRTC through CuPy "
-                      "in the Python program; cupy.from_dlpack gives CuPy a view of a PyTorch tensor's memory, "
-                      "so the course's kernels and PyTorch's work on the same bytes, timed the same way")
-    s.heading("The chapter's kernels inside a PyTorch process: the same files, the same tensors")
+@figure(330, "The chapter's kernels inside a PyTorch process: the same files, the same tensors")
+def kernels_from_python(s: Svg) -> None:
+    """One kernel file, two compilers: transpose.cuh, reduction.cuh and softmax.cuh are included by the C++ programs,
+    which nvcc compiles, and compiled at run time by NVRTC through CuPy in the Python program; cupy.from_dlpack gives
+    CuPy a view of a PyTorch tensor's memory, so the course's kernels and PyTorch's work on the same bytes, timed the
+    same way"""
     s.rect(40, 60, 220, 60, fill=BLUE)
     s.lines(150, 85, ["transpose.cuh, reduction.cuh,",
                       "softmax.cuh (include nothing)"])
@@ -417,4 +402,3 @@ def kernels_from_python() -> str:
     s.line(410, 138, 160, 204, arrow=True, dash="4,3")
     s.caption(318, "All timed the same way, beside a copy of the same bytes; each PyTorch configuration is "
                    "checked first.", 12)
-    return s.render()

@@ -4,14 +4,15 @@ layout that version 4's tensor-core convolution reads with ldmatrix."""
 from __future__ import annotations
 
 from ..svg import BLUE, DEEP_ORANGE, GREEN, GREY, MUTED, ORANGE, PURPLE, RED, STRONG_GREEN, STRONG_RED, Svg
+from .card import figure
 
 
-def idx_file() -> str:
-    s = Svg(760, 390, "The bytes of train-images-idx3-ubyte: a 16-byte header of four big-endian 32-bit "
-                      "integers (the magic number 00 00 08 03: unsigned bytes, 3 dimensions; then 60000, 28 and "
-                      "28), then the pixels row-major, 784 bytes per image, image i at offset 16 + 784 i; the "
-                      "labels file is the same with magic 00 00 08 01, one size, and one byte per label")
-    s.heading("An IDX file: a big-endian header, then the raw bytes, row-major")
+@figure(390, "An IDX file: a big-endian header, then the raw bytes, row-major")
+def idx_file(s: Svg) -> None:
+    """The bytes of train-images-idx3-ubyte: a 16-byte header of four big-endian 32-bit integers (the magic number 00 00
+    08 03: unsigned bytes, 3 dimensions; then 60000, 28 and 28), then the pixels row-major, 784 bytes per image,
+    image i at offset 16 + 784 i; the labels file is the same with magic 00 00 08 01, one size, and one byte per
+    label"""
     fields = [("magic", ["00", "00", "08", "03"], "0x00000803", ORANGE),
               ("images", ["00", "00", "EA", "60"], "60000", BLUE),
               ("rows", ["00", "00", "00", "1C"], "28", BLUE),
@@ -40,16 +41,14 @@ def idx_file() -> str:
            "or not this file", 12)
     s.caption(y2 + 124, "The labels file: magic 00 00 08 01, one size (60000), then one byte (0 to 9) per image.",
               12)
-    return s.render()
 
 
-def mnist_network() -> str:
-    s = Svg(760, 330, "The network, for one image: a 1 x 28 x 28 image; conv1, 32 filters of 3 x 3 without bias, "
-                      "gives 32 x 28 x 28; batch norm, ReLU and 2 x 2 max pooling give 32 x 14 x 14; conv2, 64 "
-                      "filters of 3 x 3 x 32, gives 64 x 14 x 14; batch norm, ReLU and pooling give 64 x 7 x 7, "
-                      "3136 values; fc1 with ReLU gives 128; fc2 gives 10 logits, which the cross-entropy loss "
-                      "turns into a loss through a log-softmax")
-    s.heading("The network: shapes per image, and the weights of each layer")
+@figure(330, "The network: shapes per image, and the weights of each layer")
+def mnist_network(s: Svg) -> None:
+    """The network, for one image: a 1 x 28 x 28 image; conv1, 32 filters of 3 x 3 without bias, gives 32 x 28 x 28;
+    batch norm, ReLU and 2 x 2 max pooling give 32 x 14 x 14; conv2, 64 filters of 3 x 3 x 32, gives 64 x 14 x 14;
+    batch norm, ReLU and pooling give 64 x 7 x 7, 3136 values; fc1 with ReLU gives 128; fc2 gives 10 logits, which
+    the cross-entropy loss turns into a loss through a log-softmax"""
     layer, shape = PURPLE, BLUE
     s.chain(30, 56, [("1 x 28 x 28", "image", shape, 110), ("conv1 3 x 3", "288 weights", layer, 120),
                      ("32 x 28 x 28", None, shape, 120), ("BN, ReLU, pool", "64 BN parameters", layer, 150),
@@ -67,16 +66,14 @@ def mnist_network() -> str:
     s.line(580, 212, 100, 212)
     s.line(100, 212, 100, 234, arrow=True)
     s.caption(310, "No convolution bias: batch norm subtracts each channel's mean, which cancels it exactly.", 12)
-    return s.render()
 
 
-def implicit_gemm() -> str:
-    s = Svg(760, 400, "A convolution as a matrix product: the 3 x 3 neighbourhood of one output position, over "
-                      "all C input channels, is one column of the im2col matrix, 9C values ordered q = (c, r, s); "
-                      "Y (K x NHW) = W (K x 9C) times col (9C x NHW). The implicit GEMM never stores col: a block "
-                      "computing a 64 x 64 tile of Y gathers each 16-row slice of its 64 columns straight from the "
-                      "input into shared memory, computing the addresses as it goes")
-    s.heading("Implicit GEMM: the im2col matrix is gathered a slice at a time, never stored")
+@figure(400, "Implicit GEMM: the im2col matrix is gathered a slice at a time, never stored")
+def implicit_gemm(s: Svg) -> None:
+    """A convolution as a matrix product: the 3 x 3 neighbourhood of one output position, over all C input channels, is
+    one column of the im2col matrix, 9C values ordered q = (c, r, s); Y (K x NHW) = W (K x 9C) times col (9C x NHW).
+    The implicit GEMM never stores col: a block computing a 64 x 64 tile of Y gathers each 16-row slice of its 64
+    columns straight from the input into shared memory, computing the addresses as it goes"""
     # The input: one channel of one image, a 3 x 3 neighbourhood.
     ix, iy, c = 30, 90, 14
     s.text(ix + 4 * c, iy - 12, "input x, channel c", 12, weight="bold")
@@ -109,17 +106,15 @@ def implicit_gemm() -> str:
     s.line(cx + 180, cy + ch + 2, cx + 180, wy + 13, stroke=MUTED, dash="4 3")
     s.caption(340, "An explicit im2col would hold nine times the input and make a round trip through DRAM.", 12)
     s.caption(362, "K = 64 output channels for conv2; the tile is 32 x 64 for conv1's 32.", 12)
-    return s.render()
 
 
-def fused_passes() -> str:
-    s = Svg(760, 380, "Version 2's forward pass after the first convolution: the convolution writes Y; the "
-                      "batch-norm statistics read Y twice; normalising reads Y and writes N; the ReLU reads N "
-                      "and writes R; pooling reads R and writes P, a quarter of the size: eight full-size "
-                      "passes through DRAM. Version 3: the convolution adds each channel's sums in its "
-                      "epilogue while it writes Y, and one kernel reads Y once, normalises, takes the 2 x 2 "
-                      "maximum, applies the ReLU and writes P: two full-size passes")
-    s.heading("Fusion: the same layer, the full-size tensor through DRAM eight times, then twice")
+@figure(380, "Fusion: the same layer, the full-size tensor through DRAM eight times, then twice")
+def fused_passes(s: Svg) -> None:
+    """Version 2's forward pass after the first convolution: the convolution writes Y; the batch-norm statistics read Y
+    twice; normalising reads Y and writes N; the ReLU reads N and writes R; pooling reads R and writes P, a quarter
+    of the size: eight full-size passes through DRAM. Version 3: the convolution adds each channel's sums in its
+    epilogue while it writes Y, and one kernel reads Y once, normalises, takes the 2 x 2 maximum, applies the ReLU
+    and writes P: two full-size passes"""
     k, t = 80, 48  # widths of a kernel box and of a tensor box
     s.chain(40, 78, [("conv", "writes Y", PURPLE, k), ("Y", None, ORANGE, t), ("BN stats", "reads Y x2", PURPLE, k),
                      ("normalise", "reads Y", PURPLE, k), ("N", None, ORANGE, t), ("ReLU", None, PURPLE, k),
@@ -136,18 +131,15 @@ def fused_passes() -> str:
     s.text(40, 328, "2 full-size passes", 12, anchor="start", fill=STRONG_GREEN, weight="bold")
     s.caption(360, "max(relu(a), relu(b)) = relu(max(a, b)): one ReLU per window. The backward pass is fused "
                    "the same way.", 12)
-    return s.render()
 
 
-def tensor_core_conv() -> str:
-    s = Svg(760, 440, "conv2 in version 4: one 14 x 14 image of 32 channels sits in shared memory as Is, one "
-                      "row per position of a 16 x 16 grid with a zero border, 32 bf16 channels and 8 bf16 of "
-                      "padding per row. For tap (r, s) and channels c0 to c0 + 15, a fragment of 8 output "
-                      "positions is 8 rows of Is shifted by r rows and s columns of the grid; ldmatrix .x2 reads "
-                      "them, lanes 0 to 7 giving the addresses of channels c0 to c0 + 7 and lanes 8 to 15 those "
-                      "of c0 + 8 to c0 + 15, and the warp receives the 16 x 8 B fragment of mma.sync: im2col "
-                      "is never formed")
-    s.heading("conv2 on tensor cores: the image in shared memory is already the B operand")
+@figure(440, "conv2 on tensor cores: the image in shared memory is already the B operand")
+def tensor_core_conv(s: Svg) -> None:
+    """conv2 in version 4: one 14 x 14 image of 32 channels sits in shared memory as Is, one row per position of a 16 x
+    16 grid with a zero border, 32 bf16 channels and 8 bf16 of padding per row. For tap (r, s) and channels c0 to c0
+    + 15, a fragment of 8 output positions is 8 rows of Is shifted by r rows and s columns of the grid; ldmatrix .x2
+    reads them, lanes 0 to 7 giving the addresses of channels c0 to c0 + 7 and lanes 8 to 15 those of c0 + 8 to c0 +
+    15, and the warp receives the 16 x 8 B fragment of mma.sync: im2col is never formed"""
     # Left: the 16 x 16 grid of positions, a zero border round the 14 x 14 image.
     gx, gy, c = 40, 64, 14
     s.rect(gx, gy, 16 * c, 16 * c, fill=GREY, rx=0, width=1.2)
@@ -177,4 +169,3 @@ def tensor_core_conv() -> str:
             step=20, size=12, anchor="start")
     s.caption(420, "Per fragment: 9 taps x 2 k-steps. The weights, A, are read from shared memory by ldmatrix.x4 "
                    "the same way.", 12)
-    return s.render()

@@ -125,6 +125,17 @@ def _new_context(browser, base_url, **kw):
     return context, Recorder(context, base_url)
 
 
+def _first_on_page(browser, base_url, path: str, selector: str):
+    """A fresh context with `path` loaded, and the first element there that matches `selector`, scrolled
+    into view (a test that reads one element's behaviour: a tooltip, a focus style)."""
+    context, _ = _new_context(browser, base_url)
+    page = context.new_page()
+    page.goto(base_url + path, wait_until="load")
+    element = page.locator(selector).first
+    element.scroll_into_view_if_needed()
+    return context, page, element
+
+
 def _wait_rendered(page) -> str | None:
     try:
         page.wait_for_function(bs.RENDERED_JS, timeout=8_000)
@@ -749,11 +760,7 @@ def test_glossary_terms_carry_their_definition(crawl):
 def test_glossary_tooltip_shows_on_hover(browser, base_url, crawl):
     path = next((p for p, i in crawl["pages"].items() if i["abbrs"]), None)
     assert path is not None
-    context, rec = _new_context(browser, base_url)
-    page = context.new_page()
-    page.goto(base_url + path, wait_until="load")
-    abbr = page.locator("article abbr").first
-    abbr.scroll_into_view_if_needed()
+    context, page, abbr = _first_on_page(browser, base_url, path, "article abbr")
     abbr.hover()
     page.wait_for_timeout(600)
     tooltips = re.search(r"^\s*-\s*content\.tooltips\b", bs.site_config().read_text(), re.MULTILINE)
@@ -772,11 +779,7 @@ def test_a_measured_figure_shows_its_provenance_when_tapped(browser, base_url, s
                  and 'class="course-claim" tabindex="0"' in (site / p / "index.html").read_text()), None)
     if path is None:
         pytest.skip("no page shows a measured figure from the record")
-    context, rec = _new_context(browser, base_url)
-    page = context.new_page()
-    page.goto(base_url + path, wait_until="load")
-    claim = page.locator("article .course-claim[tabindex]").first
-    claim.scroll_into_view_if_needed()
+    context, page, claim = _first_on_page(browser, base_url, path, "article .course-claim[tabindex]")
     claim.focus()
     shown = page.evaluate("(el) => getComputedStyle(el, '::after').content", claim.element_handle())
     assert page.evaluate("(el) => document.activeElement === el", claim.element_handle())

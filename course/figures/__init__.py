@@ -6,7 +6,8 @@ dark text and mid-tone fills: it reads the same in the light and dark palettes a
 the page around it. Hardware figures are the H100 SXM's from NVIDIA's Hopper architecture whitepaper
 and the H100 datasheet, and say so; no measured number is drawn (those come from the GPU record).
 course/svg.py writes the SVG (Svg, its drawing methods and the palette), for these figures and for the
-site's charts. Each module here draws the figures of one chapter (or two short ones).
+site's charts. Each module here draws the figures of one chapter (or two short ones), each figure a function
+under card.py's `@figure(height, heading)`: the docstring is its description, the body draws on the card.
 """
 
 from __future__ import annotations

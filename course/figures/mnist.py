@@ -3,7 +3,7 @@ layout that version 4's tensor-core convolution reads with ldmatrix."""
 
 from __future__ import annotations
 
-from ..svg import BLUE, DEEP_ORANGE, GREEN, GREY, MUTED, ORANGE, PURPLE, RED, STRONG_GREEN, STRONG_RED, Svg
+from ..svg import BLUE, DEEP_ORANGE, GREEN, GREY, MUTED, ORANGE, PURPLE, STRONG_GREEN, STRONG_RED, Svg
 from .card import figure
 
 

@@ -54,7 +54,7 @@ def run_all(torch, tokens, inter, seed, check, bench):
         out = run()
         if check:
             name = course_tools.slug(f"{impl} t{tokens} i{inter}")
-            ok &= course_tools.check_close(name, out, want, RTOL, 0.0)
+            ok &= course_tools.check_close_on_device(name, out, want, RTOL, 0.0)
             differ = int((out != once).sum())
             print(f"{impl}: {differ} of {out.numel()} outputs differ from one rounding of the float64 value")
         if bench:

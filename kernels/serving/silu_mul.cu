@@ -7,7 +7,7 @@
 //
 // Taught in docs/serving/fused-small.md; its peer is silu_mul_torch.py (F.silu(gate) * up in PyTorch:
 // eager, CUDA graph, every torch.compile mode).
-// Build: python -m course.toolchain build kernels/serving/silu_mul.cu
+// Build: python -m course.toolchain build-all 1 kernels/serving/silu_mul.cu
 // Run:   ./build/serving/silu_mul --tokens 3 --inter 11008     (checks against float64)
 //        ./build/serving/silu_mul --bench                      (also times it against a copy)
 //

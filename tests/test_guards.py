@@ -82,6 +82,29 @@ def test_every_header_or_module_is_used(program):
     assert users or mentioned, f"{program.rel} is neither included by a program nor used by a test or a page block"
 
 
+_DOCS_PATH = re.compile(r"docs/[\w./-]+?\.md\b")
+_TAUGHT_IN = re.compile(r"Taught in (docs/[\w./-]+?\.md(?:(?:,? and |, )docs/[\w./-]+?\.md)*)")
+
+
+def test_every_page_a_kernel_file_names_exists_and_teaches_it():
+    """A header's "Taught in docs/x.md" must name a page that shows the file (embeds it, or names it in
+    a directive or its prose), and every docs/ path a kernel file names must exist: pages move (a
+    chapter split in two), comments do not follow."""
+    page_texts = {_rel(md): md.read_text() for md in PAGES}
+    problems = []
+    for path in sorted((ROOT / "kernels").rglob("*")):
+        if path.suffix not in programs.SOURCE_SUFFIXES or ".mistakes" in path.parts:
+            continue
+        rel, text = path.relative_to(ROOT).as_posix(), path.read_text()
+        problems += [f"{rel}: names {page}, which does not exist" for page in sorted(set(_DOCS_PATH.findall(text)))
+                     if not (ROOT / page).is_file()]
+        for taught in _TAUGHT_IN.finditer(text):
+            problems += [f"{rel}: says it is taught in {page}, which does not name it"
+                         for page in _DOCS_PATH.findall(taught.group(1))
+                         if page in page_texts and rel not in page_texts[page]]
+    assert not problems, "\n".join(problems)
+
+
 KERNEL_COLUMNS = 118  # at 1280 px the code column holds about 125 characters (reader.css)
 
 

@@ -14,6 +14,9 @@ a checker can also be run by hand:
                                   start() for a Numba or a Triton checker, returning the kernel under
                                   test (after is_kernel: a host function ends the check) and the
                                   random source its inputs are drawn from
+    numba_check(description, kernel_name, cases)
+                                  a whole Numba checker: numba_start, the verdicts that
+                                  cases(kernel, sim, rng) yields, finish's exit code
     draw(source, lo, hi)          an int in [lo, hi) from a NumPy or a torch random source
     draw_off_multiple(source, lo, hi, block), draw_off_power_of_two(source, lo, hi)
                                   the same, moved off a multiple of `block` or off a power of two
@@ -358,6 +361,13 @@ def numba_start(description: str, kernel_name: str):
     import numpy as np
 
     return _kernel_or_exit(exercise, kernel_name, "numba"), sim, np.random.default_rng(seed)
+
+
+def numba_check(description: str, kernel_name: str, cases) -> int:
+    """A whole Numba checker: numba_start, then `cases(kernel, sim, rng)`, a generator that launches the
+    kernel on each case and yields one verdict per check (True: passed), then finish's exit code."""
+    kernel, sim, rng = numba_start(description, kernel_name)
+    return finish(list(cases(kernel, sim, rng)))
 
 
 def triton_start(description: str, kernel_name: str):

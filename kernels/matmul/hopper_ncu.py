@@ -4,9 +4,9 @@
 # the launch (a cluster that could not start with the others shows as idle SMs), and the cluster figures
 # ncu's launch and occupancy sections report.
 #
-# Taught in docs/fast-matmul-fft/hopper-gemm.md, which shows its recorded output and reads its BENCH rows
-# (one per version, case "ncu 4096x4096x4096"; time_ms is ncu's duration, bytes its DRAM bytes, and the
-# fields are the metrics below, stalls in warp-cycles per issued instruction).
+# Taught in docs/fast-matmul-fft/hopper-gemm-clusters.md, which shows its recorded output and reads its BENCH
+# rows (one per version, case "ncu 4096x4096x4096"; time_ms is ncu's duration, bytes its DRAM bytes, and
+# the fields are the metrics below, stalls in warp-cycles per issued instruction).
 # It builds gemm_hopper.cu with the harness's build command and runs `gemm_hopper --profile V` under ncu.
 # Metrics this ncu does not know are left out (shown as "-").
 # Run: python kernels/matmul/hopper_ncu.py

@@ -2,7 +2,7 @@
 # steps of the CUDA program (versions 3 and 4) from the same initial weights and on the same batches as
 # PyTorch in float64, their losses compared step by step.
 #
-# Taught in docs/mnist/tensor-cores.md. Run: python kernels/mnist/loss_curve.py
+# Taught in docs/mnist/tensor-cores-checks.md. Run: python kernels/mnist/loss_curve.py
 # (builds mnist_train with check_layers.py's build command, or takes --binary PATH; the data directory as
 # mnist_torch.py takes it: --data-dir, else $MNIST_DIR, else data/mnist).
 #

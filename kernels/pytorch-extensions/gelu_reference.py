@@ -3,7 +3,7 @@
 # every implementation of the chapter (CUDA through load_inline, the packaged CUDA extension, Triton)
 # must pass.
 #
-# Taught in docs/pytorch-extensions/index.md and docs/pytorch-extensions/cuda-operator.md.
+# Taught in docs/pytorch-extensions/index.md; jit_gelu.py, package_gelu.py and triton_gelu.py import its checks.
 # Run directly, it checks the hand-derived derivative against autograd's, on the CPU.
 # Run:   python kernels/pytorch-extensions/gelu_reference.py
 #

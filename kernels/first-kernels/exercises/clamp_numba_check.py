@@ -20,11 +20,9 @@ import exercise_tools  # noqa: E402
 BLOCKS, THREADS = 4, 32  # 128 threads in all, whatever the size
 
 
-def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the clamp exercise (Numba).", "clamp")
+def cases(kernel, sim, rng):
     import numpy as np
 
-    results = []
     ranges = [(600, 1500) if sim else (500_000, 1_100_000), (2000, 4000)]
     for n in exercise_tools.sizes(rng, ranges, 2, edges=(0, 1, 129)):  # odd sizes, never a multiple of the grid
         lo = np.float32(rng.uniform(-3, 0))
@@ -34,10 +32,9 @@ def main() -> int:
         x[0:1] = hi + 1  # a single element overshoots
         d_x, _ = exercise_tools.guarded(x, np.float32(0.0), sim)
         d_y, d_whole = exercise_tools.guarded(np.full(n, np.nan, dtype=np.float32), np.float32(7.0), sim)
-        results += exercise_tools.launch_compared(f"clamp_n{n}", n, kernel, (BLOCKS, THREADS), d_x, d_y, lo, hi,
+        yield from exercise_tools.launch_compared(f"clamp_n{n}", n, kernel, (BLOCKS, THREADS), d_x, d_y, lo, hi,
                                                   whole=d_whole, want=np.clip(x, lo, hi), fill=np.float32(7.0))
-    return exercise_tools.finish(results)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exercise_tools.numba_check("Check the clamp exercise (Numba).", "clamp", cases))

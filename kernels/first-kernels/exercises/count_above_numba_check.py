@@ -22,12 +22,10 @@ import exercise_tools  # noqa: E402
 THREADS = 64
 
 
-def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the counting exercise (Numba).", "count_above")
+def cases(kernel, sim, rng):
     import numpy as np
     from numba import cuda
 
-    results = []
     ranges = [(300, 1300) if sim else (1_000_000, 4_000_000), (2000, 4000)]
     for n in exercise_tools.sizes(rng, ranges, 2, edges=(0, 1)):  # odd sizes, never a multiple of the block
         t = np.float32(rng.uniform(-1, 1))
@@ -49,12 +47,11 @@ def main() -> int:
             if got[0] != want:
                 print(f"  {name}: counted {int(got[0]) - int(start)} elements greater than t, want "
                       f"{want - int(start)} ({int((x == t).sum())} elements equal t and are not greater)")
-            results.append(exercise_tools.compare(name, got[:1], np.array([want]), 0, 0))
-            results.append(exercise_tools.past_the_end(name, d_whole, (1,), np.uint64(77)))
+            yield exercise_tools.compare(name, got[:1], np.array([want]), 0, 0)
+            yield exercise_tools.past_the_end(name, d_whole, (1,), np.uint64(77))
         else:
-            results.append(False)
-    return exercise_tools.finish(results)
+            yield False
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exercise_tools.numba_check("Check the counting exercise (Numba).", "count_above", cases))

@@ -21,12 +21,10 @@ import exercise_tools  # noqa: E402
 BLOCK = (16, 8)  # (x: columns, y: rows)
 
 
-def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the 2D-grid exercise (Numba).", "matrix_add")
+def cases(kernel, sim, rng):
     import numpy as np
 
     side = partial(exercise_tools.draw_off_multiple, rng)  # (lo, hi, block): never a multiple of the block's
-    results = []
     if sim:
         shapes = [(side(9, 30, 8), side(33, 60, 16)), (side(33, 60, 8), side(9, 30, 16)),
                   (1, 1), (0, side(9, 30, 16))]
@@ -39,11 +37,10 @@ def main() -> int:
         d_out, d_whole = exercise_tools.guarded(np.full((rows, cols), np.nan, dtype=np.float32), np.float32(7.0),
                                                 sim, guard=32)
         grid = ((cols + BLOCK[0] - 1) // BLOCK[0], max(1, (rows + BLOCK[1] - 1) // BLOCK[1]))  # 0 rows: one
-        results += exercise_tools.launch_compared(f"matrix_add_{rows}x{cols}", rows * cols, kernel, (grid, BLOCK),
+        yield from exercise_tools.launch_compared(f"matrix_add_{rows}x{cols}", rows * cols, kernel, (grid, BLOCK),
                                                   d_a, d_b, d_out, whole=d_whole, want=a.astype(np.float64) + b,
                                                   fill=np.float32(7.0), rtol=1e-6, atol=1e-6)
-    return exercise_tools.finish(results)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exercise_tools.numba_check("Check the 2D-grid exercise (Numba).", "matrix_add", cases))

@@ -19,11 +19,9 @@ import exercise_tools  # noqa: E402
 THREADS = 128
 
 
-def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the SAXPY exercise (Numba).", "saxpy")
+def cases(kernel, sim, rng):
     import numpy as np
 
-    results = []
     ranges = [(300, 1300) if sim else (500_000, 1_100_000), (3000, 6000)]
     for n in exercise_tools.sizes(rng, ranges, THREADS, edges=(0, 1, 129)):  # 0: empty
         x, y = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(2))
@@ -33,11 +31,10 @@ def main() -> int:
         d_out, d_whole = exercise_tools.guarded(poison, np.float32(7.0), sim)
         blocks = max(1, (n + THREADS - 1) // THREADS)  # one block for n == 0: it must write nothing
         want = np.float64(a) * x + y
-        results += exercise_tools.launch_compared(f"saxpy_n{n}", n, kernel, (blocks, THREADS), a, d_x, d_y, d_out,
+        yield from exercise_tools.launch_compared(f"saxpy_n{n}", n, kernel, (blocks, THREADS), a, d_x, d_y, d_out,
                                                   whole=d_whole, want=want, fill=np.float32(7.0),
                                                   rtol=1e-6, atol=1e-6)
-    return exercise_tools.finish(results)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exercise_tools.numba_check("Check the SAXPY exercise (Numba).", "saxpy", cases))

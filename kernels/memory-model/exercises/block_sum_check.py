@@ -19,12 +19,9 @@ import exercise_tools  # noqa: E402
 THREADS = 128
 
 
-def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the shared-memory reduction exercise (Numba).",
-                                                  "block_sums")
+def cases(kernel, sim, rng):
     import numpy as np
 
-    results = []
     ranges = [(300, 1300) if sim else (500_000, 1_100_000), (3000, 6000)]
     for n in exercise_tools.sizes(rng, ranges, THREADS, edges=(0, 1, 129)):  # 0: empty
         x = rng.uniform(-1, 1, n).astype(np.float32)
@@ -35,11 +32,10 @@ def main() -> int:
         padded[:n] = x
         want = padded.reshape(blocks, THREADS).sum(axis=1)
         # float32 sums of 128 terms of size <= 1: rounding stays far below 2e-5
-        results += exercise_tools.launch_compared(f"block_sums_n{n}", blocks, kernel, (blocks, THREADS),
+        yield from exercise_tools.launch_compared(f"block_sums_n{n}", blocks, kernel, (blocks, THREADS),
                                                   d_x, d_partial, whole=d_whole, want=want,
                                                   fill=np.float32(7.0), rtol=1e-5, atol=2e-5)
-    return exercise_tools.finish(results)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exercise_tools.numba_check("Check the shared-memory reduction exercise (Numba).", "block_sums", cases))

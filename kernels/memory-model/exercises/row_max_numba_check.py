@@ -21,12 +21,10 @@ import exercise_tools  # noqa: E402
 THREADS = 32
 
 
-def main() -> int:
-    kernel, sim, rng = exercise_tools.numba_start("Check the row-maximum exercise (Numba).", "row_max")
+def cases(kernel, sim, rng):
     import numpy as np
     from numba import cuda
 
-    results = []
     ranges = [(9, 20), (70, 200), (5, 12), (2, 31)] + ([] if sim else [(2000, 3000), (1000, 1500)])
     sides = exercise_tools.sizes(rng, ranges, THREADS)  # rows, columns, ...: never a multiple of 32
     drawn = list(zip(sides[::2], sides[1::2]))
@@ -39,10 +37,9 @@ def main() -> int:
         x[r % 4 == 3, -1] = 1000.0                                             # the maximum in the last column
         d_x = cuda.to_device(x)
         d_out, d_whole = exercise_tools.guarded(np.full(rows, np.nan, dtype=np.float32), np.float32(7.0), sim)
-        results += exercise_tools.launch_compared(f"row_max_{rows}x{cols}", rows, kernel, (rows, THREADS), d_x, d_out,
+        yield from exercise_tools.launch_compared(f"row_max_{rows}x{cols}", rows, kernel, (rows, THREADS), d_x, d_out,
                                                   whole=d_whole, want=x.max(axis=1), fill=np.float32(7.0))
-    return exercise_tools.finish(results)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exercise_tools.numba_check("Check the row-maximum exercise (Numba).", "row_max", cases))

@@ -306,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{gpus} GPU(s), limit {args.limit_s:.0f} s")
 
     listing = out / "gpu-items.json"
+    listing.unlink(missing_ok=True)  # a listing left in --out by an earlier run must not stand in for this one
     collected = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "--gpu-list",
                                 str(listing), *pytest_args], cwd=ROOT, capture_output=True, text=True, check=False)
     if not listing.exists():

@@ -337,7 +337,10 @@ def main(argv: list[str] | None = None) -> int:
         multi = [u for u in shared if u.gpus > 1]
         dealt, _ = deal([u for u in shared if u.gpus <= 1], gpus * args.per_gpu)
         slots = [Slot(f"shared-{k + 1}", str(k % gpus), d) for k, d in enumerate(dealt)]
-        slots.append(Slot("shared-multi", None, multi))
+        # Two processes share the multi-GPU units: each sees every GPU (a run checks as many GPUs as it
+        # finds), and one process alone would set the shared phase's length.
+        multi_dealt, _ = deal(multi, 2)
+        slots += [Slot(f"shared-multi-{k + 1}", None, d) for k, d in enumerate(multi_dealt)]
         for s in slots:
             log(f"plan {s.name} on GPU {s.gpu if s.gpu is not None else 'all'}: {len(s.units)} units, "
                 f"~{sum(u.cost for u in s.units):.0f} s")

@@ -61,16 +61,17 @@ def parse_options(text: str) -> dict:
     return opts
 
 
-def program_rows(rel_path: str, rec: dict, awaiting: dict | None = None) -> tuple[list[dict], list[str]]:
+def program_rows(rel_path: str, rec: dict, awaiting: dict | None = None,
+                 skipped: list | None = None) -> tuple[list[dict], list[str]]:
     """BENCH rows of the program's passing bench runs for its current code, and the runs' descriptions
-    (course/record.py: passing_bench_rows)."""
+    (course/record.py: passing_bench_rows); runs declared as awaiting go to `skipped` when it is given."""
     prog = programs.program_for(rel_path)
     if prog is None:
         raise ClaimError(f"{rel_path} is not a program under kernels/")
     if not [r for r in prog.runs() if r.bench]:
         raise ClaimError(f"{rel_path} declares no 'course: bench' run")
     try:
-        return record.passing_bench_rows(prog, rec, awaiting)
+        return record.passing_bench_rows(prog, rec, awaiting, skipped)
     except record.NotRecorded as e:
         if e.awaiting is not None:
             raise AwaitingGpuRun(f"{e.run.id}: {e.awaiting}") from None
@@ -167,16 +168,30 @@ def _bounds(opts: dict) -> tuple[float | None, float | None, float | None, float
     return num("min"), num("max"), num("goal_min"), num("goal_max")
 
 
+def _may_hold(run, rec: dict, opts: dict) -> bool:
+    """Whether an awaiting run may hold a row the claim reads: it did when it last passed (its rows
+    then matched the claim's case or vs case), or it never passed, so nobody knows."""
+    rows = record.earlier_rows(run, rec)
+    if rows is None:
+        return True
+    cases = {opts["case"], opts.get("vs_case", opts["case"])}
+    return any(fnmatch.fnmatchcase(str(b.get("case")), c) for b in rows for c in cases)
+
+
 def render(path: str, opts_text: str, rec: dict, awaiting: dict | None = None) -> str:
     """The HTML of one claim; raises ClaimError when it is malformed or unsupported, AwaitingGpuRun
     when its program is declared as awaiting a GPU run."""
     opts = parse_options(opts_text)
     lo, hi, goal_lo, goal_hi = _bounds(opts)
-    rows, runs = program_rows(path, rec, awaiting)
+    skipped: list = []  # bench runs declared as awaiting: the claim awaits them only if its rows are theirs
+    rows, runs = program_rows(path, rec, awaiting, skipped)
     vs_rows = None
     if "vs_program" in opts:
-        vs_rows, vs_runs = program_rows(opts["vs_program"], rec, awaiting)
+        vs_rows, vs_runs = program_rows(opts["vs_program"], rec, awaiting, skipped)
         runs = list(dict.fromkeys(runs + vs_runs))
+    awaited = [e for e in skipped if _may_hold(e.run, rec, opts)]
+    if awaited:  # the claim may rest on a row the awaiting run would give (the fastest of a glob, say)
+        raise AwaitingGpuRun("; ".join(f"{e.run.id}: {e.awaiting}" for e in awaited))
     value, unit, what = value_of(opts, rows, vs_rows)
     shown = fmt(value, opts["show"]) + unit
     if lo is not None and not value >= lo:

@@ -137,17 +137,34 @@ def passing_entry(run, record: dict) -> dict | None:
     return e if e and e["outcome"] == "passed" else None
 
 
-def passing_bench_rows(program: programs.Program, record: dict, awaiting: dict | None = None) -> tuple[list[dict], list[str]]:
+def earlier_rows(run: programs.Run, record: dict) -> list[dict] | None:
+    """The BENCH rows of the latest passing entry of this run's id for any earlier content (what cases
+    and rows the run produces), or None when it never passed."""
+    found = [e for e in record["items"].values()
+             if (e["id"] == run.id or e["id"].endswith(f"[{run.id}]")) and e["outcome"] == "passed"]
+    if not found:
+        return None
+    return max(found, key=lambda e: run_info(record, e).get("started", ""))["benchmarks"]
+
+
+def passing_bench_rows(program: programs.Program, record: dict, awaiting: dict | None = None,
+                       skipped: list[NotRecorded] | None = None) -> tuple[list[dict], list[str]]:
     """The BENCH rows of a program's passing `course: bench` runs for its current code, each annotated
     with where it was measured (`_where`, `_where_text`: no comparison may join rows of two sittings or
     GPUs), and the runs' descriptions. Raises NotRecorded for the first bench run with no passing
-    entry (with the reason when `awaiting` declares it as awaiting a GPU run)."""
+    entry (with the reason when `awaiting` declares it as awaiting a GPU run). Given a `skipped` list,
+    a run declared as awaiting is appended to it instead and its rows are left out: one awaiting run
+    (MNIST's time-to-99) then does not hide the recorded rows of the program's other runs."""
     rows, runs = [], []
     for run in [r for r in program.runs() if r.bench]:
         e = passing_entry(run, record)
         if e is None:
             h = run.content_hash()
-            raise NotRecorded(run, (awaiting or {})[h]["reason"] if h in (awaiting or {}) else None)
+            missing = NotRecorded(run, (awaiting or {})[h]["reason"] if h in (awaiting or {}) else None)
+            if skipped is not None and missing.awaiting is not None:
+                skipped.append(missing)
+                continue
+            raise missing
         info = run_info(record, e)
         rows += [{**b, "_where": where(info), "_where_text": describe_where(info)} for b in e["benchmarks"]]
         runs.append(describe_run(info))

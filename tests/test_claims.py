@@ -84,6 +84,34 @@ def test_a_program_awaiting_a_gpu_run_is_said_not_failed():
     assert "awaiting a GPU run" in out and not warnings
 
 
+def test_one_awaiting_run_hides_only_the_claims_it_may_hold():
+    """MNIST's time-to-99 run awaits a GPU; the step rows of the grid's other runs are recorded. A claim on
+    a step row shows its figure; a claim on the awaiting run's case, which it gave when it last passed,
+    says it awaits; and a run that never passed may hold any row, so it hides every claim."""
+    prog = programs.program_for("kernels/mnist/mnist_torch.py")
+    benches = [r for r in prog.runs() if r.bench]
+    waiting = next(r for r in benches if "--time-to-99" in r.id)
+    rec = {"schema": record.SCHEMA, "runs": {"r": {"gpu": "Test GPU", "date": "2026-11-26", "started": "2"},
+                                             "old": {"gpu": "Test GPU", "date": "2026-11-25", "started": "1"}},
+           "items": {}}
+    for run in benches:
+        if run is not waiting:
+            rec["items"][run.content_hash()] = {"id": run.id, "outcome": "passed", "run": "r", "benchmarks": [
+                {"case": "step, batch 64", "impl": "PyTorch eager", "time_ms": 0.3}]}
+    awaiting = {waiting.content_hash(): {"id": waiting.id, "reason": "no device time left"}}
+    step = 'case="step, batch 64" impl="PyTorch*" show=time'
+    ttt = 'case="time to 99%" impl="PyTorch*" show=time'
+    with pytest.raises(claims.AwaitingGpuRun):  # never passed: it may hold any row
+        claims.render("kernels/mnist/mnist_torch.py", step, rec, awaiting)
+    rec["items"]["earlier"] = {"id": waiting.id, "outcome": "passed", "run": "old", "benchmarks": [
+        {"case": "time to 99%", "impl": "PyTorch eager", "time_ms": 9000.0}]}
+    assert ">0.3 ms<" in claims.render("kernels/mnist/mnist_torch.py", step, rec, awaiting)
+    with pytest.raises(claims.AwaitingGpuRun):
+        claims.render("kernels/mnist/mnist_torch.py", ttt, rec, awaiting)
+    with pytest.raises(claims.ClaimError, match="no passing run"):  # not declared: still a failure
+        claims.render("kernels/mnist/mnist_torch.py", step, rec, {})
+
+
 def test_a_claim_in_a_code_fence_is_an_example():
     page = 'Write:\n\n```text\nv10 <!-- claim: kernels/matmul/sgemm.cu case="x" impl="y" show=time -->\n```\n'
     warnings = []

@@ -160,7 +160,9 @@ def passing_bench_rows(program: programs.Program, record: dict, awaiting: dict |
         e = passing_entry(run, record)
         if e is None:
             h = run.content_hash()
-            missing = NotRecorded(run, (awaiting or {})[h]["reason"] if h in (awaiting or {}) else None)
+            declared = (awaiting or {}).get(h, {})
+            missing = NotRecorded(run, declared.get("reason"))
+            missing.cases = declared.get("cases")  # the case names the run will print, when its declaration says
             if skipped is not None and missing.awaiting is not None:
                 skipped.append(missing)
                 continue

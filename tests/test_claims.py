@@ -103,6 +103,10 @@ def test_one_awaiting_run_hides_only_the_claims_it_may_hold():
     ttt = 'case="time to 99%" impl="PyTorch*" show=time'
     with pytest.raises(claims.AwaitingGpuRun):  # never passed: it may hold any row
         claims.render("kernels/mnist/mnist_torch.py", step, rec, awaiting)
+    declared = {waiting.content_hash(): {"id": waiting.id, "reason": "no device time left", "cases": ["time to 99%*"]}}
+    assert ">0.3 ms<" in claims.render("kernels/mnist/mnist_torch.py", step, rec, declared)  # it declares its cases
+    with pytest.raises(claims.AwaitingGpuRun):
+        claims.render("kernels/mnist/mnist_torch.py", ttt, rec, declared)
     rec["items"]["earlier"] = {"id": waiting.id, "outcome": "passed", "run": "old", "benchmarks": [
         {"case": "time to 99%", "impl": "PyTorch eager", "time_ms": 9000.0}]}
     assert ">0.3 ms<" in claims.render("kernels/mnist/mnist_torch.py", step, rec, awaiting)

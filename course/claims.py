@@ -169,20 +169,16 @@ def _bounds(opts: dict) -> tuple[float | None, float | None, float | None, float
 
 
 def _may_hold(missing, rec: dict, opts: dict) -> bool:
-    """Whether an awaiting run may hold a row the claim reads: it did when it last passed (its rows
-    then matched the claim's case or vs case); or it never passed and its declaration names the cases
-    it will print ("cases" in records/awaiting-gpu.json) and one matches; or it never passed and its
-    declaration names none, so nobody knows."""
+    """Whether an awaiting run may hold a row the claim reads: the cases it printed when it last passed,
+    or else the case patterns its declaration names ("cases" in records/awaiting-gpu.json), match the
+    claim's case or vs case; with neither, nobody knows, so it may."""
     rows = record.earlier_rows(missing.run, rec)
-    cases = {opts["case"], opts.get("vs_case", opts["case"])}
-    if rows is not None:
-        printed = [str(b.get("case")) for b in rows]
-    elif getattr(missing, "cases", None):
-        printed = list(missing.cases)  # patterns: "time to 99%*" matches a claim on "time to 99%, batch 64"
-        return any(fnmatch.fnmatchcase(c, p) or fnmatch.fnmatchcase(p, c) for p in printed for c in cases)
-    else:
+    printed = [str(b.get("case")) for b in rows] if rows is not None else missing.cases
+    if not printed:
         return True
-    return any(fnmatch.fnmatchcase(p, c) for p in printed for c in cases)
+    cases = {opts["case"], opts.get("vs_case", opts["case"])}
+    # Either side may be a pattern: a claim's "step, batch *", a declaration's "time to 99%*".
+    return any(fnmatch.fnmatchcase(p, c) or fnmatch.fnmatchcase(c, p) for p in printed for c in cases)
 
 
 def render(path: str, opts_text: str, rec: dict, awaiting: dict | None = None) -> str:

@@ -121,9 +121,10 @@ class NotRecorded(Exception):
     """A run of a program has no passing entry for its current code. `awaiting` is the reason given
     when the run is declared as awaiting a GPU run (records/awaiting-gpu.json), else None."""
 
-    def __init__(self, run: programs.Run, awaiting: str | None = None):
+    def __init__(self, run: programs.Run, awaiting: str | None = None, cases: list[str] | None = None):
         super().__init__(f"the GPU record has no passing run of {run.id} for its current code")
         self.run, self.awaiting = run, awaiting
+        self.cases = cases  # patterns of the cases the run will print, when its declaration names them
 
 
 def entry_for(run, record: dict) -> dict | None:
@@ -161,8 +162,7 @@ def passing_bench_rows(program: programs.Program, record: dict, awaiting: dict |
         if e is None:
             h = run.content_hash()
             declared = (awaiting or {}).get(h, {})
-            missing = NotRecorded(run, declared.get("reason"))
-            missing.cases = declared.get("cases")  # the case names the run will print, when its declaration says
+            missing = NotRecorded(run, declared.get("reason"), declared.get("cases"))
             if skipped is not None and missing.awaiting is not None:
                 skipped.append(missing)
                 continue

@@ -226,12 +226,17 @@ BENCH_TIMEOUT_S = 560  # a timed run, which may compile and autotune first (mnis
                        # GPU machine's ten-minute limit on one command
 
 
-def execute(run: Run, timeout: int | None = None, timing_process: int = 1) -> Outcome:
+def execute(run: Run, timeout: int | None = None, timing_process: int = 1, retime: list[str] | None = None) -> Outcome:
     """Runs one program and reads its verdict. A benchmark is timed in several processes
     (course/bench.py); `timing_process` (COURSE_TIMING_PROCESS) tells a program which one it is, so
-    that a repeat may check a smaller sample of what the first process checked in full."""
+    that a repeat may check a smaller sample of what the first process checked in full; `retime`
+    (COURSE_RETIME, a JSON list) names the implementations whose rows a repeat must time, so that a
+    program which cannot time everything (a search within a budget) times those first or only."""
     timeout = timeout or (BENCH_TIMEOUT_S if run.bench else RUN_TIMEOUT_S)
     env = dict(os.environ, COURSE_TIMING_PROCESS=str(timing_process))
+    env.pop("COURSE_RETIME", None)
+    if retime is not None:
+        env["COURSE_RETIME"] = json.dumps(retime)
     proc = subprocess.run(
         run.program.run_command(run.args), cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env
     )

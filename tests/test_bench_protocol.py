@@ -62,7 +62,7 @@ def _outcome(causal, non_causal):
 def test_measure_runs_a_third_process_and_fails_a_run_that_still_breaks_an_invariant():
     calls = []
 
-    def execute(run, timing_process=1):
+    def execute(run, timing_process=1, retime=None):
         calls.append(run)
         return _outcome(1.50, 1.53) if len(calls) != 2 else _outcome(1.60, 1.53)
 
@@ -73,8 +73,26 @@ def test_measure_runs_a_third_process_and_fails_a_run_that_still_breaks_an_invar
 
 
 def test_measure_fails_when_the_invariant_stays_broken():
-    got = bench.measure(FakeRun(), lambda run, timing_process=1: _outcome(1.60, 1.53))
+    got = bench.measure(FakeRun(), lambda run, timing_process=1, retime=None: _outcome(1.60, 1.53))
     assert not got.passed and any("invariant" in p for p in got.problems)
+
+
+def test_repeats_are_asked_for_the_rows_the_first_process_timed():
+    """A program that searches within a time budget reaches different rows in each process; the repeat
+    is told which rows the first one timed (COURSE_RETIME), and a third process which rows are unstable."""
+    asked = []
+    reached = [["a", "b"], ["b"], ["a"]]  # the second process, left to itself, would not reach "a"
+
+    def execute(run, timing_process=1, retime=None):
+        asked.append(retime)
+        names = reached[timing_process - 1]
+        out = "CHECK PASS x n=1\n" + "".join(f'BENCH {{"case": "s", "impl": "{n}", "time_ms": 1.0}}\n' for n in names)
+        return programs.judge(0, out, "")
+
+    got = bench.measure(type("Run", (), {"program": type("P", (), {"invariants": []})()})(), execute)
+    assert asked == [None, ["a", "b"], ["a"]]
+    assert {r["impl"]: len(r["medians"]) for r in got.benchmarks} == {"a": 2, "b": 2}
+    assert not any(r.get("unstable") for r in got.benchmarks)
 
 
 def test_declarations_parse(tmp_path):

@@ -141,3 +141,12 @@ def test_worker_lines_come_back_and_silence_is_not_reached(monkeypatch, capsys):
     assert "exited with code 1" in outcomes[1]["why"]
     out = capsys.readouterr().out
     assert "CHECK PASS batch64_x n=5" in out and f"PRUNED {configs[0].key}: capture: no" in out
+
+
+def test_a_repeat_process_times_the_rows_an_earlier_one_timed():
+    """COURSE_RETIME (course/bench.py) names the rows the first timing process reached; a repeat times
+    those configurations, in the grid's order, and no others."""
+    reached = [m.GRID[7], m.GRID[0], m.GRID[90]]
+    got = m.retime_selection(m.GRID, json.dumps([c.impl for c in reached] + ["a row of another program"]))
+    assert got == tuple(c for c in m.GRID if c in reached)
+    assert m.retime_selection(m.GRID, None) == m.GRID and m.retime_selection(m.GRID, "") == m.GRID

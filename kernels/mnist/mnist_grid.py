@@ -3,6 +3,7 @@
 # Pure Python (no torch), so the grid can be listed and tested anywhere. Not a program: a module
 # mnist_torch.py imports.
 import fnmatch
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,6 +205,16 @@ def report(b: int, n: int, outcomes: list, by_key: dict, took_s: float, budget_s
                 reasons.setdefault(o["why"], []).append(o["key"])
         for why, keys in reasons.items():
             print(f"{label} {', '.join(keys)}: {why}", flush=True)
+
+
+def retime_selection(configs: tuple, retime_json: str | None) -> tuple:
+    """A repeat timing process (course/bench.py sets COURSE_RETIME to the rows an earlier process timed,
+    as a JSON list of impl names) times those configurations only: left to the budget, each process
+    would reach a different set, and the fastest row could be timed by one process alone."""
+    if not retime_json:
+        return configs
+    wanted = set(json.loads(retime_json))
+    return tuple(c for c in configs if c.impl in wanted)
 
 
 def select_configs(ap, text: str) -> tuple:

@@ -138,9 +138,12 @@ __device__ Selection radix_select(const float* __restrict__ row, int vocab, int 
     for_each_logit(row, vocab, [&](int, float x, bool valid) {
       const uint32_t key = topk_key(x);
       const bool counts = valid && key > kNegInfKey && (key & high_mask) == prefix;
-      const unsigned digit = counts ? (key >> shift) & 0xFF : 256u;
-      const unsigned peers = __match_any_sync(kFullMask, digit);  // one atomic per digit per warp
-      if (counts && threadIdx.x % 32 == __ffs(peers) - 1) atomicAdd(&hist[digit], __popc(peers));
+      const unsigned counting = __ballot_sync(kFullMask, counts);  // after pass 0, few lanes count
+      if (counts) {  // the counting lanes group by digit, and each group adds its size once
+        const unsigned digit = (key >> shift) & 0xFF;
+        const unsigned peers = __match_any_sync(counting, digit);
+        if (threadIdx.x % 32 == __ffs(peers) - 1) atomicAdd(&hist[digit], __popc(peers));
+      }
     });
     __syncthreads();
     if (threadIdx.x < 32) {  // lane l holds digits 255 - 8l down to 248 - 8l: the top digits first

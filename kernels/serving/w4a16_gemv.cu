@@ -51,7 +51,8 @@ static void reference(const std::vector<uint32_t>& w, const std::vector<float>& 
   sum_abs.assign(y.size(), 0.0);
   std::vector<double> wrow(k_len);
   for (int n = 0; n < n_rows; ++n) {
-    for (int k = 0; k < k_len; ++k) wrow[k] = (nibble(w, row_words, n, k) - 8) * double(scale[n * groups + k / kGroup]);
+    for (int k = 0; k < k_len; ++k)
+      wrow[k] = (nibble(w, row_words, n, k) - 8) * double(scale[n * groups + k / kGroup]);
     for (int b = 0; b < batch; ++b) {
       double s = 0, a = 0;
       for (int k = 0; k < k_len; ++k) {

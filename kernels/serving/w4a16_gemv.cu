@@ -1,0 +1,332 @@
+// w4a16_gemv.cu: a decode GEMV with weight-only INT4 weights (W4A16), y[b][n] = sum_k x[b][k] W[n][k]:
+//   x   bf16 [batch][K], batch 0 to 8 (the tokens of a decode step)
+//   W   4-bit unsigned q in 0..15, eight per uint32 along K, the lowest nibble first (k = 8 word + i sits in
+//       bits 4i..4i+3 of word `word`), [N][K / 8] words; symmetric with zero point 8 and one bf16 scale per
+//       group of 128 along K:  W[n][k] = (q - 8) * scale[n][k / 128]
+//   y   bf16 [batch][N], accumulated in fp32 and rounded once.
+// K must be a multiple of the group (128); N is any size from 1.
+//
+// Taught in docs/serving/w4a16.md; its peers are in w4a16_torch.py (the bf16 GEMV on the dequantised
+// weights through cuBLAS, PyTorch's int4 kernel, torch.compile of dequantise-then-matmul).
+// Build: python -m course.toolchain build-all 1 kernels/serving/w4a16_gemv.cu
+// Run:   ./build/serving/w4a16_gemv --n 4096 --k 4096 --batch 1    (checks against float64)
+//        ./build/serving/w4a16_gemv --bench                        (also times it against a copy)
+//
+// course: gpu
+// course: run --n 4096 --k 4096 --batch 1 --seed 91
+// course: run --n 11 --k 128 --batch 3 --seed 92
+// course: run --n 1 --k 128 --batch 1 --seed 93
+// course: run --n 14336 --k 4096 --batch 8 --seed 94
+// course: run --n 4097 --k 1024 --batch 2 --seed 95
+// course: run --n 4096 --k 4096 --batch 0 --seed 96
+// course: run --n 257 --k 512 --batch 3 --seed 97 --plant zeros-small
+// course: bench --bench
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "../common/course.cuh"
+#include "bf16_vectors.cuh"
+
+constexpr int kGroup = 128;          // weights per scale along K
+constexpr int kWeightsPerLoad = 32;  // one 16-byte load of packed weights: four words of eight nibbles
+constexpr int kWarpsPerBlock = 4;
+constexpr int kMaxBatch = 8;
+
+// --8<-- [start:reference]
+// float64 reference from the same packed nibbles, scales and bf16 x. sum_abs[b][n] = sum |x w|, the size
+// of the terms, from which the check's tolerance for the fp32 accumulation is computed.
+static int nibble(const std::vector<uint32_t>& w, size_t row_words, int n, int k) {
+  return static_cast<int>((w[n * row_words + k / 8] >> (4 * (k % 8))) & 0xFu);
+}
+
+static void reference(const std::vector<uint32_t>& w, const std::vector<float>& scale, const std::vector<float>& x,
+                      int batch, int n_rows, int k_len, std::vector<double>& y, std::vector<double>& sum_abs) {
+  const size_t row_words = k_len / 8, groups = k_len / kGroup;
+  y.assign(static_cast<size_t>(batch) * n_rows, 0.0);
+  sum_abs.assign(y.size(), 0.0);
+  std::vector<double> wrow(k_len);
+  for (int n = 0; n < n_rows; ++n) {
+    for (int k = 0; k < k_len; ++k)
+      wrow[k] = (nibble(w, row_words, n, k) - 8) * double(scale[n * groups + k / kGroup]);
+    for (int b = 0; b < batch; ++b) {
+      double s = 0, a = 0;
+      for (int k = 0; k < k_len; ++k) {
+        const double t = double(x[static_cast<size_t>(b) * k_len + k]) * wrow[k];
+        s += t, a += std::fabs(t);
+      }
+      y[static_cast<size_t>(b) * n_rows + n] = s, sum_abs[static_cast<size_t>(b) * n_rows + n] = a;
+    }
+  }
+}
+// --8<-- [end:reference]
+
+// --8<-- [start:dequant]
+// q - 8 as fp32 from nibble i of a word, without a conversion instruction: 2^23 is the power of two at
+// which fp32's last mantissa bit is worth 1, so OR-ing q into the low mantissa bits of 2^23 (0x4B000000)
+// gives the float 2^23 + q exactly, and subtracting 2^23 + 8 leaves q - 8 exactly: a shift, one LOP3 and
+// one FADD, all full-rate, where an integer-to-float conversion (I2F) runs on a quarter-rate unit.
+__device__ __forceinline__ float nibble_minus_8(uint32_t word, int i) {
+  return __uint_as_float(0x4B000000u | ((word >> (4 * i)) & 0xFu)) - 8388616.0f;
+}
+// --8<-- [end:dequant]
+
+// --8<-- [start:kernel]
+// Each warp owns kRows consecutive output rows, for every row of x. A step: each lane loads 16 bytes
+// (32 weights, all in one group of 128) of each of its rows, coalesced (the warp reads 512 contiguous
+// bytes of a row), and the next step's 16 bytes are loaded before this step's are used, so that two loads
+// per row are in flight. Each weight is dequantised once and used for every row of x; each 16 bytes of x
+// (eight values, read through L1, where all warps of an SM find them) are used for every row of W. The
+// lane's sum over its 32 weights is scaled once by the group's scale, and the warp reduces its lanes'
+// sums with shuffles. A warp past the last row reads row n - 1 again and writes nothing.
+template <int kBatch, int kRows>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    w4a16_gemv(const uint4* __restrict__ w, const __nv_bfloat16* __restrict__ scale,
+               const __nv_bfloat16* __restrict__ x, __nv_bfloat16* __restrict__ y, int n, int k) {
+  const int lane = threadIdx.x % 32;
+  const int row0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / 32) * kRows;
+  if (row0 >= n) return;
+  const int loads = k / kWeightsPerLoad, groups = k / kGroup;  // per row
+  size_t row[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) row[r] = static_cast<size_t>(min(row0 + r, n - 1));
+
+  uint4 cur[kRows] = {}, next[kRows] = {};
+  float cur_scale[kRows] = {}, next_scale[kRows] = {};
+  auto load = [&](int u, uint4 (&packed)[kRows], float (&s)[kRows]) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      packed[r] = w[row[r] * loads + u];
+      s[r] = __bfloat162float(scale[row[r] * groups + u / (kGroup / kWeightsPerLoad)]);
+    }
+  };
+  if (lane < loads) load(lane, cur, cur_scale);
+
+  float acc[kRows][kBatch] = {};
+  for (int u = lane; u < loads; u += 32) {
+    if (u + 32 < loads) load(u + 32, next, next_scale);
+    float part[kRows][kBatch] = {};  // this step's sums, before the group's scale
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // the four words of the 16-byte load: k = 32 u + 8 j + i
+      float wq[kRows][8];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        const uint32_t word = j == 0 ? cur[r].x : j == 1 ? cur[r].y : j == 2 ? cur[r].z : cur[r].w;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) wq[r][i] = nibble_minus_8(word, i);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        float xv[8];
+        unpack8(reinterpret_cast<const uint4*>(x + static_cast<size_t>(b) * k)[4 * u + j], xv);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r)
+#pragma unroll
+          for (int i = 0; i < 8; ++i) part[r][b] = fmaf(xv[i], wq[r][i], part[r][b]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) acc[r][b] = fmaf(cur_scale[r], part[r][b], acc[r][b]);
+      cur[r] = next[r], cur_scale[r] = next_scale[r];
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      float v = acc[r][b];
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+      if (lane == 0 && row0 + r < n) y[static_cast<size_t>(b) * n + row0 + r] = __float2bfloat16(v);
+    }
+}
+// --8<-- [end:kernel]
+
+// Two rows per warp: 2,048 warps for N = 4096, enough to keep two loads per row in flight on every SM of
+// an H100 (132 SMs, about 15 warps each). Zero rows of x launch nothing: an empty grid is a launch error.
+constexpr int kRowsPerWarp = 2;
+
+template <int kBatch>
+static void launch_batch(const uint32_t* w, const __nv_bfloat16* scale, const __nv_bfloat16* x, __nv_bfloat16* y,
+                         int n, int k) {
+  const int warps = course::ceil_div(n, kRowsPerWarp);
+  const unsigned blocks = static_cast<unsigned>(course::ceil_div(warps, kWarpsPerBlock));
+  w4a16_gemv<kBatch, kRowsPerWarp>
+      <<<blocks, kWarpsPerBlock * 32>>>(reinterpret_cast<const uint4*>(w), scale, x, y, n, k);
+  CUDA_CHECK_LAUNCH();
+}
+
+static void launch(const uint32_t* w, const __nv_bfloat16* scale, const __nv_bfloat16* x, __nv_bfloat16* y,
+                   int batch, int n, int k) {
+  switch (batch) {
+    case 0: return;
+    case 1: return launch_batch<1>(w, scale, x, y, n, k);
+    case 2: return launch_batch<2>(w, scale, x, y, n, k);
+    case 3: return launch_batch<3>(w, scale, x, y, n, k);
+    case 4: return launch_batch<4>(w, scale, x, y, n, k);
+    case 5: return launch_batch<5>(w, scale, x, y, n, k);
+    case 6: return launch_batch<6>(w, scale, x, y, n, k);
+    case 7: return launch_batch<7>(w, scale, x, y, n, k);
+    case 8: return launch_batch<8>(w, scale, x, y, n, k);
+    default:
+      std::fprintf(stderr, "error: batch must be 0 to %d, got %d\n", kMaxBatch, batch);
+      std::exit(course::kExitFail);
+  }
+}
+
+// Random nibbles (every value 0..15 equally likely), scales uniform in [0.005, 0.015] rounded to bf16.
+struct Weights {
+  std::vector<uint32_t> packed;  // [N][K / 8]
+  std::vector<float> scale;      // [N][K / 128], bf16 values
+  std::vector<__nv_bfloat16> scale_b;
+};
+
+static Weights random_weights(int n, int k, uint64_t seed) {
+  Weights wt;
+  wt.packed.resize(static_cast<size_t>(n) * (k / 8));
+  std::mt19937_64 rng(seed);
+  for (uint32_t& word : wt.packed) word = static_cast<uint32_t>(rng());
+  wt.scale.resize(static_cast<size_t>(n) * (k / kGroup));
+  course::fill_uniform(wt.scale, seed + 1, 0.005f, 0.015f);
+  wt.scale_b.resize(wt.scale.size());
+  for (size_t i = 0; i < wt.scale.size(); ++i) {
+    wt.scale_b[i] = __float2bfloat16(wt.scale[i]);
+    wt.scale[i] = __bfloat162float(wt.scale_b[i]);
+  }
+  return wt;
+}
+
+// Zero rows of x: the launcher must return without touching y (a sentinel pattern stays) and without a
+// launch error.
+static bool check_empty(int n, int k) {
+  const size_t ny = static_cast<size_t>(n);
+  uint32_t* d_w = course::device_alloc<uint32_t>(static_cast<size_t>(n) * (k / 8));
+  __nv_bfloat16* d_scale = course::device_alloc<__nv_bfloat16>(static_cast<size_t>(n) * (k / kGroup));
+  __nv_bfloat16* d_x = course::device_alloc<__nv_bfloat16>(k);
+  __nv_bfloat16* d_y = course::device_alloc<__nv_bfloat16>(ny);
+  CUDA_CHECK(cudaMemset(d_y, 0x5A, ny * sizeof(__nv_bfloat16)));
+  launch(d_w, d_scale, d_x, d_y, 0, n, k);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<__nv_bfloat16> got = course::to_host(d_y, ny);
+  course::device_free({d_w, d_scale, d_x, d_y});
+  size_t untouched = 0;
+  for (const __nv_bfloat16& v : got) {
+    unsigned short bits;
+    std::memcpy(&bits, &v, sizeof(bits));
+    untouched += bits == 0x5A5A;
+  }
+  char name[64];
+  std::snprintf(name, sizeof(name), "w4a16_b0_n%d_k%d_launches_nothing", n, k);
+  return course::check_true(name, untouched == ny, ny, "(the output's sentinel bytes are unchanged)");
+}
+
+// x uniform in [-1, 1] rounded to bf16, every third row of x 2^-20 times smaller (its outputs are small and
+// must be held to their own size), and with three or more rows a NaN in the last row (its outputs must all
+// be NaN); y poisoned with NaN before the run. Each output must lie within one bf16 rounding (2^-8
+// relative, and a little for the fp32 arithmetic before it) of the float64 value, plus the fp32
+// accumulation's error bound computed from its own terms, sum_atol(sum |x w|): the kernel adds at most
+// 32 + K / 1024 + 6 roundings along any path, fewer than 8 sqrt(K) for every K from 128.
+static bool check(int batch, int n, int k, uint64_t seed, bool plant) {
+  const Weights wt = random_weights(n, k, seed);
+  std::vector<float> x(static_cast<size_t>(batch) * k);
+  course::fill_uniform(x, seed + 2);
+  course::quiet_rows(x, batch, k);
+  if (batch >= 3) x[static_cast<size_t>(batch - 1) * k + k / 2] = NAN;
+  std::vector<__nv_bfloat16> x_b(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x_b[i] = __float2bfloat16(x[i]), x[i] = __bfloat162float(x_b[i]);
+
+  std::vector<double> want, sum_abs;
+  reference(wt.packed, wt.scale, x, batch, n, k, want, sum_abs);
+  const std::vector<double> atol = course::sum_atol(sum_abs, k, 0x1p-23);
+
+  uint32_t* d_w = course::to_device(wt.packed);
+  __nv_bfloat16* d_scale = course::to_device(wt.scale_b);
+  __nv_bfloat16* d_x = course::to_device(x_b);
+  __nv_bfloat16* d_y = course::device_alloc<__nv_bfloat16>(want.size());
+  course::poison(d_y, want.size() * sizeof(__nv_bfloat16));
+  launch(d_w, d_scale, d_x, d_y, batch, n, k);
+  const std::vector<__nv_bfloat16> got_b = course::to_host(d_y, want.size());
+  course::device_free({d_w, d_scale, d_x, d_y});
+
+  // NaN where the reference is NaN (checked apart: check_close_each never passes a NaN); the rest compared.
+  std::vector<float> got;
+  std::vector<double> finite_want, finite_atol;
+  size_t nan_want = 0, nan_got = 0;
+  for (size_t e = 0; e < want.size(); ++e) {
+    const float g = __bfloat162float(got_b[e]);
+    if (std::isnan(want[e])) {
+      ++nan_want, nan_got += std::isnan(g);
+      continue;
+    }
+    got.push_back(g), finite_want.push_back(want[e]), finite_atol.push_back(atol[e]);
+  }
+  char name[96];
+  std::snprintf(name, sizeof(name), "w4a16_b%d_n%d_k%d", batch, n, k);
+  bool ok = course::check_close_each_planted(name, got.data(), finite_want.data(), finite_atol.data(), got.size(),
+                                             0x1.04p-8, plant ? 1e-3 : 0.0);
+  if (nan_want > 0) {
+    std::snprintf(name, sizeof(name), "w4a16_b%d_n%d_k%d_nan_propagates", batch, n, k);
+    ok = course::check_true(name, nan_got == nan_want, nan_want, "(NaN out wherever the reference is NaN)") && ok;
+  }
+  return ok;
+}
+
+// --8<-- [start:bench]
+// Bytes: the packed weights (half a byte each), the scales (2 bytes per 128 weights), x read and y written.
+// The ceiling copies half of those bytes into the other half of one buffer: the same bytes moved.
+static void bench_case(int batch, int n, int k) {
+  const size_t words = static_cast<size_t>(n) * (k / 8), scales = static_cast<size_t>(n) * (k / kGroup);
+  const double bytes = 4.0 * words + 2.0 * scales + 2.0 * batch * k + 2.0 * batch * n;
+  uint32_t* d_w = course::device_alloc<uint32_t>(words);
+  __nv_bfloat16* d_scale = course::device_alloc<__nv_bfloat16>(scales);
+  __nv_bfloat16* d_x = course::device_alloc<__nv_bfloat16>(static_cast<size_t>(batch) * k);
+  __nv_bfloat16* d_y = course::device_alloc<__nv_bfloat16>(static_cast<size_t>(batch) * n);
+  CUDA_CHECK(cudaMemset(d_w, 0x5A, 4 * words));
+  CUDA_CHECK(cudaMemset(d_scale, 0x3C, 2 * scales));  // 0x3C3C: a bf16 near 0.01
+  CUDA_CHECK(cudaMemset(d_x, 0x3C, 2 * static_cast<size_t>(batch) * k));
+  const size_t half_bytes = static_cast<size_t>(bytes / 2);
+  char* copy_buf = course::device_alloc<char>(2 * half_bytes);
+  const float ms = course::time_kernel_ms([&] { launch(d_w, d_scale, d_x, d_y, batch, n, k); });
+  const float copy_ms = course::time_kernel_ms([&] {
+    CUDA_CHECK(cudaMemcpy(copy_buf + half_bytes, copy_buf, half_bytes, cudaMemcpyDeviceToDevice));
+  });
+  char case_name[48];
+  std::snprintf(case_name, sizeof(case_name), "b%d n%d k%d", batch, n, k);
+  course::print_bench(case_name, "w4a16_gemv (int4 g128, bf16 x)", ms, bytes, 2.0 * batch * n * k, false,
+                      {{"batch", batch}, {"n", n}, {"k", k}});
+  course::print_bench(case_name, "cudaMemcpy (copy, same bytes)", copy_ms, 2.0 * half_bytes, 0.0, true,
+                      {{"batch", batch}, {"n", n}, {"k", k}});
+  course::device_free({d_w, d_scale, d_x, d_y, copy_buf});
+}
+// --8<-- [end:bench]
+
+int main(int argc, char** argv) {
+  const course::Args args{argc, argv};
+  const int n = static_cast<int>(args.get_int("--n", 4096, 1, 1 << 17));
+  const int k = static_cast<int>(args.get_int("--k", 4096, 1, 1 << 16));
+  const int batch = static_cast<int>(args.get_int("--batch", 1, 0, kMaxBatch));
+  const course::RunOptions run(args);
+  args.finish();
+  course::require_multiple("--k", k, kGroup, "the quantisation group: one scale per 128 weights along K");
+  if (static_cast<double>(n) * k > (1LL << 30)) {
+    std::fprintf(stderr, "error: --n x --k must be at most 2^30 weights\n");
+    return course::kExitFail;
+  }
+  if (run.plant && batch < 2) {
+    std::fprintf(stderr, "error: --plant needs a quiet row of x to plant zeros in (--batch of at least 2)\n");
+    return course::kExitFail;
+  }
+  const bool ok = batch == 0 ? check_empty(n, k) : check(batch, n, k, run.seed, run.plant);
+  if (ok && run.bench && !run.plant)
+    for (const int b : {1, 4})
+      for (const auto& [bn, bk] : {std::pair{4096, 4096}, std::pair{14336, 4096}, std::pair{4096, 14336}})
+        bench_case(b, bn, bk);
+  return ok ? 0 : course::kExitFail;
+}

@@ -318,7 +318,8 @@ def matmul_edge_checks(gen):
     others_same = torch.equal(bits(dirty[~bad_rows]), bits(clean[~bad_rows]))
     poisoned = bool((~torch.isfinite(dirty[bad_rows].float())).all())
     ok &= course_tools.check_true("invariant_matmul_nan_inf_rows_stay_in_their_rows", others_same and poisoned,
-                                  M, f"other rows bit-identical: {others_same}; NaN/inf rows all non-finite: {poisoned}")
+                                  M, f"other rows bit-identical: {others_same}; "
+                                  f"NaN/inf rows all non-finite: {poisoned}")
     try:
         invariant_matmul(x, randn((K + 1, N), gen))
         ok &= course_tools.check_true("invariant_matmul_rejects_bad_shapes", False, 1)
@@ -416,7 +417,8 @@ def planted_split_k(gen):
     accurate, invariant = matmul_checks(gen, split_k_matmul, "split_k_matmul", check_invariance=False)
     caught = accurate and not invariant
     print(f"CHECK {'PASS' if caught else 'FAIL'} planted_split_k_caught n={len(SHAPES)} "
-          f"accurate={'yes' if accurate else 'NO'} invariance_check={'rejected it' if not invariant else 'ACCEPTED it'}")
+          f"accurate={'yes' if accurate else 'NO'} "
+          f"invariance_check={'rejected it' if not invariant else 'ACCEPTED it'}")
     return caught
 
 

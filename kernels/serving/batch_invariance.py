@@ -72,6 +72,7 @@ else:
     BATCHES = [1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
     HIDDEN, VOCAB, RUNS, MAX_BATCH, REPEATS = 4096, 32000, 1000, 256, 1000
 EPS = 1e-6
+LIBRARY = "CPU" if INTERPRET else "cuBLAS"  # what torch.matmul calls
 
 # --8<-- [start:matmul]
 # One tile configuration for every M: the tile, the K step and the order of the K loop fix the order in
@@ -270,7 +271,7 @@ def torch_matmul_findings(gen):
     ok = True
     for K, N in SHAPES:
         x_all, w = randn((BATCHES[-1], K), gen), randn((K, N), gen, K**-0.5)
-        label = f"torch.matmul (bf16, cuBLAS) K{K} N{N}"
+        label = f"torch.matmul (bf16, {LIBRARY}) K{K} N{N}"
         report_rows(label, rows_across_batches(torch.matmul, x_all, w, [0]))
         differ_runs = torch.zeros((), dtype=torch.int64, device=DEVICE)
         for M in BATCHES:
@@ -375,7 +376,7 @@ def thousand_runs(gen):
     w_up, w_out = randn((HIDDEN, HIDDEN), gen, HIDDEN**-0.5), randn((HIDDEN, VOCAB), gen, HIDDEN**-0.5)
     prompt = randn((HIDDEN,), gen)
     ops = {"batch-invariant Triton ops": (invariant_rmsnorm, invariant_matmul),
-           "torch ops (rms_norm, matmul: cuBLAS)": (torch_rmsnorm, torch.matmul)}
+           f"torch ops (rms_norm, matmul: {LIBRARY})": (torch_rmsnorm, torch.matmul)}
     logits = {name: torch.empty((RUNS, VOCAB), dtype=torch.bfloat16, device=DEVICE) for name in ops}
     sizes = torch.randint(1, MAX_BATCH + 1, (RUNS,), generator=gen, device=DEVICE)
     places = (torch.rand(RUNS, generator=gen, device=DEVICE) * sizes).long().clamp_max(sizes - 1)

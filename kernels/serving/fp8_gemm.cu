@@ -1,0 +1,566 @@
+// fp8_gemm.cu: an FP8 (e4m3) GEMM for Hopper with per-tensor scales, C = scale_a * scale_b * (A * B^T),
+// A (M x K) and B (N x K) e4m3, both row-major ("K-major"); C (M x N) bf16 row-major; checked against a
+// float64 reference from the same e4m3 values and timed beside cuBLASLt's FP8 GEMM.
+//
+// Taught in docs/serving/fp8-gemm.md, after docs/fast-matmul-fft/hopper-gemm.md (whose v3, the persistent
+// warp-specialised bf16 kernel, this is the FP8 sibling of). The kernel: a producer warpgroup (one thread
+// issuing TMA), two consumer warpgroups on 128 x 128 tiles, k-tiles 128 deep (128 bytes of e4m3 per row),
+// a ring of 6 stages, persistent blocks walking the tiles in grouped order. Two accumulation modes:
+//   promoted (default)  each 128-deep k-tile is accumulated by wgmma alone (4 instructions of K = 32), then
+//                       added into a second set of fp32 registers (DeepSeek-V3's promotion, N_C = 128)
+//   --no-promote        the wgmma accumulator holds the whole sum over K, as a bf16 GEMM's does
+// Peers in the same process: cuBLASLt FP8 (e4m3 in, bf16 out, fp32 compute, scale pointers) with its fast
+// accumulation off and on. K must be a multiple of 16 (16-byte TMA row strides; the program says so and
+// exits 1); M and N are free.
+// Build: python -m course.toolchain build kernels/serving/fp8_gemm.cu
+// Run:   ./build/serving/fp8_gemm --m 200 --n 135 --k 528                 (checks the promoted kernel and peers)
+//        ./build/serving/fp8_gemm --m 200 --n 135 --k 528 --no-promote    (the same, the un-promoted kernel)
+//        ./build/serving/fp8_gemm --bench          (4096^3, 8192^3 and a decode shape: both modes, cuBLASLt)
+//        ./build/serving/fp8_gemm --m 301 --n 257 --k 512 --plant zeros-small
+// It runs only on compute capability 9.0 and waives itself elsewhere (wgmma and setmaxnreg are sm_90a
+// instructions). The device code is compiled only where __CUDA_ARCH_FEAT_SM90_ALL is defined, so the file
+// builds for every architecture the course builds for; main never launches the empty stubs.
+//
+// course: gpu
+// course: libs cublas cublasLt
+// course: nvcc-flags -gencode=arch=compute_90a,code=sm_90a
+// course: run --m 200 --n 135 --k 528
+// course: run --m 200 --n 135 --k 528 --no-promote
+// course: run --m 1 --n 1 --k 16
+// course: run --m 1 --n 300 --k 1040 --seed 7
+// course: run --m 777 --n 1 --k 272 --seed 8
+// course: run --m 2100 --n 1100 --k 1536 --seed 9
+// course: run --m 1000 --n 700 --k 520 --sms 5 --seed 10
+// course: run --m 301 --n 257 --k 512 --plant zeros-small
+// course: run --m 301 --n 257 --k 512 --plant zeros-small --no-promote
+// course: bench --bench
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "../common/check_cublas.cuh"
+#include "../common/course.cuh"
+#include "../common/hopper_fp8.cuh"  // the e4m3 wgmma and its descriptor; hopper.cuh's TMA, mbarriers, ...
+
+using bf16 = __nv_bfloat16;
+namespace hopper = course::hopper;
+
+// --8<-- [start:sizes]
+constexpr int BK = hopper::kSwizzleElemsFp8;  // 128 e4m3 = 128 bytes: a k-tile is one swizzled row deep
+constexpr int KSTEP = 32;                     // K of one e4m3 wgmma
+constexpr int BM = 128, BN = 128, STAGES = 6, CONSUMERS = 2, THREADS = (CONSUMERS + 1) * 128;
+constexpr int A_TILE = BM * BK, B_TILE = BN * BK;  // bytes per stage (one byte an element)
+constexpr int STAGE_BYTES = A_TILE + B_TILE;       // 32 KiB
+// 128 x 128 tiles, not bf16 v3's 128 x 256: promotion keeps two accumulator sets (64 + 64 registers per
+// thread at N = 128), and 2 x 128 would not fit under the 232 registers a consumer thread may have.
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+static_assert(128 * PRODUCER_REGS + CONSUMERS * 128 * CONSUMER_REGS <= 65536, "more registers than an SM has");
+constexpr int GROUP_ROWS = 16;  // tiles are visited in groups 16 tile-rows tall (L2 reuse)
+constexpr size_t kSmemBytes = static_cast<size_t>(STAGES) * STAGE_BYTES + 1024;  // + 1 KiB for alignment
+static_assert(kSmemBytes <= 227 * 1024, "more shared memory than a Hopper block may use");
+// --8<-- [end:sizes]
+
+// Tile t of a tiles_m x tiles_n grid in grouped order (gemm_hopper.cu's schedule): columns of `group`
+// tile-rows, so that the blocks running at the same time share rows of A and columns of B in L2.
+__host__ __device__ inline void tile_coords(int t, int tiles_m, int tiles_n, int group, int& tm, int& tn) {
+  const int per_group = group * tiles_n;
+  const int first_m = (t / per_group) * group;
+  const int rows = tiles_m - first_m < group ? tiles_m - first_m : group;
+  const int local = t % per_group;
+  tm = first_m + local % rows;
+  tn = local / rows;
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// --8<-- [start:store]
+// The epilogue: C = scale * acc in fp32, rounded once to bf16, for a warpgroup's 64 x 128 tile at (row0,
+// col0), skipping what lies outside C. The accumulator's layout is the bf16 wgmma's: warp w holds rows
+// 16w..16w+15; for 8-column block t, lane l holds (row l/4, columns 2(l%4), +1) in d[4t], d[4t+1] and the
+// same columns 8 rows down in d[4t+2], d[4t+3].
+__device__ __forceinline__ void store_scaled(const float* d, float scale, bf16* C, int M, int N, int row0, int col0) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int r0 = row0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int t = 0; t < BN / 8; ++t) {
+    const int c = col0 + t * 8 + 2 * (lane % 4);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 8 * h;
+      if (r >= M) continue;
+      bf16* p = C + static_cast<size_t>(r) * N + c;
+      const float x = scale * d[4 * t + 2 * h], y = scale * d[4 * t + 2 * h + 1];
+      if (c + 1 < N && N % 2 == 0) {  // c is even, so with N even the pair is 4-byte aligned
+        *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+      } else {
+        if (c < N) p[0] = __float2bfloat16(x);
+        if (c + 1 < N) p[1] = __float2bfloat16(y);
+      }
+    }
+  }
+}
+// --8<-- [end:store]
+#endif
+
+// --8<-- [start:kernel]
+// PROMOTE: after each k-tile the consumers wait for its wgmmas, add the tile's partial sums into `total`
+// (true fp32 adds) and start the next k-tile with scale-d off (overwrite), so the tensor core never
+// accumulates more than BK = 128 products. Without it the wgmma accumulator carries the whole sum, and one
+// batch of wgmma stays in flight across k-tiles (as in the bf16 kernel).
+template <bool PROMOTE>
+__global__ void __launch_bounds__(THREADS, 1)
+    fp8_gemm(int M, int N, int K, const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+             bf16* C, const float* scale_a, const float* scale_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace course::hopper;
+  extern __shared__ unsigned char smem_raw[];
+  uint8_t* sA = align_1k<uint8_t>(smem_raw);  // STAGES x (BM x BK)
+  uint8_t* sB = sA + STAGES * A_TILE;         // STAGES x (BN x BK)
+  __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
+
+  const int wg = threadIdx.x / 128;
+  const int tiles_m = course::ceil_div(M, BM), tiles_n = course::ceil_div(N, BN);
+  const int tiles = tiles_m * tiles_n, ktiles = course::ceil_div(K, BK);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);               // the producer's arrive (+ the TMA bytes)
+      mbar_init(&empty[s], CONSUMERS * 4);  // one arrive per consumer warp
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {  // producer: one thread keeps the ring of stages full, across tiles
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      int it = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int tm, tn;
+        tile_coords(t, tiles_m, tiles_n, GROUP_ROWS, tm, tn);
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+          const int s = it % STAGES;
+          mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // passes at once in round 0
+          mbar_expect_bytes(&full[s], STAGE_BYTES);        // out-of-bounds parts are zero-filled and counted
+          tma_load_2d(sA + s * A_TILE, &tmA, kt * BK, tm * BM, &full[s]);
+          tma_load_2d(sB + s * B_TILE, &tmB, kt * BK, tn * BN, &full[s]);
+        }
+      }
+    }
+  } else {  // consumers: warpgroup 1 computes rows 0..63 of the tile, warpgroup 2 rows 64..127
+    setmaxnreg_inc<CONSUMER_REGS>();
+    const int row_in_tile = (wg - 1) * 64;
+    const float scale = *scale_a * *scale_b;  // the per-tensor scales, applied once in fp32 in the epilogue
+    auto release = [&](int s) {               // this warp has finished reading slot s
+      if (threadIdx.x % 32 == 0) mbar_arrive(&empty[s]);
+    };
+    float d[64], total[64];  // the wgmma accumulator; the promoted fp32 sum (PROMOTE only)
+#pragma unroll
+    for (int i = 0; i < 64; ++i) d[i] = 0.0f;
+    int it = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int tm, tn;
+      tile_coords(t, tiles_m, tiles_n, GROUP_ROWS, tm, tn);
+      if constexpr (PROMOTE) {
+#pragma unroll
+        for (int i = 0; i < 64; ++i) total[i] = 0.0f;
+      }
+      int previous = 0;
+      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += KSTEP) {  // +32 e4m3 = +32 bytes inside the swizzled rows
+          // scale-d off on the first step of a sum: the wgmma overwrites d, no zeroing needed
+          const bool accumulate = PROMOTE ? kk > 0 : (kt > 0 || kk > 0);
+          wgmma_64x128x32_e4m3(d, smem_desc_fp8(sA + s * A_TILE + row_in_tile * BK + kk),
+                               smem_desc_fp8(sB + s * B_TILE + kk), accumulate);
+        }
+        wgmma_commit();
+        if constexpr (PROMOTE) {
+          wgmma_wait<0>();  // this k-tile's partial sums are final
+          fence_accumulators<64>(d);
+          release(s);
+#pragma unroll
+          for (int i = 0; i < 64; ++i) total[i] += d[i];  // the promotion: a true fp32 add
+        } else {
+          wgmma_wait<1>();  // the previous k-tile's batch is done (this one may still run): free its slot
+          if (kt > 0) release(previous);
+          previous = s;
+        }
+      }
+      if constexpr (PROMOTE) {
+        store_scaled(total, scale, C, M, N, tm * BM + row_in_tile, tn * BN);
+      } else {
+        wgmma_wait<0>();
+        fence_accumulators<64>(d);
+        release(previous);
+        store_scaled(d, scale, C, M, N, tm * BM + row_in_tile, tn * BN);
+      }
+    }
+  }
+#endif
+}
+// --8<-- [end:kernel]
+
+// --8<-- [start:e4m3]
+// e4m3 (OCP FP8, "E4M3FN"): 1 sign bit, 4 exponent bits with bias 7, 3 mantissa bits; no infinities, and
+// only S.1111.111 is NaN, so the largest finite value is 1.110 x 2^(15-7) = 448. Exponent field 0 holds the
+// subnormals m/8 x 2^-6 (the smallest is 2^-9). Every e4m3 value is exactly a double.
+inline double e4m3_to_double(uint8_t code) {
+  const int sign = code >> 7, exponent = (code >> 3) & 0xF, mantissa = code & 0x7;
+  if (exponent == 0xF && mantissa == 0x7) return std::nan("");
+  const double magnitude =
+      exponent == 0 ? std::ldexp(mantissa / 8.0, -6) : std::ldexp(1.0 + mantissa / 8.0, exponent - 7);
+  return sign ? -magnitude : magnitude;
+}
+// --8<-- [end:e4m3]
+
+// The decoder against cuda_fp8.h's own conversion on all 256 codes, and against values read off the format
+// definition: signed zeros, the smallest subnormal, the smallest normal, 1, the largest finite, NaN.
+static bool check_e4m3_decoder() {
+  size_t checked = 0;
+  bool ok = true;
+  for (int code = 0; code < 256; ++code, ++checked) {
+    __nv_fp8_e4m3 v;
+    v.__x = static_cast<__nv_fp8_storage_t>(code);
+    const double mine = e4m3_to_double(static_cast<uint8_t>(code)), cuda = static_cast<double>(static_cast<float>(v));
+    if (!(mine == cuda || (std::isnan(mine) && std::isnan(cuda)))) {
+      std::printf("e4m3 code 0x%02x: decoded %.9g, cuda_fp8.h says %.9g\n", code, mine, cuda);
+      ok = false;
+    }
+  }
+  const struct {
+    uint8_t code;
+    double value;
+  } table[] = {{0x00, 0.0}, {0x80, -0.0}, {0x01, 0x1p-9}, {0x07, 7 * 0x1p-9}, {0x08, 0x1p-6}, {0x38, 1.0},
+               {0x39, 1.125}, {0xB8, -1.0}, {0x7E, 448.0}, {0xFE, -448.0}, {0x77, 240.0}, {0x78, 256.0}};
+  for (const auto& row : table) {
+    ++checked;
+    const double got = e4m3_to_double(row.code);
+    if (got != row.value || std::signbit(got) != std::signbit(row.value)) {
+      std::printf("e4m3 code 0x%02x: decoded %.9g, the format says %.9g\n", row.code, got, row.value);
+      ok = false;
+    }
+  }
+  checked += 2;
+  ok = ok && std::isnan(e4m3_to_double(0x7F)) && std::isnan(e4m3_to_double(0xFF));
+  return course::check_true("e4m3_decoder", ok, checked, "(all 256 codes, and the format's landmarks)");
+}
+
+// --8<-- [start:quantise]
+// What a serving pipeline does with a bf16/fp32 tensor before an FP8 GEMM: one scale for the whole tensor,
+// amax / 448, so that the largest magnitude lands on e4m3's largest finite value; x / scale is rounded to
+// nearest e4m3 (cuda_fp8.h, saturating). The GEMM multiplies the codes and applies the scale afterwards.
+struct Fp8Tensor {
+  std::vector<uint8_t> codes;
+  float scale = 1.0f;
+};
+static Fp8Tensor quantise_per_tensor(const std::vector<float>& x) {
+  float amax = 0.0f;
+  for (float v : x) amax = std::max(amax, std::fabs(v));
+  Fp8Tensor q;
+  q.scale = amax > 0 ? amax / 448.0f : 1.0f;
+  q.codes.resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i) q.codes[i] = __nv_fp8_e4m3(x[i] / q.scale).__x;
+  return q;
+}
+// Inputs: normal(0, 4) values; with `quiet`, every third row from the second 2^-8 smaller (still inside
+// e4m3's range after the tensor's scale), so that some outputs are small and the check must hold them to
+// their own size.
+static std::vector<float> random_matrix(int rows, int cols, uint64_t seed, bool quiet) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 4.0f);
+  std::vector<float> v(static_cast<size_t>(rows) * cols);
+  for (auto& x : v) x = dist(rng);
+  if (quiet) course::quiet_rows(v, rows, cols, 0x1p-8f);
+  return v;
+}
+// --8<-- [end:quantise]
+
+// --8<-- [start:reference]
+// The float64 reference for the rows in `rows` (every row, or a sample for the large benchmark sizes):
+// want = scale_a scale_b sum_k a_k b_k from the decoded e4m3 values, and sum_abs = scale_a scale_b sum_k
+// |a_k b_k|, which bounds what the accumulation can get wrong. Spread over the CPU threads.
+struct Reference {
+  std::vector<int> rows;
+  std::vector<double> want, sum_abs;  // rows.size() x N
+};
+static Reference reference(const Fp8Tensor& A, const Fp8Tensor& B, int M, int N, int K, int max_rows) {
+  Reference ref;
+  const int nrows = std::min(M, max_rows);
+  for (int i = 0; i < nrows; ++i) ref.rows.push_back(static_cast<int>(static_cast<long long>(i) * M / nrows));
+  ref.want.assign(static_cast<size_t>(nrows) * N, 0.0);
+  ref.sum_abs.assign(ref.want.size(), 0.0);
+  double table[256];
+  for (int c = 0; c < 256; ++c) table[c] = e4m3_to_double(static_cast<uint8_t>(c));
+  const double scale = static_cast<double>(A.scale) * B.scale;
+  auto work = [&](int first, int step) {
+    std::vector<double> a(K);
+    for (int r = first; r < nrows; r += step) {
+      const size_t row = static_cast<size_t>(ref.rows[r]);
+      for (int k = 0; k < K; ++k) a[k] = table[A.codes[row * K + k]];
+      for (int n = 0; n < N; ++n) {
+        const uint8_t* b = &B.codes[static_cast<size_t>(n) * K];
+        double s = 0, s_abs = 0;
+        for (int k = 0; k < K; ++k) {
+          const double p = a[k] * table[b[k]];
+          s += p;
+          s_abs += std::fabs(p);
+        }
+        ref.want[static_cast<size_t>(r) * N + n] = scale * s;
+        ref.sum_abs[static_cast<size_t>(r) * N + n] = scale * s_abs;
+      }
+    }
+  };
+  const int threads = course::cpu_threads();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t, threads);
+  for (auto& th : pool) th.join();
+  return ref;
+}
+// --8<-- [end:reference]
+
+// --8<-- [start:tolerance]
+// The check per element: |got - want| <= 2^-8 |want| + atol, atol = terms * u_tc * sum_abs.
+//   2^-8 |want|: the bf16 output (8 significant bits, round to nearest: 2^-9 of the value) plus the fp32
+//                scaling, with room to spare. The inputs are exact: the reference decodes the same codes,
+//                and a product of two e4m3 values (4 significant bits each) is exact in any fp32 adder.
+//   u_tc = 2^-13: the accumulator of Hopper's FP8 wgmma keeps fewer bits than fp32 (DeepSeek-V3, section
+//                3.3.2: "around 14 bits"), and truncates; 2^-13 is one unit in the last place of a 14-bit
+//                significand, so each addition moves the running sum by at most u_tc times the sum of
+//                |terms| so far. `terms` such additions, each bounded by sum_abs, move it by terms u_tc
+//                sum_abs at most (no sqrt(terms) averaging: truncation errors all lean the same way).
+//   promoted:    terms = BK + BK / KSTEP = 132 (a k-tile's products and the 4 instructions' roundings of the
+//                accumulator); the fp32 adds across k-tiles (2^-24 each) are far below it.
+//   --no-promote: terms = K + K / KSTEP: the same bound over the whole of K, which grows with K until it
+//                says nothing (K = 8192: about 1.03 sum_abs); the benchmark measures the actual error of both
+//                (err_ppm: the largest |got - want| / sum_abs, in millionths).
+constexpr double kRtol = 0x1p-8, kUnitTensorCore = 0x1p-13;
+static double accumulation_terms(bool promote, int K) {
+  return promote ? BK + BK / KSTEP : static_cast<double>(K) + K / KSTEP;
+}
+static std::vector<double> tolerance(const Reference& ref, bool promote, int K) {
+  const double factor = accumulation_terms(promote, K) * kUnitTensorCore;
+  std::vector<double> atol(ref.sum_abs.size());
+  for (size_t i = 0; i < atol.size(); ++i) atol[i] = factor * ref.sum_abs[i];
+  return atol;
+}
+// --8<-- [end:tolerance]
+
+// The rows of C the reference covers, from the device, as doubles.
+static std::vector<double> gather_rows(const bf16* dC, const Reference& ref, int N) {
+  std::vector<double> got(ref.want.size());
+  std::vector<bf16> row(N);
+  for (size_t r = 0; r < ref.rows.size(); ++r) {
+    CUDA_CHECK(cudaMemcpy(row.data(), dC + static_cast<size_t>(ref.rows[r]) * N, N * sizeof(bf16),
+                          cudaMemcpyDeviceToHost));
+    for (int n = 0; n < N; ++n) got[r * N + n] = static_cast<double>(__bfloat162float(row[n]));
+  }
+  return got;
+}
+// The largest |got - want| / sum_abs, in millionths (what the benchmark reports as err_ppm).
+static double error_ppm(const std::vector<double>& got, const Reference& ref) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (ref.sum_abs[i] > 0) worst = std::max(worst, std::fabs(got[i] - ref.want[i]) / ref.sum_abs[i]);
+  return worst * 1e6;
+}
+
+struct Problem {
+  int M, N, K;
+  const uint8_t *A, *B;   // e4m3 codes
+  const float *sa, *sb;   // the per-tensor scales, in device memory (as cuBLASLt takes them)
+  bf16* C;
+};
+
+// --8<-- [start:cublaslt]
+// cuBLASLt's FP8 GEMM. Column-major, as cuBLAS sees it: C^T (N x M) = B (as N x K, "transposed" K x N
+// column-major) times A^T; FP8 needs exactly this "TN" form, both operands K-major, as wgmma does. The
+// scales go in by pointer (A_SCALE_POINTER scales cuBLASLt's A, our B); D is bf16; compute fp32.
+// FAST_ACCUM = 1 lets the library keep the sum in the tensor core's accumulator (no promotion).
+struct CublasLtFp8 {
+  cublasLtHandle_t lt = nullptr;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  void* workspace = nullptr;
+  size_t workspace_bytes = 32u << 20;
+  bool available = false;  // the heuristic found an algorithm for this shape
+  CublasLtFp8(cublasLtHandle_t handle, const Problem& p, bool fast_accum) : lt(handle) {
+    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
+    const int8_t fast = fast_accum ? 1 : 0;
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &p.sb, sizeof(p.sb)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &p.sa, sizeof(p.sa)));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, CUDA_R_8F_E4M3, p.K, p.N, p.K));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b, CUDA_R_8F_E4M3, p.K, p.M, p.K));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, p.N, p.M, p.N));
+    CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
+    cublasLtMatmulPreference_t pref = nullptr;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                      &workspace_bytes, sizeof(workspace_bytes)));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, d, d, pref, 1, &result, &found);
+    CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+    available = status == CUBLAS_STATUS_SUCCESS && found > 0;
+    if (available) algo = result.algo;
+  }
+  void operator()(const Problem& p) const {
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasLtMatmul(lt, op, &one, p.B, a, p.A, b, &zero, p.C, d, p.C, d, &algo, workspace,
+                                workspace_bytes, 0));
+  }
+  ~CublasLtFp8() {
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(a));
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(b));
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(d));
+    CUBLAS_CHECK(cublasLtMatmulDescDestroy(op));
+    CUDA_CHECK(cudaFree(workspace));
+  }
+  CublasLtFp8(const CublasLtFp8&) = delete;
+  CublasLtFp8& operator=(const CublasLtFp8&) = delete;
+};
+// --8<-- [end:cublaslt]
+
+// --8<-- [start:launch]
+struct Kernel {
+  CUtensorMap a, b;
+  int sms;
+  Kernel(const Problem& p, int blocks)
+      : a(hopper::make_kmajor_map_fp8(p.A, p.M, p.K, BM)), b(hopper::make_kmajor_map_fp8(p.B, p.N, p.K, BN)),
+        sms(blocks) {}
+  void operator()(bool promote, const Problem& p) const {
+    const int tiles = course::ceil_div(p.M, BM) * course::ceil_div(p.N, BN);
+    const int grid = std::min(tiles, sms);  // persistent: at most one block per SM
+    if (promote)
+      fp8_gemm<true><<<grid, THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b, p.C, p.sa, p.sb);
+    else
+      fp8_gemm<false><<<grid, THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b, p.C, p.sa, p.sb);
+    CUDA_CHECK_LAUNCH();
+  }
+};
+// --8<-- [end:launch]
+
+// One implementation on one problem: poison C, run, compare the reference's rows. With plant_below > 0 the
+// check also runs, quietly, on the output with its small elements zeroed, and must reject it.
+template <typename Run>
+static bool run_and_check(const char* name, Run&& run, const Problem& p, const Reference& ref,
+                          const std::vector<double>& atol, double plant_below, double* ppm = nullptr) {
+  course::poison(p.C, static_cast<size_t>(p.M) * p.N * sizeof(bf16));
+  run();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<double> got = gather_rows(p.C, ref, p.N);
+  if (ppm) *ppm = error_ppm(got, ref);
+  return course::check_close_each_planted(name, got.data(), ref.want.data(), atol.data(), got.size(), kRtol,
+                                          plant_below);
+}
+
+int main(int argc, char** argv) {
+  course::Args args(argc, argv);
+  const bool bench = args.has("--bench");
+  const int m_opt = static_cast<int>(args.get_int("--m", 200, 1, 1 << 16));
+  const int n_opt = static_cast<int>(args.get_int("--n", 135, 1, 1 << 16));
+  const int k_opt = static_cast<int>(args.get_int("--k", 528, 16, 1 << 16));
+  const int sms_wanted = static_cast<int>(args.get_int("--sms", 0, 0, 1024));
+  const bool promote = !args.has("--no-promote");
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
+  const bool plant = course::plant_zeros_small_requested(args);
+  args.finish();
+  course::require_multiple("--k", k_opt, 16, "TMA copies rows whose stride is a multiple of 16 bytes");
+
+  // CPU-side checks first: they need no GPU.
+  if (!check_e4m3_decoder()) return course::kExitFail;
+  course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA are Hopper instructions");
+  hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
+  CUDA_CHECK(cudaFuncSetAttribute(fp8_gemm<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kSmemBytes)));
+  CUDA_CHECK(cudaFuncSetAttribute(fp8_gemm<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kSmemBytes)));
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int blocks = sms_wanted > 0 ? std::min(sms_wanted, sms) : sms;
+  cublasLtHandle_t lt = nullptr;
+  CUBLAS_CHECK(cublasLtCreate(&lt));
+
+  struct Shape {
+    int m, n, k;
+  };
+  const std::vector<Shape> shapes = bench ? std::vector<Shape>{{4096, 4096, 4096}, {8192, 8192, 8192}, {16, 14336, 4096}}
+                                          : std::vector<Shape>{{m_opt, n_opt, k_opt}};
+  bool ok = true;
+  for (const Shape& s : shapes) {
+    // Inputs as a pipeline makes them: fp32 values, one scale per tensor, e4m3 codes.
+    const Fp8Tensor A = quantise_per_tensor(random_matrix(s.m, s.k, seed, true));
+    const Fp8Tensor B = quantise_per_tensor(random_matrix(s.n, s.k, seed + 1, false));
+    const Reference ref = reference(A, B, s.m, s.n, s.k, bench ? 32 : s.m);  // benchmark: 32 sampled rows
+    uint8_t* dA = course::to_device(A.codes);
+    uint8_t* dB = course::to_device(B.codes);
+    float* dsa = course::to_device(std::vector<float>{A.scale});
+    float* dsb = course::to_device(std::vector<float>{B.scale});
+    bf16* dC = course::device_alloc<bf16>(static_cast<size_t>(s.m) * s.n);
+    const Problem p{s.m, s.n, s.k, dA, dB, dsa, dsb, dC};
+    // The plant zeroes outputs below a quarter of the median |want|: the quiet rows' outputs, and some others.
+    double plant_below = 0;
+    if (plant) {
+      std::vector<double> mags;
+      for (double w : ref.want) mags.push_back(std::fabs(w));
+      std::nth_element(mags.begin(), mags.begin() + mags.size() / 2, mags.end());
+      plant_below = mags[mags.size() / 2] / 4;
+    }
+    const Kernel kernel(p, blocks);
+    const CublasLtFp8 lt_exact(lt, p, false), lt_fast(lt, p, true);
+    char case_name[96];
+    std::snprintf(case_name, sizeof(case_name), "fp8 gemm A*B^T %dx%dx%d", s.m, s.n, s.k);
+    struct Impl {
+      const char* check;
+      const char* label;
+      bool promoted_bound, peer, available;
+      std::function<void()> run;
+    };
+    std::vector<Impl> impls;
+    if (bench || promote)
+      impls.push_back({"fp8_promoted", "fp8 wgmma, promoted every 128 K (e4m3, fp32 acc)", true, false, true,
+                       [&] { kernel(true, p); }});
+    if (bench || !promote)
+      impls.push_back({"fp8_unpromoted", "fp8 wgmma, no promotion (e4m3, tensor-core acc)", false, false, true,
+                       [&] { kernel(false, p); }});
+    impls.push_back({"cublaslt_fp8", "cuBLASLt fp8 (e4m3, fp32 acc)", true, true, lt_exact.available,
+                     [&] { lt_exact(p); }});
+    impls.push_back({"cublaslt_fp8_fast", "cuBLASLt fp8 fast accum (e4m3, tensor-core acc)", false, true,
+                     lt_fast.available, [&] { lt_fast(p); }});
+    for (const Impl& impl : impls) {
+      if (!impl.available) {
+        std::printf("NOTE %s: cuBLASLt has no FP8 algorithm for %dx%dx%d (not checked)\n", impl.check, s.m, s.n,
+                    s.k);
+        continue;
+      }
+      const std::vector<double> atol = tolerance(ref, impl.promoted_bound, s.k);
+      double ppm = 0;
+      ok = run_and_check(impl.check, impl.run, p, ref, atol, plant_below, &ppm) && ok;
+      if (bench) {
+        const float ms = course::time_kernel_ms(impl.run);
+        const double bytes = static_cast<double>(s.m) * s.k + static_cast<double>(s.n) * s.k + 2.0 * s.m * s.n;
+        course::print_bench(case_name, impl.label, ms, bytes, 2.0 * s.m * s.n * s.k, impl.peer,
+                            {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"err_ppm", std::llround(ppm)}});
+      }
+    }
+    course::device_free({dA, dB, dsa, dsb, dC});
+  }
+  CUBLAS_CHECK(cublasLtDestroy(lt));
+  return ok ? 0 : course::kExitFail;
+}

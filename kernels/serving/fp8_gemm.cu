@@ -504,8 +504,9 @@ int main(int argc, char** argv) {
   struct Shape {
     int m, n, k;
   };
-  const std::vector<Shape> shapes = bench ? std::vector<Shape>{{4096, 4096, 4096}, {8192, 8192, 8192}, {16, 14336, 4096}}
-                                          : std::vector<Shape>{{m_opt, n_opt, k_opt}};
+  const std::vector<Shape> shapes =
+      bench ? std::vector<Shape>{{4096, 4096, 4096}, {8192, 8192, 8192}, {16, 14336, 4096}}
+            : std::vector<Shape>{{m_opt, n_opt, k_opt}};
   bool ok = true;
   for (const Shape& s : shapes) {
     // Inputs as a pipeline makes them: fp32 values, one scale per tensor, e4m3 codes.

@@ -1,7 +1,7 @@
 """fp8_gemm_torch.py: the PyTorch peers of fp8_gemm.cu at its shapes, each a row named with its precision and
 accumulation: torch._scaled_mm (e4m3 A and B, per-tensor scales, bf16 out) with use_fast_accum False and True,
 and the bf16 torch.matmul of the same values as the precision baseline. Each is checked against float64 from
-the same e4m3 values with fp8_gemm.cu's criterion: |got - want| <= 2^-8 |want| + terms * 2^-13 * sum |a_k b_k|
+the same e4m3 values with fp8_gemm.cu's criterion: |got - want| <= rtol |want| + terms * 2^-13 * sum |a_k b_k|
 (terms 136 where partial sums are promoted to fp32 every 128 products, 34 K / 32 where they are not; the bf16
 matmul's fp32 accumulation gets course.cuh's sum_atol bound).
 
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 import course_tools  # noqa: E402
 
 E4M3_MAX = 448.0
-RTOL = 2**-8
+RTOL = 2**-8 * 1.015625  # one bf16 rounding of the output, and a little for the fp32 scaling
 U_TC = 2**-13  # fp8_gemm.cu's unit for the tensor core's FP8 accumulator (DeepSeek-V3: "around 14 bits")
 KSTEP, CHUNK = 32, 128
 

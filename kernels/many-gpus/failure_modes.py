@@ -87,9 +87,9 @@ def sync(torch, nccl: bool) -> None:
 
 
 # --8<-- [start:launch]
-def launch(args, scenario: str, n: int, env: dict, limit_s: float):
-    """Start n fresh rank processes of `scenario` with `env` added, kill any still running after limit_s
-    seconds, and return, per rank, (exit code or None if killed, seconds to exit, stdout, stderr)."""
+def launch(args, scenario: str, n: int, env: dict, limit_s: float, awaited=None):
+    """Start n fresh rank processes of `scenario` with `env` added; once the `awaited` ranks (default all)
+    have exited, or after limit_s seconds, kill any still running, and return, per rank, (exit code or None if killed, seconds to exit, stdout, stderr)."""
     with tempfile.TemporaryDirectory() as tmp:
         procs, logs = [], []
         for r in range(n):
@@ -100,7 +100,8 @@ def launch(args, scenario: str, n: int, env: dict, limit_s: float):
             logs.append((out, err))
         start = time.time()
         ended = [None] * n
-        while time.time() - start < limit_s and any(e is None for e in ended):
+        awaited = range(n) if awaited is None else awaited
+        while time.time() - start < limit_s and any(ended[r] is None for r in awaited):
             for r, p in enumerate(procs):
                 if ended[r] is None and p.poll() is not None:
                     ended[r] = time.time()
@@ -158,7 +159,7 @@ def scenario_hang(args, n: int) -> bool:
     """The last rank sleeps instead of calling all_reduce: the others must fail after the group's timeout."""
     limit = args.timeout + STARTUP_S
     print(f"\n== hang: rank {n - 1} sleeps, ranks 0..{n - 2} call all_reduce (timeout {args.timeout} s)")
-    res = launch(args, "hang", n, {}, limit)
+    res = launch(args, "hang", n, {}, limit, awaited=range(n - 1))   # the sleeper is killed after
     survivors = range(n - 1)
     show_errors(res, survivors)
     ok = all(res[r][0] not in (None, 0) and ERROR_LINE.search(res[r][3]) for r in survivors)

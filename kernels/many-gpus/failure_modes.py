@@ -122,14 +122,20 @@ def launch(args, scenario: str, n: int, env: dict, limit_s: float, awaited=None)
 
 ERROR_LINE = re.compile(r"(watchdog caught|timed out|timeout|mismatch|connection closed|"
                         r"error|exception|abort)", re.IGNORECASE)
+# The messages that name the failure, most telling first: NCCL's watchdog, the fingerprint check, Gloo's
+# timeout and closed connection; then any error line.
+TELLING = [re.compile(p, re.IGNORECASE) for p in (r"watchdog caught", r"mismatch between collectives",
+                                                   r"timed out", r"connection closed|connection reset")]
 
 
 def first_error(stderr: str) -> str:
-    """The line a reader should look at first: the first that names the failure, shortened."""
-    for line in stderr.splitlines():
-        if ERROR_LINE.search(line) and "Traceback" not in line and not line.lstrip().startswith("File "):
-            line = line.strip()
-            return line if len(line) <= 220 else line[:217] + "..."
+    """The line a reader should look at first: the most telling line that names the failure, shortened."""
+    lines = [line.strip() for line in stderr.splitlines()
+             if "Traceback" not in line and not line.lstrip().startswith("File ")]
+    for pattern in TELLING + [ERROR_LINE]:
+        for line in lines:
+            if pattern.search(line):
+                return line if len(line) <= 220 else line[:217] + "..."
     return "(no error line)"
 
 

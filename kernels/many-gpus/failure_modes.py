@@ -89,7 +89,8 @@ def sync(torch, nccl: bool) -> None:
 # --8<-- [start:launch]
 def launch(args, scenario: str, n: int, env: dict, limit_s: float, awaited=None):
     """Start n fresh rank processes of `scenario` with `env` added; once the `awaited` ranks (default all)
-    have exited, or after limit_s seconds, kill any still running, and return, per rank, (exit code or None if killed, seconds to exit, stdout, stderr)."""
+    have exited, or after limit_s seconds, kill any still running, and return, per rank, (exit code or
+    None if killed, when it exited in epoch seconds or None, stdout, stderr)."""
     with tempfile.TemporaryDirectory() as tmp:
         procs, logs = [], []
         for r in range(n):

@@ -217,7 +217,7 @@ NCCL_LINES = re.compile(r"NCCL version|nRanks|Channel 00|via (P2P|SHM|NET)|Trees
 def scenario_debug(args, n: int) -> bool:
     """A healthy all_reduce under NCCL_DEBUG=INFO: rank 0's lines that name the version, the transport,
     the rings and trees, and NVLS, once each."""
-    env = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,GRAPH,ENV"}
+    env = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "ALL"}     # every subsystem: the filter below picks
     print(f"\n== healthy all_reduce with {' '.join(f'{k}={v}' for k, v in env.items())}, rank 0's key lines")
     res = launch(args, "healthy", n, env, args.timeout + STARTUP_S)
     seen, transport = set(), False

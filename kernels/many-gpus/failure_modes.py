@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
@@ -29,13 +30,24 @@ import course_tools  # noqa: E402
 import ranks  # noqa: E402  NVLink multicast off, the GPU count
 
 ELEMENTS_1MIB = (1 << 20) // 4          # float32 elements in 1 MiB
-STARTUP_S = 40                          # a process's import of PyTorch and its CUDA and NCCL start-up
+GRACE_S = 90    # beyond the timeout: PyTorch's import, CUDA and NCCL start-up, the watchdog's flight-recorder dump
 
 
 # --8<-- [start:child]
 def child(args) -> None:
-    """One rank of one scenario. Prints `calling <collective> at <epoch seconds>` just before the
-    collective that is meant to break, so the parent can time the detection."""
+    """One rank of one scenario; a Python exception is printed and ends the rank at once with exit code 1
+    (no teardown that could wait on the broken communicator)."""
+    try:
+        scenario_rank(args)
+    except Exception:
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(course_tools.EXIT_FAIL)
+
+
+def scenario_rank(args) -> None:
+    """Prints `calling <collective> at <epoch seconds>` just before the collective that is meant to break,
+    so the parent can time the detection."""
     import torch
     import torch.distributed as dist
 
@@ -52,7 +64,7 @@ def child(args) -> None:
     x = torch.ones(ELEMENTS_1MIB, device=dev)
     if scenario == "hang":
         if last:
-            time.sleep(10 * args.timeout + STARTUP_S)             # never joins: the parent kills it
+            time.sleep(10 * args.timeout + GRACE_S)             # never joins: the parent kills it
         print(f"calling all_reduce at {time.time():.3f}")
         dist.all_reduce(x)
         sync(torch, nccl)
@@ -97,7 +109,8 @@ def launch(args, scenario: str, n: int, env: dict, limit_s: float, awaited=None)
             out, err = open(f"{tmp}/{r}.out", "w+"), open(f"{tmp}/{r}.err", "w+")
             cmd = [sys.executable, __file__, "--child", scenario, "--rank", str(r), "--world", str(n),
                    "--store", f"{tmp}/store", "--backend", args.backend, "--timeout", str(args.timeout)]
-            procs.append(subprocess.Popen(cmd, stdout=out, stderr=err, env={**os.environ, **env}))
+            dumps = {"TORCH_FR_DUMP_TEMP_FILE": f"{tmp}/flight_recorder_rank_"}   # any dump lands here
+            procs.append(subprocess.Popen(cmd, stdout=out, stderr=err, env={**os.environ, **dumps, **env}))
             logs.append((out, err))
         start = time.time()
         ended = [None] * n
@@ -117,6 +130,9 @@ def launch(args, scenario: str, n: int, env: dict, limit_s: float, awaited=None)
             out.seek(0), err.seek(0)
             results.append((code, ended[r], out.read(), err.read()))
             out.close(), err.close()
+        written = sorted(f for f in os.listdir(tmp) if f.startswith("flight_recorder_rank_"))
+        if written:
+            print(f"  flight recorder dumps written: {', '.join(written)}")
         return results
 # --8<-- [end:launch]
 
@@ -164,7 +180,7 @@ def show_errors(results, ranks_shown) -> None:
 # --8<-- [start:scenarios]
 def scenario_hang(args, n: int) -> bool:
     """The last rank sleeps instead of calling all_reduce: the others must fail after the group's timeout."""
-    limit = args.timeout + STARTUP_S
+    limit = args.timeout + GRACE_S
     print(f"\n== hang: rank {n - 1} sleeps, ranks 0..{n - 2} call all_reduce (timeout {args.timeout} s)")
     res = launch(args, "hang", n, {}, limit, awaited=range(n - 1))   # the sleeper is killed after
     survivors = range(n - 1)
@@ -177,7 +193,7 @@ def scenario_hang(args, n: int) -> bool:
 
 def scenario_death(args, n: int) -> bool:
     """The last rank calls os._exit(1) between two all_reduces: every survivor must exit non-zero."""
-    limit = args.timeout + STARTUP_S
+    limit = args.timeout + GRACE_S
     print(f"\n== death: rank {n - 1} exits (os._exit(1)) after one all_reduce, the others call a second")
     res = launch(args, "death", n, {}, limit)
     survivors = range(n - 1)
@@ -190,7 +206,7 @@ def scenario_death(args, n: int) -> bool:
 def scenario_mismatch(args, n: int) -> bool:
     """Rank 0 all-reduces 1 MiB, the others 2 MiB: under TORCH_DISTRIBUTED_DEBUG=DETAIL every rank must
     stop with the fingerprint check's message; by default, whatever happens is shown."""
-    limit = args.timeout + STARTUP_S
+    limit = args.timeout + GRACE_S
     print(f"\n== mismatch, default: rank 0 all-reduces 1 MiB, ranks 1..{n - 1} 2 MiB")
     res = launch(args, "mismatch", n, {}, limit)
     for r in range(n):
@@ -219,7 +235,7 @@ def scenario_debug(args, n: int) -> bool:
     the rings and trees, and NVLS, once each."""
     env = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "ALL"}     # every subsystem: the filter below picks
     print(f"\n== healthy all_reduce with {' '.join(f'{k}={v}' for k, v in env.items())}, rank 0's key lines")
-    res = launch(args, "healthy", n, env, args.timeout + STARTUP_S)
+    res = launch(args, "healthy", n, env, args.timeout + GRACE_S)
     seen, transport = set(), False
     for line in (res[0][2] + res[0][3]).splitlines():
         m = NCCL_LINES.search(line)

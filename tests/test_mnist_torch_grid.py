@@ -150,3 +150,12 @@ def test_a_repeat_process_times_the_rows_an_earlier_one_timed():
     got = m.retime_selection(m.GRID, json.dumps([c.impl for c in reached] + ["a row of another program"]))
     assert got == tuple(c for c in m.GRID if c in reached)
     assert m.retime_selection(m.GRID, None) == m.GRID and m.retime_selection(m.GRID, "") == m.GRID
+
+
+def test_the_second_half_of_the_grid_gets_half_the_budget_whatever_the_first_used():
+    """The cudnn.benchmark-off half runs in a second process. Given only what the first left, a first
+    process that overran its half (one cold compile) left it nothing, and the half that held the fastest
+    configuration in another sitting went untimed."""
+    assert m.second_share(start=100.0, budget_s=50.0, now=110.0) == 40.0   # the first finished early
+    assert m.second_share(start=100.0, budget_s=50.0, now=125.0) == 25.0   # on time
+    assert m.second_share(start=100.0, budget_s=50.0, now=160.0) == 25.0   # overran: still half

@@ -207,6 +207,14 @@ def report(b: int, n: int, outcomes: list, by_key: dict, took_s: float, budget_s
             print(f"{label} {', '.join(keys)}: {why}", flush=True)
 
 
+def second_share(start: float, budget_s: float, now: float) -> float:
+    """Seconds of budget for the second cudnn.benchmark value's process: what is left, but never less
+    than half the budget. The first process may overrun its half (a compile cannot stop halfway; a
+    compile from cold caches can take half a minute), and the second half of the grid (in one sitting,
+    the fastest configuration of all) must not be left to what that overrun spares."""
+    return max(start + budget_s - now, budget_s / 2)
+
+
 def retime_selection(configs: tuple, retime_json: str | None) -> tuple:
     """A repeat timing process (course/bench.py sets COURSE_RETIME to the rows an earlier process timed,
     as a JSON list of impl names) times those configurations only: left to the budget, each process

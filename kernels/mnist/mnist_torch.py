@@ -17,9 +17,9 @@
 #
 # course: gpu
 # course: run --train --epochs 8
-# course: bench --bench --batch 64 --budget-s 50
-# course: bench --bench --batch 256 --budget-s 50
-# course: bench --bench --batch 1024 --budget-s 50
+# course: bench --bench --batch 64 --budget-s 90
+# course: bench --bench --batch 256 --budget-s 90
+# course: bench --bench --batch 1024 --budget-s 90
 # course: bench --time-to-99 --seeds 5 --epochs 3
 import time
 
@@ -49,7 +49,7 @@ import course_tools  # noqa: E402
 from mnist_data import FILES, IdxError, data_dir_from, load_mnist, read_idx  # noqa: E402, F401
 from mnist_grid import (COMPILE_RESERVE_S, COMPILES, GRID, PRECISIONS, PRUNED_BEFORE_RUNNING,  # noqa: E402, F401
                         Config, Precision, describe, first_line, order_key, progress_line, report, retime_selection,
-                        select_configs, step_bytes, step_flops)
+                        second_share, select_configs, step_bytes, step_flops)
 
 # --8<-- [start:hparams]
 # The hyper-parameters both implementations share.
@@ -621,7 +621,7 @@ def run_worker(configs, batch: int, repeats: int, budget_s: float, cudnn_benchma
            "--repeats", str(repeats), "--configs", ",".join(c.key for c in configs), "--data-dir", str(data_dir)]
     print(
         f"batch {batch}: {len(configs)} configurations with cudnn.benchmark "
-        f"{'on' if cudnn_benchmark else 'off'} go to a process of their own ({budget_s:.0f} s of budget left)",
+        f"{'on' if cudnn_benchmark else 'off'} go to a process of their own, with {budget_s:.0f} s of budget",
         flush=True)
     outcomes = []
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, bufsize=1)
@@ -666,19 +666,15 @@ def bench(data, device, data_dir, batches, repeats, configs, budget_s, benchmark
         phases = [(v, [c for c in configs if c.cudnn_benchmark == v]) for v in benchmark_values]
         phases = [(v, cs) for v, cs in phases if cs]
         # The first value's configurations run here, within half the budget when there is a second; the
-        # second's in a process of their own (run_worker), with what is left.
+        # second's in a process of their own (run_worker), with its own half (second_share).
         deadline = start + (budget_s / 2 if len(phases) > 1 else budget_s)
         for v, cs in phases[:1]:
             print(f"batch {b}: {len(configs)} configurations; the {len(cs)} with cudnn.benchmark "
                   f"{'on' if v else 'off'} run in this process", flush=True)
             run_phase(cs, b, tr_x, tr_y, ref, repeats, deadline, emit)
         for v, cs in phases[1:]:
-            left = start + budget_s - time.perf_counter()
-            if left > 0:
-                outcomes += run_worker(cs, b, repeats, left, v, data_dir, counter)
-            else:
-                for c in cs:
-                    emit({"kind": "not reached", "key": c.key, "why": "the budget (--budget-s) was spent"})
+            outcomes += run_worker(cs, b, repeats, second_share(start, budget_s, time.perf_counter()), v,
+                                   data_dir, counter)
         failed += sum(o["kind"] == "failed" for o in outcomes)
         if worker:
             continue

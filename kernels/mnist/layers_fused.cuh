@@ -117,20 +117,31 @@ __global__ void bn_backward_finalize(const double* __restrict__ dsum, const doub
   bcoef[c] = make_float4(coef[c].x, static_cast<float>(dsum[c] / count), static_cast<float>(dsumx[c] / count), 0.0f);
 }
 
-// Pass 2: dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)) for every element.
+// Pass 2: dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)) for every element. One thread
+// per 2x2 window, as in the forward: it reads the window's pooled gradient, winner and ReLU once and
+// writes the four elements, two rows of two adjacent floats (dy is the pooled gradient at the winner
+// and 0 at the other three). One thread per element would repeat those reads and the index divisions
+// four times, which made this pass bound by integer arithmetic rather than by memory.
 template <typename T>
 __global__ void bn_relu_pool_backward_apply(const float* __restrict__ dpooled, const T* __restrict__ pooled,
                                             const uint8_t* __restrict__ arg, const float* __restrict__ conv,
                                             const float4* __restrict__ coef, const float4* __restrict__ bcoef,
                                             float* __restrict__ dconv, int N, int C, int H, int W) {
+  const int PH = H / 2, PW = W / 2;
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= N * C * H * W) return;
-  const int x = i % W, y = (i / W) % H, c = (i / (H * W)) % C, nc = i / (H * W);
-  const size_t at = (static_cast<size_t>(nc) * (H / 2) + y / 2) * (W / 2) + x / 2;
-  const float dy = (arg[at] == (y & 1) * 2 + (x & 1) && to_float(pooled[at]) > 0.0f) ? dpooled[at] : 0.0f;
+  if (i >= N * C * PH * PW) return;
+  const int px = i % PW, py = (i / PW) % PH, c = (i / (PH * PW)) % C, nc = i / (PH * PW);
+  const float g = to_float(pooled[i]) > 0.0f ? dpooled[i] : 0.0f;
+  const int winner = arg[i];
   const float4 k = coef[c], b = bcoef[c];
-  const float xhat = (conv[i] - k.z) * k.w;
-  dconv[i] = b.x * (dy - b.y - xhat * b.z);
+  const size_t top = (static_cast<size_t>(nc) * H + 2 * py) * W + 2 * px;  // even: W is even
+  for (int row = 0; row < 2; ++row) {
+    const size_t at = top + row * W;
+    const float2 v = *reinterpret_cast<const float2*>(conv + at);
+    const float dy0 = winner == 2 * row ? g : 0.0f, dy1 = winner == 2 * row + 1 ? g : 0.0f;
+    *reinterpret_cast<float2*>(dconv + at) = make_float2(b.x * (dy0 - b.y - (v.x - k.z) * k.w * b.z),
+                                                         b.x * (dy1 - b.y - (v.y - k.z) * k.w * b.z));
+  }
 }
 // --8<-- [end:backward]
 

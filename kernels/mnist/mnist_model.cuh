@@ -235,8 +235,8 @@ inline void bn_relu_pool_backward_fused(const Net& n, const float* dp, const T* 
   reduce_parts(n.stat_part, slices, 2 * C, dsum, n.st);
   fused::bn_backward_finalize<<<1, C, 0, n.st>>>(dsum, dsum + C, coef, C, B * H * H, bcoef, n.grad(gamma),
                                                  n.grad(beta));
-  fused::bn_relu_pool_backward_apply<<<blocks(B * C * H * H), 256, 0, n.st>>>(dp, p, arg, c, coef, bcoef, dc, B, C, H,
-                                                                              H);
+  fused::bn_relu_pool_backward_apply<<<blocks(pooled_per_channel * C), 256, 0, n.st>>>(dp, p, arg, c, coef, bcoef, dc,
+                                                                                      B, C, H, H);
   CUDA_CHECK_LAUNCH();
 }
 

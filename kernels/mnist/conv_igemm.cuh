@@ -281,28 +281,54 @@ __global__ void __launch_bounds__(kThreads)
 
 // --8<-- [start:wgrad_c1]
 // The first convolution has one input channel, so its weight gradient is a 32 x 9 matrix: a GEMM
-// tile of 64 x 64 would waste most of its work. One block per (output channel, slice of images)
-// keeps nine sums per thread instead, and writes them to part[slice][m][9]; reduce_parts adds the
-// slices in a fixed order (no atomics: the same bits in every run).
-__global__ void conv3x3_wgrad_c1(const float* __restrict__ dout, const float* __restrict__ in,
-                                 float* __restrict__ part, int N, int M, int H, int W, int images_per_block) {
-  const int m = blockIdx.y, HW = H * W;
+// tile of 64 x 64 would waste most of its work. Each thread takes one pixel at a time, reads its 3x3
+// neighbourhood once and multiplies it with the gradient of kC1Group output channels there, keeping
+// kC1Group x 9 sums in registers (one channel per block re-read the neighbourhood, and re-did the index
+// arithmetic, for every channel). Blocks: (slice of images, group of channels), 256 threads; each
+// writes its sums to part[slice][m][9], and reduce_parts adds the slices in a fixed order (no atomics:
+// the same bits in every run).
+constexpr int kC1Group = 8;
+
+__global__ void __launch_bounds__(256) conv3x3_wgrad_c1(const float* __restrict__ dout, const float* __restrict__ in,
+                                                        float* __restrict__ part, int N, int M, int H, int W,
+                                                        int images_per_block) {
+  const int m0 = blockIdx.y * kC1Group, HW = H * W;
   const int nbegin = blockIdx.x * images_per_block, nend = min(N, nbegin + images_per_block);
-  float acc[9] = {};
+  float acc[kC1Group][9] = {};
   for (int j = nbegin * HW + threadIdx.x; j < nend * HW; j += blockDim.x) {
-    const int n = j / HW, p = j % HW, y = p / W, x = p % W;
-    const float g = dout[(static_cast<size_t>(n) * M + m) * HW + p];
+    const int n = j / HW, p = j - n * HW, y = p / W, x = p - y * W;
     const float* img = in + static_cast<size_t>(n) * HW;
+    float around[9];
 #pragma unroll
     for (int rs = 0; rs < 9; ++rs) {
       const int iy = y + rs / 3 - 1, ix = x + rs % 3 - 1;
-      if (iy >= 0 && iy < H && ix >= 0 && ix < W) acc[rs] += g * img[iy * W + ix];
+      around[rs] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? img[iy * W + ix] : 0.0f;
+    }
+    const float* g = dout + (static_cast<size_t>(n) * M + m0) * HW + p;
+#pragma unroll
+    for (int k = 0; k < kC1Group; ++k) {
+      const float gk = g[static_cast<size_t>(k) * HW];
+#pragma unroll
+      for (int rs = 0; rs < 9; ++rs) acc[k][rs] += gk * around[rs];
     }
   }
+  // The block's sums: each warp's by shuffles, then the eight warps' in shared memory, in a fixed order.
+  __shared__ float warp_sums[8][kC1Group * 9];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
-  for (int rs = 0; rs < 9; ++rs) {
-    const float total = block_sum(acc[rs]);
-    if (threadIdx.x == 0) part[(blockIdx.x * M + m) * 9 + rs] = total;
+  for (int k = 0; k < kC1Group; ++k) {
+#pragma unroll
+    for (int rs = 0; rs < 9; ++rs) {
+      float v = acc[k][rs];
+      for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+      if (lane == 0) warp_sums[warp][k * 9 + rs] = v;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < kC1Group * 9) {
+    float total = 0.0f;
+    for (int w = 0; w < 8; ++w) total += warp_sums[w][threadIdx.x];
+    part[(static_cast<size_t>(blockIdx.x) * M + m0) * 9 + threadIdx.x] = total;  // threadIdx.x = k * 9 + rs
   }
 }
 // --8<-- [end:wgrad_c1]
@@ -362,8 +388,13 @@ inline void backward_weight(const float* dout, const float* in, float* dw, int N
       std::fprintf(stderr, "error: igemm::backward_weight with one input channel needs its part buffer\n");
       std::exit(course::kExitFail);
     }
+    if (K % kC1Group != 0) {
+      std::fprintf(stderr, "error: igemm::backward_weight with one input channel needs a multiple of %d output "
+                   "channels, got %d\n", kC1Group, K);
+      std::exit(course::kExitFail);
+    }
     const int per_block = std::max(1, N / 64), slices = wgrad_c1_slices(N);
-    conv3x3_wgrad_c1<<<dim3(slices, K), 256, 0, st>>>(dout, in, part, N, K, H, W, per_block);
+    conv3x3_wgrad_c1<<<dim3(slices, K / kC1Group), 256, 0, st>>>(dout, in, part, N, K, H, W, per_block);
     CUDA_CHECK_LAUNCH();
     reduce_parts(part, slices, K * 9, dw, st);
   } else {

@@ -199,8 +199,8 @@ static void attention(const Model& m, int layer, cudaStream_t s) {
 // --8<-- [end:attention]
 
 // --8<-- [start:step]
-// One decode step enqueued on stream s: 11 kernels per layer, 2 more at the ends. plant_layer >= 0 skips
-// that layer's attention residual add (the planted fault the checks must catch).
+// One decode step enqueued on stream s: 10 launches per layer (4 of them cuBLAS GEMMs), 3 more at the
+// ends. plant_layer >= 0 skips that layer's attention residual add (the planted fault the checks catch).
 static void enqueue_step(const Model& m, cublasHandle_t h, cudaStream_t s, int plant_layer = -1) {
   const Config& c = m.c;
   const Layout lay(c);
@@ -237,7 +237,8 @@ static void enqueue_step(const Model& m, cublasHandle_t h, cudaStream_t s, int p
 // --8<-- [end:step]
 
 // --8<-- [start:graph]
-// The step captured once: replaying the graph launches its ~180 kernels with no host work between them.
+// The step captured once: replaying the graph launches its 163 launches (more kernels where cuBLAS splits
+// a GEMM) with no host work between them.
 static cudaGraphExec_t capture(const Model& m, cublasHandle_t h, cudaStream_t s, int plant_layer = -1) {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
@@ -319,7 +320,7 @@ static std::vector<double> reference_step(HostModel& hm, const std::vector<int>&
       for (int head = 0; head < c.heads; ++head) {
         const size_t rows = base + (static_cast<size_t>(b) * c.kv_heads + head / group) * hm.capacity * hd;
         std::vector<double> score(position + 1);
-        double mx = -INFINITY, sum = 0.0;
+        double mx = -INFINITY, sum = 0.0, *out_head = &attn_out[static_cast<size_t>(head) * hd];
         for (int j = 0; j <= position; ++j) {
           double dot = 0.0;
           for (int d = 0; d < hd; ++d) dot += qkv[static_cast<size_t>(head) * hd + d] * hm.k_cache[rows + j * hd + d];
@@ -329,9 +330,9 @@ static std::vector<double> reference_step(HostModel& hm, const std::vector<int>&
         for (int j = 0; j <= position; ++j) {
           const double p = std::exp(score[j] - mx);
           sum += p;
-          for (int d = 0; d < hd; ++d) attn_out[static_cast<size_t>(head) * hd + d] += p * hm.v_cache[rows + j * hd + d];
+          for (int d = 0; d < hd; ++d) out_head[d] += p * hm.v_cache[rows + j * hd + d];
         }
-        for (int d = 0; d < hd; ++d) attn_out[static_cast<size_t>(head) * hd + d] = rb(attn_out[static_cast<size_t>(head) * hd + d] / sum);
+        for (int d = 0; d < hd; ++d) out_head[d] = rb(out_head[d] / sum);
       }
       delta = matvec(attn_out, &hm.w[hm.lay.o[l]], c.heads * hd, c.hidden, false, true);
       const auto xm = add_norm(residual, delta, &hm.w[hm.lay.mlp_norm[l]], c, false);
@@ -450,7 +451,8 @@ static bool check(int batch, int context, uint64_t seed, bool plant, int sms) {
     }
     const double tol = 0.03 * rms_of(want);
     for (int b = 0; b < batch; ++b) {
-      std::vector<double> g(got.begin() + static_cast<size_t>(b) * c.vocab, got.begin() + static_cast<size_t>(b + 1) * c.vocab);
+      const auto row = got.begin() + static_cast<size_t>(b) * c.vocab;
+      std::vector<double> g(row, row + c.vocab);
       double gap_ref = 0.0, gap_got = 0.0;
       const int want_token = argmax(want.data() + static_cast<size_t>(b) * c.vocab, c.vocab, &gap_ref);
       const int got_token = argmax(g.data(), c.vocab, &gap_got);

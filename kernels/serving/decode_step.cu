@@ -296,7 +296,8 @@ static std::vector<double> reference_step(HostModel& hm, const std::vector<int>&
   std::vector<double> logits(static_cast<size_t>(hm.batch) * c.vocab);
   for (int b = 0; b < hm.batch; ++b) {
     std::vector<double> residual(c.hidden), delta(c.hidden, 0.0);
-    for (int i = 0; i < c.hidden; ++i) residual[i] = hm.w[hm.lay.embed + static_cast<size_t>(tokens[b]) * c.hidden + i];
+    const float* embedding = &hm.w[hm.lay.embed + static_cast<size_t>(tokens[b]) * c.hidden];
+    for (int i = 0; i < c.hidden; ++i) residual[i] = embedding[i];
     for (int l = 0; l < c.layers; ++l) {
       const auto xn = add_norm(residual, delta, &hm.w[hm.lay.attn_norm[l]], c, false);
       auto qkv = matvec(xn, &hm.w[hm.lay.qkv[l]], c.hidden, c.qkv_out(), false, true);

@@ -384,7 +384,7 @@ static int argmax(const double* x, int n, double* gap) {  // gap: the top logit 
 }
 
 // The tiny model at batch `batch` with `context` cached tokens: the first step's logits against the
-// reference, then kGenerateSteps greedy steps token for token (each side feeding back its own choice),
+// reference, then kGenerateSteps greedy steps token for token (fed the reference's choice),
 // every step's logits held to the same tolerance. With tied embeddings and random weights the model
 // mostly predicts the token it was given, so the tokens alone would prove little; the logits carry it.
 static bool check(int batch, int context, uint64_t seed, bool plant, int sms) {
@@ -428,6 +428,12 @@ static bool check(int batch, int context, uint64_t seed, bool plant, int sms) {
   const size_t workspace_bytes = 32u << 20;  // given to cuBLAS up front: nothing is allocated during capture
   void* workspace = course::device_alloc<char>(workspace_bytes);
   CUBLAS_CHECK(cublasSetWorkspace(h, workspace, workspace_bytes));
+  // One eager step first (at the first position, so it writes only the slot the first replay rewrites):
+  // cuBLAS picks and loads its kernels outside the capture.
+  set_position(m, context);
+  CUDA_CHECK(cudaMemcpy(m.tokens, tokens.data(), batch * sizeof(int), cudaMemcpyHostToDevice));
+  enqueue_step(m, h, s);
+  CUDA_CHECK(cudaStreamSynchronize(s));
   const cudaGraphExec_t graph = capture(m, h, s, plant ? 0 : -1);
 
   bool ok = true, logits_ok = true, later_ok = true, stopped_any = false;
@@ -470,7 +476,9 @@ static bool check(int batch, int context, uint64_t seed, bool plant, int sms) {
           ok = false;
         }
       }
-      tokens[b] = got_token, ref_tokens[b] = want_token;
+      // Both sides go on from the reference's token: equal to the kernels' wherever compared, and after a
+      // near-tie it keeps the two computing the same function, so the logits stay comparable.
+      tokens[b] = ref_tokens[b] = want_token;
     }
   }
   if (plant) {

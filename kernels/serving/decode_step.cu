@@ -536,17 +536,28 @@ static bool bench(int batch, uint64_t seed, int sms) {
   CUDA_CHECK(cudaStreamSynchronize(s));
   const cudaGraphExec_t graph = capture(m, h, s);
 
-  // The graph's logits must be finite and equal to the eager step's (the same kernels, the same order).
+  // The graph's logits, poisoned first, must be finite and match the eager step's: the same kernels in
+  // the same order (cuBLAS may pick another algorithm inside a capture, so within 1% RMS, not bit for bit).
   const size_t n = static_cast<size_t>(batch) * c.vocab;
   const std::vector<float> eager = course::to_host(m.logits, n);
   course::poison(m.logits, n * sizeof(float));
   CUDA_CHECK(cudaGraphLaunch(graph, s));
   CUDA_CHECK(cudaStreamSynchronize(s));
   const std::vector<float> replayed = course::to_host(m.logits, n);
-  size_t same = 0;
-  for (size_t e = 0; e < n; ++e) same += std::isfinite(replayed[e]) && replayed[e] == eager[e];
+  size_t same = 0, finite = 0;
+  double diff = 0.0, scale = 0.0;
+  for (size_t e = 0; e < n; ++e) {
+    finite += std::isfinite(replayed[e]) && std::isfinite(eager[e]);
+    same += replayed[e] == eager[e];
+    diff += (static_cast<double>(replayed[e]) - eager[e]) * (static_cast<double>(replayed[e]) - eager[e]);
+    scale += static_cast<double>(eager[e]) * eager[e];
+  }
   const std::string tag = "b" + std::to_string(batch);
-  bool ok = course::check_true(("decode_step_graph_matches_eager_" + tag).c_str(), same == n, n);
+  char detail[96];
+  std::snprintf(detail, sizeof detail, "bit_identical=%zu rms_diff_over_rms=%.3g limit=0.01", same,
+                std::sqrt(diff / scale));
+  bool ok = course::check_true(("decode_step_graph_matches_eager_" + tag).c_str(),
+                               finite == n && diff <= 1e-4 * scale && scale > 0, n, detail);
 
   const std::string case_name = tag + " ctx" + std::to_string(context);
   const double bytes = c.step_bytes(batch, context), flops = 2.0 * batch * c.weight_elements();

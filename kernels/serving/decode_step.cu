@@ -168,6 +168,14 @@ static Model allocate(const Config& c, int batch, int capacity, int sms) {
   const size_t rows = static_cast<size_t>(batch) * c.heads * m.plan.splits;
   m.part_acc = course::device_alloc<float>(rows * c.head_dim);
   m.part_ml = course::device_alloc<float2>(rows);
+  // Every intermediate poisoned once: a kernel that leaves part of one unwritten poisons the logits.
+  course::poison(m.residual, bh * sizeof(bf16)), course::poison(m.normed, bh * sizeof(bf16));
+  course::poison(m.delta, bh * sizeof(bf16)), course::poison(m.q, bq * sizeof(bf16));
+  course::poison(m.attn, bq * sizeof(bf16));
+  course::poison(m.qkv, static_cast<size_t>(batch) * c.qkv_out() * sizeof(bf16));
+  course::poison(m.gate_up, 2ull * batch * c.mlp * sizeof(bf16));
+  course::poison(m.act, static_cast<size_t>(batch) * c.mlp * sizeof(bf16));
+  course::poison(m.part_acc, rows * c.head_dim * sizeof(float)), course::poison(m.part_ml, rows * sizeof(float2));
   return m;
 }
 

@@ -33,7 +33,9 @@
 #include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
 #include "decode_common.cuh"
-#include "decode_step_kernels.cuh"
+#include "fused_add_rmsnorm.cuh"
+#include "rotary.cuh"
+#include "silu_mul.cuh"
 
 using bf16 = __nv_bfloat16;
 
@@ -192,6 +194,56 @@ static void set_position(const Model& m, int position) {
   CUDA_CHECK(cudaMemcpy(m.lengths, len.data(), len.size() * sizeof(int), cudaMemcpyHostToDevice));
 }
 
+namespace step {
+
+constexpr int kThreads = 256;
+
+// The token's embedding row copied into the residual stream, 16 bytes per thread.
+__global__ void __launch_bounds__(kThreads)
+    embed_rows(const int* __restrict__ tokens, const __nv_bfloat16* __restrict__ embed,
+               __nv_bfloat16* __restrict__ residual, int hidden) {
+  const size_t row = blockIdx.x;
+  const uint4* src = reinterpret_cast<const uint4*>(embed + static_cast<size_t>(tokens[row]) * hidden);
+  uint4* dst = reinterpret_cast<uint4*>(residual + row * hidden);
+  for (int v = threadIdx.x; v < hidden / 8; v += kThreads) dst[v] = src[v];
+}
+
+// --8<-- [start:rope_append]
+// One block per sequence. qkv holds the projection's row [q heads | k heads | v heads]. The query heads
+// are rotated into q (contiguous [heads][dim], as the attention kernel reads them); the new key, rotated,
+// and the new value are written into the cache at slot positions[b] (layout [batch][kv_heads][capacity]
+// [dim]). cos_t and sin_t hold dim / 2 fp32 values per position, rotated by rotary.cuh's rotate8.
+__global__ void __launch_bounds__(kThreads)
+    rope_append(const __nv_bfloat16* __restrict__ qkv, const int* __restrict__ positions,
+                const float* __restrict__ cos_t, const float* __restrict__ sin_t, __nv_bfloat16* __restrict__ q,
+                __nv_bfloat16* __restrict__ k_cache, __nv_bfloat16* __restrict__ v_cache, int heads, int kv_heads,
+                int dim, int capacity) {
+  const int b = blockIdx.x, pos = positions[b];
+  const int half = dim / 2, groups = half / 8;
+  const __nv_bfloat16* row = qkv + static_cast<size_t>(b) * (heads + 2 * kv_heads) * dim;
+  const float* c_row = cos_t + static_cast<size_t>(pos) * half;
+  const float* s_row = sin_t + static_cast<size_t>(pos) * half;
+  const int rotated = (heads + kv_heads) * groups;
+  for (int item = threadIdx.x; item < rotated + kv_heads * (dim / 8); item += kThreads) {
+    if (item >= rotated) {  // a 16-byte piece of the new value: copied into the cache
+      const int v = item - rotated, head = v / (dim / 8), piece = v % (dim / 8);
+      const size_t slot = (static_cast<size_t>(b) * kv_heads + head) * capacity + pos;
+      reinterpret_cast<uint4*>(v_cache + slot * dim)[piece] =
+          reinterpret_cast<const uint4*>(row + static_cast<size_t>(heads + kv_heads + head) * dim)[piece];
+      continue;
+    }
+    const int head = item / groups, i0 = (item % groups) * 8;  // head < heads: a query head, else a key head
+    const __nv_bfloat16* src = row + static_cast<size_t>(head) * dim;
+    __nv_bfloat16* dst = head < heads
+        ? q + (static_cast<size_t>(b) * heads + head) * dim
+        : k_cache + ((static_cast<size_t>(b) * kv_heads + (head - heads)) * capacity + pos) * dim;
+    rope::rotate8(src, dst, i0, half, c_row, s_row);
+  }
+}
+// --8<-- [end:rope_append]
+
+}  // namespace step
+
 // --8<-- [start:attention]
 // The split-KV kernels of decode_common.cuh, launched on the step's stream (a graph captures one stream).
 template <int kGroup>
@@ -216,8 +268,8 @@ static void enqueue_step(const Model& m, cublasHandle_t h, cudaStream_t s, int p
   step::embed_rows<<<b, step::kThreads, 0, s>>>(m.tokens, m.w + lay.embed, m.residual, c.hidden);
   const bf16* delta = m.zeros;  // layer 0 adds nothing to the embedding
   for (int l = 0; l < c.layers; ++l) {
-    step::add_rmsnorm<<<b, step::kThreads, 0, s>>>(delta, m.residual, m.w + lay.attn_norm[l], m.normed, c.hidden,
-                                                   c.eps, 0);
+    rmsnorm::fused_add_rmsnorm<<<b, rmsnorm::kThreads, 0, s>>>(delta, m.residual, m.w + lay.attn_norm[l],
+                                                                m.normed, c.hidden, c.eps);
     gemm(h, m.normed, m.w + lay.qkv[l], m.qkv, b, c.qkv_out(), c.hidden, CUDA_R_16BF);
     const size_t at = l * m.cache_layer();
     step::rope_append<<<b, step::kThreads, 0, s>>>(m.qkv, m.positions, m.cos_t, m.sin_t, m.q, m.k_cache + at,
@@ -229,16 +281,17 @@ static void enqueue_step(const Model& m, cublasHandle_t h, cudaStream_t s, int p
       default: attention<8>(m, l, s); break;
     }
     gemm(h, m.attn, m.w + lay.o[l], m.delta, b, c.hidden, hd, CUDA_R_16BF);
-    step::add_rmsnorm<<<b, step::kThreads, 0, s>>>(m.delta, m.residual, m.w + lay.mlp_norm[l], m.normed, c.hidden,
-                                                   c.eps, l == plant_layer);
+    // The planted fault adds zeros in place of the attention's output: its residual add is skipped.
+    rmsnorm::fused_add_rmsnorm<<<b, rmsnorm::kThreads, 0, s>>>(l == plant_layer ? m.zeros : m.delta, m.residual,
+                                                                m.w + lay.mlp_norm[l], m.normed, c.hidden, c.eps);
     gemm(h, m.normed, m.w + lay.gate_up[l], m.gate_up, b, 2 * c.mlp, c.hidden, CUDA_R_16BF);
-    step::silu_mul<<<dim3(course::ceil_div(c.mlp / 8, step::kThreads), b), step::kThreads, 0, s>>>(
-        m.gate_up, m.act, c.mlp);
+    swiglu::silu_mul<true><<<dim3(course::ceil_div(c.mlp / 8, swiglu::kThreads), b), swiglu::kThreads, 0, s>>>(
+        m.gate_up, m.act, b, c.mlp);
     gemm(h, m.act, m.w + lay.down[l], m.delta, b, c.hidden, c.mlp, CUDA_R_16BF);
     delta = m.delta;
   }
-  step::add_rmsnorm<<<b, step::kThreads, 0, s>>>(delta, m.residual, m.w + lay.final_norm, m.normed, c.hidden,
-                                                 c.eps, 0);
+  rmsnorm::fused_add_rmsnorm<<<b, rmsnorm::kThreads, 0, s>>>(delta, m.residual, m.w + lay.final_norm, m.normed,
+                                                              c.hidden, c.eps);
   gemm(h, m.normed, m.w + lay.embed, m.logits, b, c.vocab, c.hidden, CUDA_R_32F, true);  // tied embedding
   CUDA_CHECK(cudaGetLastError());
 }

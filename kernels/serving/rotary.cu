@@ -26,9 +26,9 @@
 
 #include "../attention/attention_common.cuh"
 #include "../common/course.cuh"
-#include "bf16_vectors.cuh"
+#include "rotary.cuh"
 
-constexpr int kThreads = 256;
+using rope::kThreads, rope::rotary;
 constexpr int kMaxPosition = 1 << 17;
 constexpr double kTheta = 500000.0;  // Llama 3's base
 
@@ -46,40 +46,6 @@ static void rotary_table(int positions, int dim, std::vector<float>& cos_t, std:
     }
 }
 
-// --8<-- [start:kernel]
-// x: [tokens][heads][dim] (the query heads followed by the key heads of each token, as a fused QKV
-// projection leaves them, with a row stride of `stride` elements), rotated in place.
-__global__ void __launch_bounds__(kThreads)
-    rotary(__nv_bfloat16* __restrict__ x, const int* __restrict__ positions, const float* __restrict__ cos_t,
-           const float* __restrict__ sin_t, int heads, int dim, size_t stride) {
-  const size_t token = blockIdx.x;
-  const int half = dim / 2, groups = half / 8;  // groups of 8 pairs per head
-  const float* c_row = cos_t + static_cast<size_t>(positions[token]) * half;
-  const float* s_row = sin_t + static_cast<size_t>(positions[token]) * half;
-  for (int item = threadIdx.x; item < heads * groups; item += kThreads) {
-    const int head = item / groups, i0 = (item % groups) * 8;
-    __nv_bfloat16* row = x + token * stride + static_cast<size_t>(head) * dim;
-    float lo[8], hi[8], c[8], s[8];
-    unpack8(*reinterpret_cast<const uint4*>(row + i0), lo);
-    unpack8(*reinterpret_cast<const uint4*>(row + i0 + half), hi);
-#pragma unroll
-    for (int q = 0; q < 2; ++q) {  // 16-byte loads of the table's fp32 rows
-      const float4 cq = *reinterpret_cast<const float4*>(c_row + i0 + 4 * q);
-      const float4 sq = *reinterpret_cast<const float4*>(s_row + i0 + 4 * q);
-      c[4 * q] = cq.x, c[4 * q + 1] = cq.y, c[4 * q + 2] = cq.z, c[4 * q + 3] = cq.w;
-      s[4 * q] = sq.x, s[4 * q + 1] = sq.y, s[4 * q + 2] = sq.z, s[4 * q + 3] = sq.w;
-    }
-    float new_lo[8], new_hi[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      new_lo[j] = fmaf(lo[j], c[j], -hi[j] * s[j]);
-      new_hi[j] = fmaf(hi[j], c[j], lo[j] * s[j]);
-    }
-    *reinterpret_cast<uint4*>(row + i0) = pack8(new_lo);
-    *reinterpret_cast<uint4*>(row + i0 + half) = pack8(new_hi);
-  }
-}
-// --8<-- [end:kernel]
 
 static void launch(__nv_bfloat16* x, const int* positions, const float* cos_t, const float* sin_t, int tokens,
                    int heads, int dim) {

@@ -30,9 +30,9 @@
 
 #include "../attention/attention_common.cuh"
 #include "../common/course.cuh"
-#include "bf16_vectors.cuh"
+#include "silu_mul.cuh"
 
-constexpr int kThreads = 256;
+using swiglu::kThreads, swiglu::silu_mul;
 constexpr int kMaxGridRows = 65535;  // gridDim.y's limit: more tokens than this are strided over
 
 // --8<-- [start:reference]
@@ -41,39 +41,6 @@ constexpr int kMaxGridRows = 65535;  // gridDim.y's limit: more tokens than this
 static double silu_reference(double x) { return x / (1.0 + std::exp(-x)); }
 // --8<-- [end:reference]
 
-// --8<-- [start:kernel]
-// fp32 silu. Below x = -88.7 expf(-x) overflows to inf and x / inf is -0: the exact value there is
-// below 2^-121, so -0 is within the check's absolute floor. x = -inf gives -inf / inf = NaN, as in
-// PyTorch and vLLM; NaN propagates.
-__device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
-
-// One thread per 16-byte vector of a row (kVectors: inter is a multiple of 8, so every row of gate, up
-// and out starts on a 16-byte boundary) or per element (otherwise: the rows of gate, up and out then
-// start at different offsets from a 16-byte boundary, and no one split into scalar head, vectors and
-// scalar tail serves all three). blockIdx.y walks the tokens.
-template <bool kVectors>
-__global__ void __launch_bounds__(kThreads)
-    silu_mul(const __nv_bfloat16* __restrict__ in, __nv_bfloat16* __restrict__ out, int tokens, int inter) {
-  const int units = kVectors ? inter / 8 : inter;
-  const int i = blockIdx.x * kThreads + threadIdx.x;
-  if (i >= units) return;
-  for (size_t row = blockIdx.y; row < static_cast<size_t>(tokens); row += gridDim.y) {
-    const __nv_bfloat16* gate = in + row * 2 * inter;
-    const __nv_bfloat16* up = gate + inter;
-    __nv_bfloat16* out_row = out + row * inter;
-    if constexpr (kVectors) {
-      float g[8], u[8], y[8];
-      unpack8(reinterpret_cast<const uint4*>(gate)[i], g);
-      unpack8(reinterpret_cast<const uint4*>(up)[i], u);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) y[j] = silu(g[j]) * u[j];  // fp32 throughout, rounded once by pack8
-      reinterpret_cast<uint4*>(out_row)[i] = pack8(y);
-    } else {
-      out_row[i] = __float2bfloat16(silu(__bfloat162float(gate[i])) * __bfloat162float(up[i]));
-    }
-  }
-}
-// --8<-- [end:kernel]
 
 // Zero tokens launch nothing: an empty grid is a launch error, not an empty launch.
 static void launch(const __nv_bfloat16* in, __nv_bfloat16* out, int tokens, int inter) {

@@ -30,6 +30,7 @@
 
 #include "../attention/attention_common.cuh"
 #include "../common/course.cuh"
+#include "bf16_checks.cuh"
 #include "silu_mul.cuh"
 
 using swiglu::kThreads, swiglu::silu_mul;
@@ -131,27 +132,9 @@ static bool check(int tokens, int inter, uint64_t seed, bool plant) {
   const std::vector<__nv_bfloat16> got_b = course::to_host(d_out, n);
   course::device_free({d_in, d_out});
 
-  // NaN where the reference is NaN (checked apart: check_close never passes a NaN); the rest compared.
-  std::vector<float> got, finite_got;
-  std::vector<double> finite_want, finite_atol;
-  size_t nan_want = 0, nan_got = 0;
-  for (size_t e = 0; e < n; ++e) {
-    const float g = __bfloat162float(got_b[e]);
-    if (std::isnan(want[e])) {
-      ++nan_want, nan_got += std::isnan(g);
-      continue;
-    }
-    finite_got.push_back(g), finite_want.push_back(want[e]), finite_atol.push_back(atol[e]);
-  }
   char name[96];
   std::snprintf(name, sizeof(name), "silu_mul_t%d_i%d", tokens, inter);
-  bool ok = course::check_close_each_planted(name, finite_got.data(), finite_want.data(), finite_atol.data(),
-                                             finite_got.size(), 0x1.04p-8, plant ? 0x1p-7 : 0.0);
-  if (nan_want > 0) {
-    std::snprintf(name, sizeof(name), "silu_mul_t%d_i%d_nan_propagates", tokens, inter);
-    ok = course::check_true(name, nan_got == nan_want, nan_want, "(NaN out wherever the reference is NaN)") && ok;
-  }
-  return ok;
+  return check_bf16_with_nans(name, got_b, want, atol, 0x1.04p-8, plant ? 0x1p-7 : 0.0);
 }
 
 // --8<-- [start:bench]

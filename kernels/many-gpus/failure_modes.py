@@ -30,7 +30,7 @@ import course_tools  # noqa: E402
 import ranks  # noqa: E402  NVLink multicast off, the GPU count
 
 ELEMENTS_1MIB = (1 << 20) // 4          # float32 elements in 1 MiB
-GRACE_S = 90    # beyond the timeout: PyTorch's import, CUDA and NCCL start-up, the watchdog's flight-recorder dump
+GRACE_S = 150   # beyond the timeout: PyTorch's import, CUDA and NCCL start-up, the watchdog's flight-recorder dump
 
 
 # --8<-- [start:child]
@@ -63,6 +63,8 @@ def scenario_rank(args) -> None:
     last = rank == n - 1
     x = torch.ones(ELEMENTS_1MIB, device=dev)
     if scenario == "hang":
+        dist.all_reduce(x)   # one healthy collective first: NCCL connects the ranks at the first one
+        sync(torch, nccl)
         if last:
             time.sleep(10 * args.timeout + GRACE_S)             # never joins: the parent kills it
         print(f"calling all_reduce at {time.time():.3f}")
@@ -179,9 +181,11 @@ def show_errors(results, ranks_shown) -> None:
 
 # --8<-- [start:scenarios]
 def scenario_hang(args, n: int) -> bool:
-    """The last rank sleeps instead of calling all_reduce: the others must fail after the group's timeout."""
+    """After one healthy all_reduce, the last rank sleeps instead of calling the second: the others must fail
+    after the group's timeout."""
     limit = args.timeout + GRACE_S
-    print(f"\n== hang: rank {n - 1} sleeps, ranks 0..{n - 2} call all_reduce (timeout {args.timeout} s)")
+    print(f"\n== hang: after one all_reduce, rank {n - 1} sleeps, ranks 0..{n - 2} call a second "
+          f"(timeout {args.timeout} s)")
     res = launch(args, "hang", n, {}, limit, awaited=range(n - 1))   # the sleeper is killed after
     survivors = range(n - 1)
     show_errors(res, survivors)

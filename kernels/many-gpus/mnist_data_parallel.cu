@@ -434,6 +434,29 @@ static void bench(std::vector<Replica>& rs, std::vector<std::vector<ncclComm_t>>
   }
 }
 
+// NCCL connects a communicator's GPUs lazily, at its first collectives: connect every communicator
+// here, with each size the step sends, so that no CUDA graph capture is where it happens.
+static void connect(std::vector<Replica>& rs, std::vector<std::vector<ncclComm_t>>& comms_of) {
+  for (size_t n = 2; n < comms_of.size(); ++n) {
+    if (comms_of[n].empty()) continue;
+    for (int count : {kBuckets[0].end - kBuckets[0].first, kBuckets[1].end - kBuckets[1].first,
+                      kBuckets[2].end - kBuckets[2].first, kTotalParams}) {
+      NCCL_CHECK(ncclGroupStart());  // one thread drives every rank here: the calls form one group
+      for (size_t g = 0; g < n; ++g) {
+        CUDA_CHECK(cudaSetDevice(rs[g].device));
+        CUDA_CHECK(cudaMemsetAsync(rs[g].net->grads, 0, count * sizeof(float), rs[g].comm_stream));
+        NCCL_CHECK(ncclAllReduce(rs[g].net->grads, rs[g].net->grads, count, ncclFloat, ncclAvg, comms_of[n][g],
+                                 rs[g].comm_stream));
+      }
+      NCCL_CHECK(ncclGroupEnd());
+    }
+    for (size_t g = 0; g < n; ++g) {
+      CUDA_CHECK(cudaSetDevice(rs[g].device));
+      CUDA_CHECK(cudaStreamSynchronize(rs[g].comm_stream));
+    }
+  }
+}
+
 // --8<-- [start:main]
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
@@ -490,6 +513,7 @@ int main(int argc, char** argv) {
     comms_of[n].resize(n);
     NCCL_CHECK(ncclCommInitAll(comms_of[n].data(), n, devices.data()));
   }
+  connect(rs, comms_of);
   int version = 0;
   NCCL_CHECK(ncclGetVersion(&version));
   std::printf("NCCL %d, %d GPUs, global batch %d (%d per GPU)\n", version, gpus, batch, batch / gpus);

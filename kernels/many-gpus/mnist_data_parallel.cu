@@ -115,8 +115,8 @@ static void data_parallel_step(const Replica& r, ncclComm_t comm, int gpus, cons
 
 // The same step as a CUDA graph (as version 4 runs it), NCCL's kernels included. Each thread captures
 // its own GPU's step, so the capture is thread-local: another thread's capture is no concern of it.
-static cudaGraphExec_t capture_data_parallel_step(const Replica& r, ncclComm_t comm, int gpus, const Source& src, int b,
-                                    Reduce how, tc::LrSchedule lr) {
+static cudaGraphExec_t capture_data_parallel_step(const Replica& r, ncclComm_t comm, int gpus, const Source& src,
+                                                  int b, Reduce how, tc::LrSchedule lr) {
   cudaGraph_t graph;
   CUDA_CHECK(cudaStreamBeginCapture(r.net->st, cudaStreamCaptureModeThreadLocal));
   data_parallel_step(r, comm, gpus, src, b, how, lr);
@@ -295,7 +295,8 @@ static bool check_training(std::vector<Replica>& rs, std::vector<ncclComm_t>& co
                            int epochs, uint64_t seed, Reduce how) {
   CUDA_CHECK(cudaSetDevice(rs[0].device));
   std::printf("one GPU, batch %d:\n", batch);
-  const TrainResult single = train(*rs[0].net, rs[0].data, Runner{kTc, true}, epochs, batch, kSchedulePeak, seed, true);
+  const TrainResult single =
+      train(*rs[0].net, rs[0].data, Runner{kTc, true}, epochs, batch, kSchedulePeak, seed, true);
   const int b = batch / gpus, steps = rs[0].data.train_count / batch;
   const tc::LrSchedule lr{kSchedulePeak, kWarmupSteps, epochs * steps};
   const std::vector<float> init = init_params(seed);
@@ -361,8 +362,8 @@ static double median_step_ms(std::vector<Replica>& rs, std::vector<ncclComm_t>& 
   on_every_gpu(rs, gpus, [&](Replica& r, int g) {
     upload_params(*r.net, init);
     upload_shard(r, perm, g, gpus, b, steps);
-    const cudaGraphExec_t exec =
-        capture_data_parallel_step(r, comms[g], gpus, source_of(r, steps), b, how, tc::LrSchedule{kLearningRate, 0, 0});
+    const tc::LrSchedule lr{kLearningRate, 0, 0};
+    const cudaGraphExec_t exec = capture_data_parallel_step(r, comms[g], gpus, source_of(r, steps), b, how, lr);
     for (int i = 0; i < 10; ++i) CUDA_CHECK(cudaGraphLaunch(exec, r.net->st));
     CUDA_CHECK(cudaStreamSynchronize(r.net->st));
     cudaEvent_t start, stop;
@@ -395,8 +396,10 @@ static void print_row(const char* family, int gpus, int b, const char* impl, dou
   const int global = gpus * b;
   const double rate = global / (ms * 1e-3), speedup = rate / one_gpu_rate;
   char case_name[96];
-  if (family[0] == 'w') std::snprintf(case_name, sizeof(case_name), "weak scaling, batch %d per GPU, %d GPUs", b, gpus);
-  else std::snprintf(case_name, sizeof(case_name), "strong scaling, batch %d in all, %d GPUs", global, gpus);
+  if (family[0] == 'w')
+    std::snprintf(case_name, sizeof(case_name), "weak scaling, batch %d per GPU, %d GPUs", b, gpus);
+  else
+    std::snprintf(case_name, sizeof(case_name), "strong scaling, batch %d in all, %d GPUs", global, gpus);
   std::printf("%-44s %-46s %8.4f ms  %9.0f samples/s  speedup %5.2f  efficiency %5.1f%%\n", case_name, impl, ms,
               rate, speedup, 100 * speedup / gpus);
   std::printf(

@@ -498,6 +498,8 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaSetDevice(g));
     course::require_compute_capability(8, 0, "version 4 multiplies on bf16 tensor cores (mma.sync m16n8k16.bf16)");
   }
+  CUDA_CHECK(cudaSetDevice(0));
+  igemm::sm_count();  // cached in a plain static: filled here, once, before the threads read it (same GPUs)
   // One replica per GPU, and one set of communicators per GPU count that runs (1, 2, 4, ... and gpus).
   std::vector<Replica> rs(gpus);
   for (int g = 0; g < gpus; ++g) rs[g].device = g;

@@ -14,12 +14,13 @@
 //        ./build/many-gpus/mnist_data_parallel --plant skip-bucket   (one bucket left un-reduced: caught)
 //
 //   --no-overlap   one all-reduce of every gradient after the whole backward (the baseline)
+//   --eager        the step launched kernel by kernel instead of replayed as a CUDA graph
 //
 // course: gpu
 // course: gpus 2
 // course: libs cublas nccl
 // course: run
-// course: run --no-overlap --seed 2
+// course: run --no-overlap --eager --seed 2
 // course: run --plant skip-bucket --seed 3
 // course: bench --bench
 // course: sanitizer-skip all a run trains whole epochs, too long under the sanitizer; mnist_check.cu runs the same
@@ -113,10 +114,15 @@ static void data_parallel_step(const Replica& r, ncclComm_t comm, int gpus, cons
 }
 // --8<-- [end:step]
 
+// --eager: every step launched kernel by kernel, no graph (to tell a problem of the graph from others).
+static bool use_graphs = true;
+
 // The same step as a CUDA graph (as version 4 runs it), NCCL's kernels included. Each thread captures
 // its own GPU's step, so the capture is thread-local: another thread's capture is no concern of it.
+// With --eager: no graph (nullptr), and launch_step launches the step itself.
 static cudaGraphExec_t capture_data_parallel_step(const Replica& r, ncclComm_t comm, int gpus, const Source& src,
                                                   int b, Reduce how, tc::LrSchedule lr) {
+  if (!use_graphs) return nullptr;
   cudaGraph_t graph;
   CUDA_CHECK(cudaStreamBeginCapture(r.net->st, cudaStreamCaptureModeThreadLocal));
   data_parallel_step(r, comm, gpus, src, b, how, lr);
@@ -125,6 +131,12 @@ static cudaGraphExec_t capture_data_parallel_step(const Replica& r, ncclComm_t c
   CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   CUDA_CHECK(cudaGraphDestroy(graph));
   return exec;
+}
+
+static void launch_step(cudaGraphExec_t exec, const Replica& r, ncclComm_t comm, int gpus, const Source& src, int b,
+                        Reduce how, tc::LrSchedule lr) {
+  if (exec) CUDA_CHECK(cudaGraphLaunch(exec, r.net->st));
+  else data_parallel_step(r, comm, gpus, src, b, how, lr);
 }
 
 // --8<-- [start:shard]
@@ -313,8 +325,9 @@ static bool check_training(std::vector<Replica>& rs, std::vector<ncclComm_t>& co
         CUDA_CHECK(cudaMemset(r.net->run_step, 0, sizeof(int)));
       }
       upload_shard(r, perm, g, gpus, b, steps);
-      if (!exec[g]) exec[g] = capture_data_parallel_step(r, comms[g], gpus, source_of(r, steps), b, how, lr);
-      for (int s = 0; s < steps; ++s) CUDA_CHECK(cudaGraphLaunch(exec[g], r.net->st));
+      const Source src = source_of(r, steps);
+      if (!exec[g]) exec[g] = capture_data_parallel_step(r, comms[g], gpus, src, b, how, lr);
+      for (int s = 0; s < steps; ++s) launch_step(exec[g], r, comms[g], gpus, src, b, how, lr);
       CUDA_CHECK(cudaStreamSynchronize(r.net->st));
     });
     CUDA_CHECK(cudaSetDevice(rs[0].device));
@@ -322,7 +335,9 @@ static bool check_training(std::vector<Replica>& rs, std::vector<ncclComm_t>& co
     std::printf("epoch %d: test accuracy %.2f%% on %d GPUs, %.2f%% on one GPU\n", e + 1, accuracy.back(), gpus,
                 single.accuracy[e]);
   }
-  on_every_gpu(rs, gpus, [&](Replica&, int g) { CUDA_CHECK(cudaGraphExecDestroy(exec[g])); });
+  on_every_gpu(rs, gpus, [&](Replica&, int g) {
+    if (exec[g]) CUDA_CHECK(cudaGraphExecDestroy(exec[g]));
+  });
   char detail[160];
   std::snprintf(detail, sizeof(detail), "gpus=%d accuracy=%.2f%% one_gpu=%.2f%% epochs=%d global_batch=%d", gpus,
                 accuracy.back(), single.accuracy.back(), epochs, batch);
@@ -363,8 +378,9 @@ static double median_step_ms(std::vector<Replica>& rs, std::vector<ncclComm_t>& 
     upload_params(*r.net, init);
     upload_shard(r, perm, g, gpus, b, steps);
     const tc::LrSchedule lr{kLearningRate, 0, 0};
-    const cudaGraphExec_t exec = capture_data_parallel_step(r, comms[g], gpus, source_of(r, steps), b, how, lr);
-    for (int i = 0; i < 10; ++i) CUDA_CHECK(cudaGraphLaunch(exec, r.net->st));
+    const Source src = source_of(r, steps);
+    const cudaGraphExec_t exec = capture_data_parallel_step(r, comms[g], gpus, src, b, how, lr);
+    for (int i = 0; i < 10; ++i) launch_step(exec, r, comms[g], gpus, src, b, how, lr);
     CUDA_CHECK(cudaStreamSynchronize(r.net->st));
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
@@ -372,14 +388,14 @@ static double median_step_ms(std::vector<Replica>& rs, std::vector<ncclComm_t>& 
     for (int i = 0; i < repeats; ++i) {
       barrier.wait();
       CUDA_CHECK(cudaEventRecord(start, r.net->st));
-      CUDA_CHECK(cudaGraphLaunch(exec, r.net->st));
+      launch_step(exec, r, comms[g], gpus, src, b, how, lr);
       CUDA_CHECK(cudaEventRecord(stop, r.net->st));
       CUDA_CHECK(cudaEventSynchronize(stop));
       CUDA_CHECK(cudaEventElapsedTime(&times[g][i], start, stop));
     }
     CUDA_CHECK(cudaEventDestroy(start));
     CUDA_CHECK(cudaEventDestroy(stop));
-    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    if (exec) CUDA_CHECK(cudaGraphExecDestroy(exec));
   });
   std::vector<float> slowest(repeats, 0.0f);
   for (int i = 0; i < repeats; ++i)
@@ -466,6 +482,7 @@ int main(int argc, char** argv) {
   const std::string data_dir = mnist::data_dir(args.get_str("--data-dir", "").c_str());
   const bool run_bench = args.has("--bench");
   const bool no_overlap = args.has("--no-overlap");
+  use_graphs = !args.has("--eager");
   const std::string plant = args.get_str("--plant", "none");
   const long long want_gpus = args.get_int("--gpus", 0, 0, 1024);  // 0: every GPU
   const int batch = static_cast<int>(args.get_int("--batch", kReferenceBatch, 1, kMaxPerGpuBatch));

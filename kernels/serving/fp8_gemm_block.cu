@@ -58,7 +58,8 @@ constexpr int BK = hopper::kSwizzleElemsFp8;  // 128: one k-tile is one scaling 
 constexpr int SCALE_BLOCK = 128;              // DeepSeek-V3's block: 1 x 128 for A, 128 x 128 for B
 constexpr int KSTEP = 32, BM = 128, BN = fp8_gemm::kTileN, STAGES = 6, CONSUMERS = 2;
 constexpr int THREADS = (CONSUMERS + 1) * 128;
-static_assert(BK == SCALE_BLOCK && BN == SCALE_BLOCK, "a k-tile must be one scaling block, a tile's columns one B block");
+static_assert(BK == SCALE_BLOCK && BN == SCALE_BLOCK,
+              "a k-tile must be one scaling block, and a tile's columns one block of B");
 constexpr int A_TILE = BM * BK, B_TILE = BN * BK, STAGE_BYTES = A_TILE + B_TILE;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232, GROUP_ROWS = 16;
 static_assert(128 * PRODUCER_REGS + CONSUMERS * 128 * CONSUMER_REGS <= 65536, "more registers than an SM has");
@@ -173,7 +174,8 @@ struct BlockFp8 {
   std::vector<uint8_t> codes;  // rows x K
   std::vector<float> scales;   // A: [kblocks][rows]; B: [row blocks][kblocks]
 };
-static BlockFp8 quantise_blocks(const std::vector<float>& x, int rows, int K, int rows_per_block, bool kblock_major) {
+static BlockFp8 quantise_blocks(const std::vector<float>& x, int rows, int K, int rows_per_block,
+                                bool kblock_major) {
   const int kblocks = course::ceil_div(K, SCALE_BLOCK), rblocks = course::ceil_div(rows, rows_per_block);
   BlockFp8 q;
   q.codes.resize(x.size());
@@ -186,7 +188,8 @@ static BlockFp8 quantise_blocks(const std::vector<float>& x, int rows, int K, in
       for (int r = r0; r < r1; ++r)
         for (int k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(x[static_cast<size_t>(r) * K + k]));
       const float scale = amax > 0 ? amax / 448.0f : 1.0f;
-      q.scales[kblock_major ? static_cast<size_t>(kb) * rblocks + rb : static_cast<size_t>(rb) * kblocks + kb] = scale;
+      const size_t at = kblock_major ? static_cast<size_t>(kb) * rblocks + rb : static_cast<size_t>(rb) * kblocks + kb;
+      q.scales[at] = scale;
       for (int r = r0; r < r1; ++r)
         for (int k = k0; k < k1; ++k) {
           const size_t i = static_cast<size_t>(r) * K + k;

@@ -1,8 +1,9 @@
 // fp8_gemm_shared.cuh: the pieces of an FP8 GEMM program that do not depend on how it scales: the grouped
 // tile order, the bf16 epilogue of a 64 x 128 fp32 wgmma accumulator, and cuBLASLt's FP8 GEMM as a peer.
 //
-// Taught in docs/serving/fp8-gemm.md; included by kernels/serving/fp8_gemm_block.cu. (fp8_gemm.cu, written
-// first, still holds its own copies of the same three; it is to include this header at its next GPU run.)
+// Taught in docs/serving/fp8-block-scaled.md; included by kernels/serving/fp8_gemm_block.cu. (fp8_gemm.cu,
+// written first, still holds its own copies of the same three; it is to include this header at its next GPU
+// run.)
 //   host and device:  tile_coords       tile t of a grid in grouped order (L2 reuse)
 //   device (sm_90a):  store_scaled      C = scale * acc, rounded once to bf16, clipped to C
 //   host:             CublasLtFp8       cuBLASLt's e4m3 GEMM, per-tensor scales by pointer, bf16 out

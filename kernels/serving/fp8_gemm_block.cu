@@ -188,7 +188,8 @@ static BlockFp8 quantise_blocks(const std::vector<float>& x, int rows, int K, in
       for (int r = r0; r < r1; ++r)
         for (int k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(x[static_cast<size_t>(r) * K + k]));
       const float scale = amax > 0 ? amax / 448.0f : 1.0f;
-      const size_t at = kblock_major ? static_cast<size_t>(kb) * rblocks + rb : static_cast<size_t>(rb) * kblocks + kb;
+      const size_t at =
+          kblock_major ? static_cast<size_t>(kb) * rblocks + rb : static_cast<size_t>(rb) * kblocks + kb;
       q.scales[at] = scale;
       for (int r = r0; r < r1; ++r)
         for (int k = k0; k < k1; ++k) {

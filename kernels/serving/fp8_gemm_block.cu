@@ -29,7 +29,7 @@
 // course: run --m 1 --n 300 --k 1040 --seed 7
 // course: run --m 777 --n 1 --k 272 --seed 8
 // course: run --m 2100 --n 1104 --k 1536 --seed 9
-// course: run --m 1000 --n 700 --k 520 --sms 5 --seed 10
+// course: run --m 1000 --n 700 --k 560 --sms 5 --seed 10
 // course: run --m 301 --n 257 --k 512 --plant zeros-small
 // course: run --m 301 --n 257 --k 512 --plant wrong-block-scale
 // course: bench --bench

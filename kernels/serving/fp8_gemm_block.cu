@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -68,9 +69,9 @@ static_assert(kSmemBytes <= 227 * 1024, "more shared memory than a Hopper block 
 
 // --8<-- [start:kernel]
 // fp8_gemm.cu's promoted kernel, with the scales applied where the partial sums are promoted. Each thread's
-// accumulator fragment covers two rows of C (row_a: d[4t], d[4t+1]; row_a + 8: d[4t+2], d[4t+3]) and all 128
-// columns of the tile, which lie in one B block: three scales per k-tile, loaded before the wgmma is
-// issued so that their latency hides behind it.
+// accumulator fragment covers two rows of C (row_a: d[4t], d[4t+1]; row_a + 8: d[4t+2], d[4t+3]) and 32 of
+// the tile's 128 columns, all in one block of B: three scales per k-tile, loaded before the wgmma is issued
+// so that their latency hides behind it.
 __global__ void __launch_bounds__(THREADS, 1)
     fp8_gemm_block(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
                    const __grid_constant__ CUtensorMap tmB, bf16* C, const float* scale_a, const float* scale_b,
@@ -318,10 +319,11 @@ struct BlockKernel {
   bf16* C;
   int sms;
   BlockKernel(int m, int n, int k, const uint8_t* A, const uint8_t* B, bf16* c, int blocks)
-      : M(m), N(n), K(k), a(hopper::make_kmajor_map_fp8(A, m, k, BM)), b(hopper::make_kmajor_map_fp8(B, n, k, BN)),
-        C(c), sms(blocks) {}
+      : M(m), N(n), K(k), a(m > 0 ? hopper::make_kmajor_map_fp8(A, m, k, BM) : CUtensorMap{}),
+        b(n > 0 ? hopper::make_kmajor_map_fp8(B, n, k, BN) : CUtensorMap{}), C(c), sms(blocks) {}
   void operator()(const float* scale_a, const float* scale_b) const {
     const int tiles = course::ceil_div(M, BM) * course::ceil_div(N, BN);
+    if (tiles == 0) return;  // an empty C: nothing to launch (a grid of 0 blocks is a launch error)
     fp8_gemm_block<<<std::min(tiles, sms), THREADS, kSmemBytes>>>(M, N, K, a, b, C, scale_a, scale_b, GROUP_ROWS);
     CUDA_CHECK_LAUNCH();
   }
@@ -370,8 +372,19 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int blocks = sms_wanted > 0 ? std::min(sms_wanted, sms) : sms;
 
-  if (!bench && (m_opt == 0 || n_opt == 0)) {  // C has no elements: nothing to launch, nothing to compare
-    return course::check_true("fp8_block_empty", true, 0, "(M or N is 0: C is empty and no kernel is launched)")
+  if (!bench && (m_opt == 0 || n_opt == 0)) {
+    // C has no elements: the launch wrapper must launch nothing and write nothing. A poisoned buffer stands
+    // where C would be, and must come back exactly as it went.
+    const size_t guard = 256;
+    bf16* dC = course::device_alloc<bf16>(guard);
+    course::poison(dC, guard * sizeof(bf16));
+    const std::vector<bf16> before = course::to_host(dC, guard);
+    BlockKernel(m_opt, n_opt, k_opt, nullptr, nullptr, dC, blocks)(nullptr, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<bf16> after = course::to_host(dC, guard);
+    course::device_free({dC});
+    const bool untouched = std::memcmp(before.data(), after.data(), guard * sizeof(bf16)) == 0;
+    return course::check_true("fp8_block_empty", untouched, guard, "(M or N is 0: nothing launched, nothing written)")
                ? 0
                : course::kExitFail;
   }

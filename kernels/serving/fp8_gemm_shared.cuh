@@ -1,0 +1,130 @@
+// fp8_gemm_shared.cuh: the pieces of an FP8 GEMM program that do not depend on how it scales: the grouped
+// tile order, the bf16 epilogue of a 64 x 128 fp32 wgmma accumulator, and cuBLASLt's FP8 GEMM as a peer.
+//
+// Taught in docs/serving/fp8-block-scaled.md; included by kernels/serving/fp8_gemm_block.cu. (fp8_gemm.cu,
+// written first, still holds its own copies of the same three; it is to include this header at its next GPU
+// run.)
+//   host and device:  tile_coords       tile t of a grid in grouped order (L2 reuse)
+//   device (sm_90a):  store_scaled      C = scale * acc, rounded once to bf16, clipped to C
+//   host:             CublasLtFp8       cuBLASLt's e4m3 GEMM, per-tensor scales by pointer, bf16 out
+//
+// course: header
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "../common/check_cublas.cuh"
+#include "../common/course.cuh"
+
+namespace fp8_gemm {
+
+using bf16 = __nv_bfloat16;
+constexpr int kTileN = 128;  // the columns of one consumer warpgroup's accumulator (m64n128)
+
+// Tile t of a tiles_m x tiles_n grid in grouped order (gemm_hopper.cu's schedule): columns of `group`
+// tile-rows, so that the blocks running at the same time share rows of A and columns of B in L2.
+__host__ __device__ inline void tile_coords(int t, int tiles_m, int tiles_n, int group, int& tm, int& tn) {
+  const int per_group = group * tiles_n;
+  const int first_m = (t / per_group) * group;
+  const int rows = tiles_m - first_m < group ? tiles_m - first_m : group;
+  const int local = t % per_group;
+  tm = first_m + local % rows;
+  tn = local / rows;
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The epilogue: C = scale * acc in fp32, rounded once to bf16, for a warpgroup's 64 x 128 tile at (row0,
+// col0), skipping what lies outside C. The accumulator's layout is the bf16 wgmma's: warp w holds rows
+// 16w..16w+15; for 8-column block t, lane l holds (row l/4, columns 2(l%4), +1) in d[4t], d[4t+1] and the
+// same columns 8 rows down in d[4t+2], d[4t+3].
+__device__ __forceinline__ void store_scaled(const float* d, float scale, bf16* C, int M, int N, int row0, int col0) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int r0 = row0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int t = 0; t < kTileN / 8; ++t) {
+    const int c = col0 + t * 8 + 2 * (lane % 4);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 8 * h;
+      if (r >= M) continue;
+      bf16* p = C + static_cast<size_t>(r) * N + c;
+      const float x = scale * d[4 * t + 2 * h], y = scale * d[4 * t + 2 * h + 1];
+      if (c + 1 < N && N % 2 == 0) {  // c is even, so with N even the pair is 4-byte aligned
+        *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+      } else {
+        if (c < N) p[0] = __float2bfloat16(x);
+        if (c + 1 < N) p[1] = __float2bfloat16(y);
+      }
+    }
+  }
+}
+#endif
+
+// An FP8 GEMM's operands as cuBLASLt takes them: e4m3 codes, one fp32 scale per tensor in device memory.
+struct Fp8Operands {
+  int M, N, K;
+  const uint8_t *A, *B;  // A: M x K, B: N x K, both row-major (K-major)
+  const float *sa, *sb;  // per-tensor scales
+  bf16* C;               // M x N, row-major
+};
+
+// --8<-- [start:cublaslt]
+// cuBLASLt's FP8 GEMM. Column-major, as cuBLAS sees it: C^T (N x M) = B (as N x K, "transposed" K x N
+// column-major) times A^T; FP8 needs exactly this "TN" form, both operands K-major, as wgmma does. The
+// scales go in by pointer (A_SCALE_POINTER scales cuBLASLt's A, our B); D is bf16; compute fp32.
+// FAST_ACCUM = 1 lets the library keep the sum in the tensor core's accumulator (no promotion).
+struct CublasLtFp8 {
+  cublasLtHandle_t lt = nullptr;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  void* workspace = nullptr;
+  size_t workspace_bytes = 32u << 20;
+  bool available = false;  // 16-byte leading dimensions, and the heuristic found an algorithm
+  CublasLtFp8(cublasLtHandle_t handle, const Fp8Operands& p, bool fast_accum) : lt(handle) {
+    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
+    const int8_t fast = fast_accum ? 1 : 0;
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &p.sb, sizeof(p.sb)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &p.sa, sizeof(p.sa)));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, CUDA_R_8F_E4M3, p.K, p.N, p.K));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b, CUDA_R_8F_E4M3, p.K, p.M, p.K));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, p.N, p.M, p.N));
+    CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
+    cublasLtMatmulPreference_t pref = nullptr;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                      &workspace_bytes, sizeof(workspace_bytes)));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, d, d, pref, 1, &result, &found);
+    CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+    // FP8 matmuls want every leading dimension a multiple of 16 bytes: K e4m3 values (the program's own
+    // rule) and N bf16 values, so N a multiple of 8; other N are left to the course kernel.
+    available = p.N % 8 == 0 && status == CUBLAS_STATUS_SUCCESS && found > 0;
+    if (available) algo = result.algo;
+  }
+  void operator()(const Fp8Operands& p) const {
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasLtMatmul(lt, op, &one, p.B, a, p.A, b, &zero, p.C, d, p.C, d, &algo, workspace,
+                                workspace_bytes, 0));
+  }
+  ~CublasLtFp8() {
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(a));
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(b));
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(d));
+    CUBLAS_CHECK(cublasLtMatmulDescDestroy(op));
+    CUDA_CHECK(cudaFree(workspace));
+  }
+  CublasLtFp8(const CublasLtFp8&) = delete;
+  CublasLtFp8& operator=(const CublasLtFp8&) = delete;
+};
+// --8<-- [end:cublaslt]
+
+}  // namespace fp8_gemm

@@ -436,8 +436,9 @@ int main(int argc, char** argv) {
         return run_and_check("fp8_block_scaled", [&] { kernel(d_shifted, dsb); }, dC, s.m, s.n, ref.rows,
                              ref.want, atol, 0.0);
       });
-      std::printf("CHECK %s planted_wrong_block_scale_caught kblocks=%d\n", passed ? "FAIL" : "PASS", kblocks);
-      ok = !passed && ok;
+      const std::string blocks = "kblocks=" + std::to_string(kblocks);
+      ok = course::check_true("planted_wrong_block_scale_caught", !passed, static_cast<size_t>(s.m) * s.n,
+                              blocks.c_str()) && ok;
       course::device_free({d_shifted});
     }
     // --8<-- [end:plant]

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -109,9 +110,13 @@ def library_flags(libs: list[str]) -> list[str]:
         farm = BUILD / "libs"
         farm.mkdir(parents=True, exist_ok=True)
         link = farm / f"lib{libname}.so"
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(versioned[0])
+        if not (link.is_symlink() and os.readlink(link) == str(versioned[0])):
+            # Parallel builds (build-all's jobs) may get here at once: make the link under a name of this
+            # process's own, then rename it over the old one, which is atomic, so no build sees it missing.
+            spare = farm / f".lib{libname}.so.{os.getpid()}.{threading.get_ident()}"
+            spare.unlink(missing_ok=True)
+            spare.symlink_to(versioned[0])
+            os.replace(spare, link)
         flags += [f"-I{include}", f"-L{farm}", f"-l{libname}", f"-Xlinker=-rpath,{libdir}"]
     return flags
 

@@ -168,16 +168,6 @@ static Source source_of(const Replica& r, int steps) {
 }
 
 // Runs f(replica, g) for the first `gpus` replicas, one host thread per GPU, each on its own device.
-// layers_tc.cuh allows its three convolution kernels more than 48 KB of shared memory once per process
-// (a function-local static, at the first launch), but the attribute belongs to the GPU that was current
-// then: every other GPU needs the same calls before its first step, or its first launch fails.
-static void allow_tc_shared_memory_on_this_gpu() {
-  using bf16 = __nv_bfloat16;
-  tc::allow_shared_memory(tc::conv3x3_tc<14, 32, 64, false, true, bf16>, tc::ConvShape<14, 32, 64>::kSmemBytes);
-  tc::allow_shared_memory(tc::conv3x3_tc<14, 64, 32, true, false, float>, tc::ConvShape<14, 64, 32>::kSmemBytes);
-  tc::allow_shared_memory(tc::conv3x3_wgrad_tc<14, 32, 64, bf16>, tc::WgradShape<14, 32, 64>::kSmemBytes);
-}
-
 template <typename F>
 static void on_every_gpu(std::vector<Replica>& rs, int gpus, F&& f) {
   std::vector<std::thread> threads;
@@ -524,7 +514,6 @@ int main(int argc, char** argv) {
   for (int g = 0; g < gpus; ++g) {
     CUDA_CHECK(cudaSetDevice(g));
     course::require_compute_capability(8, 0, "version 4 multiplies on bf16 tensor cores (mma.sync m16n8k16.bf16)");
-    allow_tc_shared_memory_on_this_gpu();
   }
   CUDA_CHECK(cudaSetDevice(0));
   igemm::sm_count();  // cached in a plain static: filled here, once, before the threads read it (same GPUs)

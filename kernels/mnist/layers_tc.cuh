@@ -22,6 +22,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include "layers_fused.cuh"
 #include "layers_tc_around.cuh"
@@ -592,12 +595,23 @@ inline int split_for(int tiles, int K, int target, int min_k) {
   return std::max(1, std::min(target / std::max(1, tiles), K / min_k));
 }
 
-// A kernel that needs more than 48 KB of shared memory must say so, once, before its first launch
-// (which is the eager step before a capture: the call is not made inside a captured graph).
+// --8<-- [start:allow_shared_memory]
+// A kernel that needs more than 48 KB of shared memory must say so before its first launch on each GPU:
+// the attribute belongs to the kernel on the current device, so a process that drives several GPUs (the
+// data-parallel program, one thread per GPU) sets it once per (kernel, device). The first launch on a
+// device is an eager step before any capture, so the call is never made inside a captured graph.
 template <class Kernel>
 inline void allow_shared_memory(Kernel kernel, int bytes) {
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;  // (kernel, device) pairs already allowed
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (done.insert({reinterpret_cast<const void*>(kernel), device}).second) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  }
 }
+// --8<-- [end:allow_shared_memory]
 
 // The blocks of conv1's and conv2's forward kernels (each writes one part of the batch-norm sums),
 // and the doubles those parts need: at most 2 sms blocks of 2 x 64 channels.
@@ -621,8 +635,7 @@ inline void conv_forward(const __nv_bfloat16* w, const TIn* in, float* out, int 
                          int sms, cudaStream_t st) {
   static_assert(COUT <= 64, "bn_stat_part_doubles holds 64 channels per block");
   constexpr int bytes = ConvShape<H, CIN, COUT>::kSmemBytes;
-  static const bool ready = (allow_shared_memory(conv3x3_tc<H, CIN, COUT, false, true, TIn>, bytes), true);
-  (void)ready;
+  allow_shared_memory(conv3x3_tc<H, CIN, COUT, false, true, TIn>, bytes);
   conv3x3_tc<H, CIN, COUT, false, true, TIn><<<conv_blocks(N, sms), kThreads, bytes, st>>>(w, in, out, N, part);
   CUDA_CHECK_LAUNCH();
   reduce_parts(part, conv_blocks(N, sms), 2 * COUT, sums, st);
@@ -633,8 +646,7 @@ template <int H, int CIN, int COUT>
 inline void conv_backward_data(const __nv_bfloat16* w, const float* dout, float* din, int N, int sms,
                                cudaStream_t st) {
   constexpr int bytes = ConvShape<H, COUT, CIN>::kSmemBytes;
-  static const bool ready = (allow_shared_memory(conv3x3_tc<H, COUT, CIN, true, false, float>, bytes), true);
-  (void)ready;
+  allow_shared_memory(conv3x3_tc<H, COUT, CIN, true, false, float>, bytes);
   conv3x3_tc<H, COUT, CIN, true, false, float>
       <<<conv_blocks(N, sms), kThreads, bytes, st>>>(w, dout, din, N, nullptr);
   CUDA_CHECK_LAUNCH();
@@ -652,8 +664,7 @@ template <int H, int CIN, int COUT, class TIn>
 inline void conv_backward_weight(const float* dout, const TIn* in, float* dw, float* partial, int N, int sms,
                                  cudaStream_t st) {
   constexpr int bytes = WgradShape<H, CIN, COUT>::kSmemBytes, count = COUT * CIN * 9;
-  static const bool ready = (allow_shared_memory(conv3x3_wgrad_tc<H, CIN, COUT, TIn>, bytes), true);
-  (void)ready;
+  allow_shared_memory(conv3x3_wgrad_tc<H, CIN, COUT, TIn>, bytes);
   const int slices = conv_wgrad_slices(N, sms);
   conv3x3_wgrad_tc<H, CIN, COUT, TIn><<<slices, kThreads, bytes, st>>>(dout, in, partial, N);
   CUDA_CHECK_LAUNCH();

@@ -151,6 +151,145 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 }
 // --8<-- [end:kernel]
 
+// --8<-- [start:dequant_pairs]
+// Two weights at once as a bf16 pair, for the tensor cores: nibbles 0 and 4 of `word` (bits 0-3 and
+// 16-19) OR-ed into the mantissas of the bf16 pair 128, 128 (0x43004300; in bf16, 2^7 is where the last
+// mantissa bit is worth 1) give 128 + q in each half, exactly, with one LOP3; one packed subtraction of
+// 136, 136 (0x43084308) leaves q - 8, exact in bf16 (four significant bits). Shifting the word by 4 p
+// first gives nibbles p and p + 4. The scale is not applied here: (q - 8) s needs up to twelve
+// significant bits, more than bf16's eight, so the kernel multiplies a group's fp32 sum by it instead.
+__device__ __forceinline__ uint32_t nibble_pair_minus_8(uint32_t word, int shift) {
+  const uint32_t biased = ((word >> shift) & 0x000F000Fu) | 0x43004300u, bias = 0x43084308u;
+  const __nv_bfloat162 pair = __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&biased),
+                                      *reinterpret_cast<const __nv_bfloat162*>(&bias));
+  return *reinterpret_cast<const uint32_t*>(&pair);
+}
+// --8<-- [end:dequant_pairs]
+
+// bf16 mma.sync exists from compute capability 8.0 on; code compiled for older GPUs gets a stub that
+// traps, and the program waives the tensor-core variant on such a GPU before it launches anything.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define W4A16_HAS_BF16_MMA 0
+#else
+#define W4A16_HAS_BF16_MMA 1
+#endif
+
+// d (16 x 8, fp32) += a (16 x 16, bf16) b (16 x 8, bf16), one warp. Fragments (PTX ISA, "mma.m16n8k16"),
+// g = lane / 4, t = lane % 4: a[0] A[g][2t, 2t+1], a[1] A[g+8][2t, 2t+1], a[2] A[g][2t+8, 2t+9],
+// a[3] A[g+8][2t+8, 2t+9]; b0 B[2t, 2t+1][g], b1 B[2t+8, 2t+9][g]; d[0..1] D[g][2t, 2t+1], d[2..3] D[g+8][..].
+__device__ __forceinline__ void mma_16816_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if W4A16_HAS_BF16_MMA
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  (void)d, (void)a, (void)b0, (void)b1;
+  __trap();
+#endif
+}
+
+// --8<-- [start:kernel_mma]
+// The tensor-core variant. A block owns 16 output rows (the mma's M) and its kWarps warps split K
+// between them: warp w takes the groups w, w + kWarps, ... The batch (up to 8 rows of x) is the
+// mma's N, so each weight is read, dequantised and multiplied once whatever the batch. Lane (g, t)
+// loads 16 bytes of row g and 16 of row g + 8 per group (32 weights each; the four lanes of a row read
+// its group's 64 contiguous bytes), two groups ahead of the one it multiplies, and 64 bytes of x's row g
+// (through L1, where every block of the SM finds x) when it multiplies. The mma's k order is free as
+// long as A and B agree, so the lane puts the pair of nibbles (p, p + 4) that one LOP3 gives where the
+// mma expects k = 2t, 2t + 1, and permutes x to match (PRMT). A group's 128 products are summed in fp32
+// by eight mmas, then multiplied by the row's scale; the warps' sums meet in shared memory. Lanes past
+// the batch read x's last row: they only feed columns of D that are never written.
+template <int kWarps>
+__global__ void __launch_bounds__(kWarps * 32)
+    w4a16_gemv_mma(const uint4* __restrict__ w, const __nv_bfloat16* __restrict__ scale,
+                   const __nv_bfloat16* __restrict__ x, __nv_bfloat16* __restrict__ y, int batch, int n, int k) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int groups = k / kGroup, loads = k / kWeightsPerLoad;  // per row
+  // This lane's two rows of A (a block past the last row reads row n - 1 again and writes nothing).
+  const size_t row_a = static_cast<size_t>(min(blockIdx.x * 16 + g, n - 1));
+  const size_t row_b = static_cast<size_t>(min(blockIdx.x * 16 + g + 8, n - 1));
+  const uint4* x_row = reinterpret_cast<const uint4*>(x + static_cast<size_t>(min(g, batch - 1)) * k);
+
+  struct Packed {  // one group's weights and scales for this lane
+    uint4 lo, hi;
+    float scale_lo, scale_hi;
+  };
+  auto load = [&](int u, Packed& s) {
+    if (u >= groups) return;
+    s.lo = w[row_a * loads + 4 * u + t];
+    s.hi = w[row_b * loads + 4 * u + t];
+    s.scale_lo = __bfloat162float(scale[row_a * groups + u]);
+    s.scale_hi = __bfloat162float(scale[row_b * groups + u]);
+  };
+
+  float acc[4] = {};  // D's (row g, batch 2t), (row g, 2t + 1), (row g + 8, 2t), (row g + 8, 2t + 1)
+  Packed cur{}, ahead1{}, ahead2{};
+  load(warp, cur);
+  load(warp + kWarps, ahead1);
+  for (int u = warp; u < groups; u += kWarps) {
+    load(u + 2 * kWarps, ahead2);
+    uint4 xv[4];  // x at k = 128 u + 32 t + 8 j + 0..7: (x0, x1), (x2, x3), (x4, x5), (x6, x7)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) xv[j] = x_row[16 * u + 4 * t + j];
+    float d[4] = {};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // word j of the lane's 16 bytes
+      const uint32_t lo = j == 0 ? cur.lo.x : j == 1 ? cur.lo.y : j == 2 ? cur.lo.z : cur.lo.w;
+      const uint32_t hi = j == 0 ? cur.hi.x : j == 1 ? cur.hi.y : j == 2 ? cur.hi.z : cur.hi.w;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // nibbles (2h, 2h + 4) at k = 2t, 2t + 1; (2h + 1, 2h + 5) at 2t + 8, 2t + 9
+        const uint32_t a[4] = {nibble_pair_minus_8(lo, 8 * h), nibble_pair_minus_8(hi, 8 * h),
+                               nibble_pair_minus_8(lo, 8 * h + 4), nibble_pair_minus_8(hi, 8 * h + 4)};
+        const uint32_t x_first = h == 0 ? xv[j].x : xv[j].y, x_second = h == 0 ? xv[j].z : xv[j].w;
+        mma_16816_bf16(d, a, __byte_perm(x_first, x_second, 0x5410), __byte_perm(x_first, x_second, 0x7632));
+      }
+    }
+    acc[0] = fmaf(cur.scale_lo, d[0], acc[0]), acc[1] = fmaf(cur.scale_lo, d[1], acc[1]);
+    acc[2] = fmaf(cur.scale_hi, d[2], acc[2]), acc[3] = fmaf(cur.scale_hi, d[3], acc[3]);
+    cur = ahead1, ahead1 = ahead2;
+  }
+
+  __shared__ float partial[kWarps][32][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) partial[warp][lane][i] = acc[i];
+  __syncthreads();
+  if (threadIdx.x >= 128) return;  // one thread per output of the block's 16 x 8 tile
+  const int from = threadIdx.x / 4, i = threadIdx.x % 4;  // output i of lane `from`
+  float sum = 0;
+#pragma unroll
+  for (int v = 0; v < kWarps; ++v) sum += partial[v][from][i];
+  const int row = blockIdx.x * 16 + from / 4 + 8 * (i / 2), b = 2 * (from % 4) + i % 2;
+  if (row < n && b < batch) y[static_cast<size_t>(b) * n + row] = __float2bfloat16(sum);
+}
+// --8<-- [end:kernel_mma]
+
+static void launch_mma(const uint32_t* w, const __nv_bfloat16* scale, const __nv_bfloat16* x, __nv_bfloat16* y,
+                       int batch, int n, int k) {
+  if (batch == 0) return;
+  if (batch < 0 || batch > kMaxBatch) {
+    std::fprintf(stderr, "error: batch must be 0 to %d, got %d\n", kMaxBatch, batch);
+    std::exit(course::kExitFail);
+  }
+  // One block per 16 rows. Eight warps a block where there are few blocks (N = 4096: 256 blocks, about
+  // two per SM of an H100), so that enough loads are in flight; four where eight would not fit on the
+  // GPU at once (N = 14336: 896 blocks, which fit in one wave of up to seven four-warp blocks per SM).
+  static int sms = 0;
+  if (sms == 0) {
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  }
+  const int blocks = course::ceil_div(n, 16);
+  const uint4* packed = reinterpret_cast<const uint4*>(w);
+  if (blocks < 4 * sms)
+    w4a16_gemv_mma<8><<<static_cast<unsigned>(blocks), 8 * 32>>>(packed, scale, x, y, batch, n, k);
+  else
+    w4a16_gemv_mma<4><<<static_cast<unsigned>(blocks), 4 * 32>>>(packed, scale, x, y, batch, n, k);
+  CUDA_CHECK_LAUNCH();
+}
+
 // Two rows per warp: 2,048 warps for N = 4096, enough to keep two loads per row in flight on every SM of
 // an H100 (132 SMs, about 15 warps each). Zero rows of x launch nothing: an empty grid is a launch error.
 constexpr int kRowsPerWarp = 2;
@@ -183,6 +322,19 @@ static void launch(const uint32_t* w, const __nv_bfloat16* scale, const __nv_bfl
   }
 }
 
+// The two variants, chosen with --variant: fp32 (w4a16_gemv, the CUDA cores) or mma (w4a16_gemv_mma).
+using Launcher = void (*)(const uint32_t*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, int, int, int);
+struct Variant {
+  const char* name;    // --variant's value
+  const char* checks;  // its checks' names begin with this
+  const char* bench;   // its benchmark row
+  Launcher launch;
+};
+constexpr Variant kVariants[] = {
+    {"fp32", "w4a16", "w4a16_gemv (int4 g128, bf16 x)", launch},
+    {"mma", "w4a16_mma", "w4a16_gemv_mma (int4 g128, bf16 x, tensor cores)", launch_mma},
+};
+
 // Random nibbles (every value 0..15 equally likely), scales uniform in [0.005, 0.015] rounded to bf16.
 struct Weights {
   std::vector<uint32_t> packed;  // [N][K / 8]
@@ -207,14 +359,14 @@ static Weights random_weights(int n, int k, uint64_t seed) {
 
 // Zero rows of x: the launcher must return without touching y (a sentinel pattern stays) and without a
 // launch error.
-static bool check_empty(int n, int k) {
+static bool check_empty(const Variant& v, int n, int k) {
   const size_t ny = static_cast<size_t>(n);
   uint32_t* d_w = course::device_alloc<uint32_t>(static_cast<size_t>(n) * (k / 8));
   __nv_bfloat16* d_scale = course::device_alloc<__nv_bfloat16>(static_cast<size_t>(n) * (k / kGroup));
   __nv_bfloat16* d_x = course::device_alloc<__nv_bfloat16>(k);
   __nv_bfloat16* d_y = course::device_alloc<__nv_bfloat16>(ny);
   CUDA_CHECK(cudaMemset(d_y, 0x5A, ny * sizeof(__nv_bfloat16)));
-  launch(d_w, d_scale, d_x, d_y, 0, n, k);
+  v.launch(d_w, d_scale, d_x, d_y, 0, n, k);
   CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<__nv_bfloat16> got = course::to_host(d_y, ny);
   course::device_free({d_w, d_scale, d_x, d_y});
@@ -225,7 +377,7 @@ static bool check_empty(int n, int k) {
     untouched += bits == 0x5A5A;
   }
   char name[64];
-  std::snprintf(name, sizeof(name), "w4a16_b0_n%d_k%d_launches_nothing", n, k);
+  std::snprintf(name, sizeof(name), "%s_b0_n%d_k%d_launches_nothing", v.checks, n, k);
   return course::check_true(name, untouched == ny, ny, "(the output's sentinel bytes are unchanged)");
 }
 
@@ -235,7 +387,7 @@ static bool check_empty(int n, int k) {
 // relative, and a little for the fp32 arithmetic before it) of the float64 value, plus the fp32
 // accumulation's error bound computed from its own terms, sum_atol(sum |x w|): the kernel adds at most
 // 32 + K / 1024 + 6 roundings along any path, fewer than 8 sqrt(K) for every K from 128.
-static bool check(int batch, int n, int k, uint64_t seed, bool plant) {
+static bool check(const Variant& v, int batch, int n, int k, uint64_t seed, bool plant) {
   const Weights wt = random_weights(n, k, seed);
   std::vector<float> x(static_cast<size_t>(batch) * k);
   course::fill_uniform(x, seed + 2);
@@ -253,19 +405,20 @@ static bool check(int batch, int n, int k, uint64_t seed, bool plant) {
   __nv_bfloat16* d_x = course::to_device(x_b);
   __nv_bfloat16* d_y = course::device_alloc<__nv_bfloat16>(want.size());
   course::poison(d_y, want.size() * sizeof(__nv_bfloat16));
-  launch(d_w, d_scale, d_x, d_y, batch, n, k);
+  v.launch(d_w, d_scale, d_x, d_y, batch, n, k);
   const std::vector<__nv_bfloat16> got_b = course::to_host(d_y, want.size());
   course::device_free({d_w, d_scale, d_x, d_y});
 
   char name[96];
-  std::snprintf(name, sizeof(name), "w4a16_b%d_n%d_k%d", batch, n, k);
+  std::snprintf(name, sizeof(name), "%s_b%d_n%d_k%d", v.checks, batch, n, k);
   return check_bf16_with_nans(name, got_b, want, atol, 0x1.04p-8, plant ? 1e-3 : 0.0);
 }
 
 // --8<-- [start:bench]
 // Bytes: the packed weights (half a byte each), the scales (2 bytes per 128 weights), x read and y written.
-// The ceiling copies half of those bytes into the other half of one buffer: the same bytes moved.
-static void bench_case(int batch, int n, int k) {
+// The ceiling copies half of those bytes into the other half of one buffer: the same bytes moved. Every
+// variant the GPU runs is a row (the tensor-core one needs compute capability 8.0).
+static void bench_case(int batch, int n, int k, bool has_mma) {
   const size_t words = static_cast<size_t>(n) * (k / 8), scales = static_cast<size_t>(n) * (k / kGroup);
   const double bytes = 4.0 * words + 2.0 * scales + 2.0 * batch * k + 2.0 * batch * n;
   uint32_t* d_w = course::device_alloc<uint32_t>(words);
@@ -277,14 +430,17 @@ static void bench_case(int batch, int n, int k) {
   CUDA_CHECK(cudaMemset(d_x, 0x3C, 2 * static_cast<size_t>(batch) * k));
   const size_t half_bytes = static_cast<size_t>(bytes / 2);
   char* copy_buf = course::device_alloc<char>(2 * half_bytes);
-  const float ms = course::time_kernel_ms([&] { launch(d_w, d_scale, d_x, d_y, batch, n, k); });
+  char case_name[48];
+  std::snprintf(case_name, sizeof(case_name), "b%d n%d k%d", batch, n, k);
+  for (const Variant& v : kVariants) {
+    if (v.launch == launch_mma && !has_mma) continue;
+    const float ms = course::time_kernel_ms([&] { v.launch(d_w, d_scale, d_x, d_y, batch, n, k); });
+    course::print_bench(case_name, v.bench, ms, bytes, 2.0 * batch * n * k, false,
+                        {{"batch", batch}, {"n", n}, {"k", k}});
+  }
   const float copy_ms = course::time_kernel_ms([&] {
     CUDA_CHECK(cudaMemcpy(copy_buf + half_bytes, copy_buf, half_bytes, cudaMemcpyDeviceToDevice));
   });
-  char case_name[48];
-  std::snprintf(case_name, sizeof(case_name), "b%d n%d k%d", batch, n, k);
-  course::print_bench(case_name, "w4a16_gemv (int4 g128, bf16 x)", ms, bytes, 2.0 * batch * n * k, false,
-                      {{"batch", batch}, {"n", n}, {"k", k}});
   course::print_bench(case_name, "cudaMemcpy (copy, same bytes)", copy_ms, 2.0 * half_bytes, 0.0, true,
                       {{"batch", batch}, {"n", n}, {"k", k}});
   course::device_free({d_w, d_scale, d_x, d_y, copy_buf});
@@ -296,8 +452,16 @@ int main(int argc, char** argv) {
   const int n = static_cast<int>(args.get_int("--n", 4096, 1, 1 << 17));
   const int k = static_cast<int>(args.get_int("--k", 4096, 1, 1 << 16));
   const int batch = static_cast<int>(args.get_int("--batch", 1, 0, kMaxBatch));
+  const std::string variant_name = args.get_str("--variant", "fp32");
   const course::RunOptions run(args);
   args.finish();
+  const Variant* variant = nullptr;
+  for (const Variant& v : kVariants)
+    if (variant_name == v.name) variant = &v;
+  if (variant == nullptr) {
+    std::fprintf(stderr, "error: --variant must be fp32 or mma, got '%s'\n", variant_name.c_str());
+    return course::kExitFail;
+  }
   course::require_multiple("--k", k, kGroup, "the quantisation group: one scale per 128 weights along K");
   if (static_cast<double>(n) * k > (1LL << 30)) {
     std::fprintf(stderr, "error: --n x --k must be at most 2^30 weights\n");
@@ -307,10 +471,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --plant needs a quiet row of x to plant zeros in (--batch of at least 2)\n");
     return course::kExitFail;
   }
-  const bool ok = batch == 0 ? check_empty(n, k) : check(batch, n, k, run.seed, run.plant);
+  int device = 0, major = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (variant->launch == launch_mma)
+    course::require_compute_capability(8, 0, "the mma variant multiplies on bf16 tensor cores (mma.sync m16n8k16)");
+  const bool ok = batch == 0 ? check_empty(*variant, n, k) : check(*variant, batch, n, k, run.seed, run.plant);
   if (ok && run.bench && !run.plant)
     for (const int b : {1, 4})
       for (const auto& [bn, bk] : {std::pair{4096, 4096}, std::pair{14336, 4096}, std::pair{4096, 14336}})
-        bench_case(b, bn, bk);
+        bench_case(b, bn, bk, major >= 8);
   return ok ? 0 : course::kExitFail;
 }

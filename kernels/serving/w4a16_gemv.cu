@@ -10,16 +10,25 @@
 // weights through cuBLAS, PyTorch's int4 kernel, torch.compile of dequantise-then-matmul).
 // Build: python -m course.toolchain build-all 1 kernels/serving/w4a16_gemv.cu
 // Run:   ./build/serving/w4a16_gemv --n 4096 --k 4096 --batch 1    (checks against float64)
-//        ./build/serving/w4a16_gemv --bench                        (also times it against a copy)
+//        ./build/serving/w4a16_gemv --variant mma                  (the tensor-core variant; all: both)
+//        ./build/serving/w4a16_gemv --bench                        (checks and times both against a copy)
 //
 // course: gpu
-// course: run --n 4096 --k 4096 --batch 1 --seed 91
+// course: run --n 4096 --k 4096 --batch 1 --seed 91 --variant all
 // course: run --n 11 --k 128 --batch 3 --seed 92
 // course: run --n 1 --k 128 --batch 1 --seed 93
 // course: run --n 14336 --k 4096 --batch 8 --seed 94
 // course: run --n 4097 --k 1024 --batch 2 --seed 95
 // course: run --n 4096 --k 4096 --batch 0 --seed 96
 // course: run --n 257 --k 512 --batch 3 --seed 97 --plant zeros-small
+// course: run --n 11 --k 128 --batch 3 --seed 102 --variant mma
+// course: run --n 1 --k 128 --batch 1 --seed 103 --variant mma
+// course: run --n 14336 --k 4096 --batch 8 --seed 104 --variant mma
+// course: run --n 4097 --k 1024 --batch 2 --seed 105 --variant mma
+// course: run --n 9001 --k 640 --batch 5 --seed 106 --variant mma
+// course: run --n 4099 --k 14336 --batch 7 --seed 107 --variant mma
+// course: run --n 4096 --k 4096 --batch 0 --seed 108 --variant mma
+// course: run --n 257 --k 512 --batch 3 --seed 109 --variant mma --plant zeros-small
 // course: bench --bench
 #include <cuda_bf16.h>
 
@@ -322,7 +331,8 @@ static void launch(const uint32_t* w, const __nv_bfloat16* scale, const __nv_bfl
   }
 }
 
-// The two variants, chosen with --variant: fp32 (w4a16_gemv, the CUDA cores) or mma (w4a16_gemv_mma).
+// The two variants, chosen with --variant: fp32 (w4a16_gemv, the CUDA cores), mma (w4a16_gemv_mma) or
+// all (each in turn; --bench checks and times all of them).
 using Launcher = void (*)(const uint32_t*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, int, int, int);
 struct Variant {
   const char* name;    // --variant's value
@@ -455,11 +465,11 @@ int main(int argc, char** argv) {
   const std::string variant_name = args.get_str("--variant", "fp32");
   const course::RunOptions run(args);
   args.finish();
-  const Variant* variant = nullptr;
+  std::vector<const Variant*> variants;
   for (const Variant& v : kVariants)
-    if (variant_name == v.name) variant = &v;
-  if (variant == nullptr) {
-    std::fprintf(stderr, "error: --variant must be fp32 or mma, got '%s'\n", variant_name.c_str());
+    if (variant_name == v.name || variant_name == "all" || run.bench) variants.push_back(&v);
+  if (variants.empty()) {
+    std::fprintf(stderr, "error: --variant must be fp32, mma or all, got '%s'\n", variant_name.c_str());
     return course::kExitFail;
   }
   course::require_multiple("--k", k, kGroup, "the quantisation group: one scale per 128 weights along K");
@@ -474,9 +484,16 @@ int main(int argc, char** argv) {
   int device = 0, major = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  if (variant->launch == launch_mma)
+  if (variant_name == "mma")
     course::require_compute_capability(8, 0, "the mma variant multiplies on bf16 tensor cores (mma.sync m16n8k16)");
-  const bool ok = batch == 0 ? check_empty(*variant, n, k) : check(*variant, batch, n, k, run.seed, run.plant);
+  bool ok = true;
+  for (const Variant* v : variants) {
+    if (v->launch == launch_mma && major < 8) {
+      std::printf("NOTE the mma variant needs compute capability 8.0 (bf16 mma.sync); not run on this GPU\n");
+      continue;
+    }
+    ok &= batch == 0 ? check_empty(*v, n, k) : check(*v, batch, n, k, run.seed, run.plant);
+  }
   if (ok && run.bench && !run.plant)
     for (const int b : {1, 4})
       for (const auto& [bn, bk] : {std::pair{4096, 4096}, std::pair{14336, 4096}, std::pair{4096, 14336}})

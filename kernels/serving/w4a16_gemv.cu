@@ -6,6 +6,11 @@
 //   y   bf16 [batch][N], accumulated in fp32 and rounded once.
 // K must be a multiple of the group (128); N is any size from 1.
 //
+// Two variants (--variant; the default is fp32):
+//   fp32  w4a16_gemv      CUDA cores: each nibble to an fp32 weight (shift, LOP3, FADD), one FMA per row of x
+//   mma   w4a16_gemv_mma  tensor cores: nibble pairs to bf16 (LOP3, HSUB2), mma.sync m16n8k16 with the
+//                         16 rows of W as M and the batch as N, so a weight costs the same at any batch
+//
 // Taught in docs/serving/w4a16.md; its peers are in w4a16_torch.py (the bf16 GEMV on the dequantised
 // weights through cuBLAS, PyTorch's int4 kernel, torch.compile of dequantise-then-matmul).
 // Build: python -m course.toolchain build-all 1 kernels/serving/w4a16_gemv.cu

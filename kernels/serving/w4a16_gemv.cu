@@ -32,6 +32,8 @@
 // course: run --n 4097 --k 1024 --batch 2 --seed 105 --variant mma
 // course: run --n 9001 --k 640 --batch 5 --seed 106 --variant mma
 // course: run --n 4099 --k 14336 --batch 7 --seed 107 --variant mma
+// course: run --n 31 --k 256 --batch 6 --seed 110 --variant mma
+// course: run --n 2049 --k 384 --batch 4 --seed 111 --variant mma
 // course: run --n 4096 --k 4096 --batch 0 --seed 108 --variant mma
 // course: run --n 257 --k 512 --batch 3 --seed 109 --variant mma --plant zeros-small
 // course: bench --bench

@@ -473,9 +473,12 @@ int main(int argc, char** argv) {
   const course::RunOptions run(args);
   args.finish();
   std::vector<const Variant*> variants;
-  for (const Variant& v : kVariants)
+  bool known = variant_name == "all";
+  for (const Variant& v : kVariants) {
+    known |= variant_name == v.name;
     if (variant_name == v.name || variant_name == "all" || run.bench) variants.push_back(&v);
-  if (variants.empty()) {
+  }
+  if (!known) {
     std::fprintf(stderr, "error: --variant must be fp32, mma or all, got '%s'\n", variant_name.c_str());
     return course::kExitFail;
   }

@@ -45,8 +45,9 @@ static bool check_add_rmsnorm(int rows, int hidden, uint64_t seed) {
   course::fill_uniform(w, seed + 2, -1.5f, 1.5f);  // signed: outputs of both signs
   course::quiet_rows(x, rows, hidden);              // rows 1, 4, 7, ...: eps dominates their norm
   course::quiet_rows(res, rows, hidden);
+  const size_t zero_row = 2 * static_cast<size_t>(hidden);  // row 2: x = -residual, a sum of zeros
   if (rows > 2)
-    for (int c = 0; c < hidden; ++c) x[2 * static_cast<size_t>(hidden) + c] = -res[2 * static_cast<size_t>(hidden) + c];
+    for (int c = 0; c < hidden; ++c) x[zero_row + c] = -res[zero_row + c];
   const std::vector<__nv_bfloat16> xb = to_bf16(x), resb = to_bf16(res), wb = to_bf16(w);
 
   // The reference: the sum rounded to bf16 once (as stored), the norm of the stored values in float64.

@@ -35,11 +35,20 @@ def test_chunked_equals_unchunked_and_the_reference(ranks):
     assert r.returncode == 0, r.stdout + r.stderr
     checks = [line for line in r.stdout.splitlines() if line.startswith("CHECK")]
     size = f"{ranks}ranks_42x48x192"
-    for name in ("no_overlap", "chunked4", "one_gpu", "chunked4_agrees_with_no_overlap", "zero_output_rejected"):
+    knobs = [f"chunked4_{tp.course_tools.slug(knob)}" for knob, _, _ in tp.KNOBS if knob]  # each knob's group
+    for way in ("chunked4", *knobs):
+        for name in (way, f"{way}_agrees_with_no_overlap"):
+            assert any(line.startswith(f"CHECK PASS tp_{name}_{size} ") for line in checks), r.stdout
+    for name in ("no_overlap", "one_gpu", "zero_output_rejected"):
         assert any(line.startswith(f"CHECK PASS tp_{name}_{size} ") for line in checks), r.stdout
     assert not any(line.startswith("CHECK FAIL") for line in checks), r.stdout
-    agree = next(line for line in checks if "agrees" in line)
-    assert "max |chunked - unchunked| 0 " in agree          # on the CPU the chunks compute the same sums
+    agree = [line for line in checks if "agrees" in line]
+    assert len(agree) == 1 + len(knobs)
+    for line in agree:                                  # on the CPU the chunks compute the same sums
+        assert "max |overlapped - unoverlapped| 0 " in line, line
+    # the fused ops need GPUs: skipped on one line, never a crash
+    assert "PRUNED tensor-parallel, symmetric-memory fused overlap: skipped: symmetric memory needs CUDA GPUs" \
+        in r.stdout, r.stdout
 
 
 @pytest.mark.parametrize("args, says", [

@@ -236,8 +236,8 @@ template <int kBatch, Prologue kPro, Epilogue kEpi>
 inline void launch_batch(const Args& a, int sms, bool pdl, cudaStream_t s) {
   const size_t smem = static_cast<size_t>(kBatch) * a.k * sizeof(__nv_bfloat16);
   if (smem > max_staged_bytes<kBatch, kPro, kEpi>()) {
-    std::fprintf(stderr, "error: gemv: %d rows of %d inputs need %zu bytes of shared memory, more than the device has\n",
-                 kBatch, a.k, smem);
+    std::fprintf(stderr, "error: gemv: %d rows of %d inputs need %zu bytes of shared memory, more than the "
+                 "device has\n", kBatch, a.k, smem);
     std::exit(course::kExitFail);
   }
   cudaLaunchConfig_t config = {};

@@ -164,7 +164,8 @@ static Model allocate(const Config& c, int batch, int capacity, int sms) {
   m.k_cache = course::device_alloc<bf16>(c.layers * m.cache_layer());
   m.v_cache = course::device_alloc<bf16>(c.layers * m.cache_layer());
   const size_t bh = static_cast<size_t>(batch) * c.hidden, bq = static_cast<size_t>(batch) * c.heads * c.head_dim;
-  m.residual = course::device_alloc<bf16>(bh), m.residual2 = course::device_alloc<bf16>(bh), m.normed = course::device_alloc<bf16>(bh);
+  m.residual = course::device_alloc<bf16>(bh), m.residual2 = course::device_alloc<bf16>(bh);
+  m.normed = course::device_alloc<bf16>(bh);
   m.delta = course::device_alloc<bf16>(bh), m.zeros = course::device_alloc<bf16>(bh);
   m.qkv = course::device_alloc<bf16>(static_cast<size_t>(batch) * c.qkv_out());
   m.q = course::device_alloc<bf16>(bq), m.attn = course::device_alloc<bf16>(bq);
@@ -198,9 +199,9 @@ static Model allocate(const Config& c, int batch, int capacity, int sms) {
 }
 
 static void release(const Model& m) {
-  course::device_free({m.w, m.k_cache, m.v_cache, m.residual, m.residual2, m.normed, m.qkv, m.q, m.attn, m.delta, m.zeros,
-                       m.gate_up, m.act, m.cos_t, m.sin_t, m.logits, m.part_acc, m.part_ml, m.tokens, m.positions,
-                       m.lengths});
+  course::device_free({m.w, m.k_cache, m.v_cache, m.residual, m.residual2, m.normed, m.qkv, m.q, m.attn, m.delta,
+                       m.zeros, m.gate_up, m.act, m.cos_t, m.sin_t, m.logits, m.part_acc, m.part_ml, m.tokens,
+                       m.positions, m.lengths});
 }
 
 // Sets every sequence's new token to `position` (the cache holds `position` tokens before it).
@@ -577,7 +578,8 @@ static bool check(int batch, int context, uint64_t seed, bool plant, int sms, co
   };
   // The reference reads the (k x n) weights; the fused step gets the same values transposed. Its sums run
   // in float64, where the order of the terms changes nothing the tolerance can see.
-  upload(m.w, m.output_major ? output_major(c, hm.lay, hm.w) : hm.w), upload(m.k_cache, hm.k_cache), upload(m.v_cache, hm.v_cache);
+  upload(m.w, m.output_major ? output_major(c, hm.lay, hm.w) : hm.w);
+  upload(m.k_cache, hm.k_cache), upload(m.v_cache, hm.v_cache);
   std::vector<int> tokens(batch), ref_tokens;
   for (int b = 0; b < batch; ++b) tokens[b] = static_cast<int>((seed * 7919 + b * 31) % c.vocab);
   ref_tokens = tokens;

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "../common/course.cuh"
 #include "bf16_vectors.cuh"
@@ -228,9 +229,23 @@ inline size_t max_staged_bytes() {
   return bytes;
 }
 
-// The grid: a row per warp, at most kBlocksPerSm blocks per SM (a grid-stride loop deals out the rest),
-// so that the AddNorm prologue is recomputed a bounded number of times (the logits have 128,256 rows).
+// The grid: a row per warp, at most as many blocks as fit on an SM at once and no more than kBlocksPerSm
+// (a grid-stride loop deals out the rest), so that every block runs in one wave and the AddNorm prologue
+// is recomputed a bounded number of times (the logits have 128,256 rows). Found once per shared-memory
+// size, on the eager step that precedes every capture.
 constexpr int kBlocksPerSm = 4;
+
+template <int kBatch, Prologue kPro, Epilogue kEpi>
+inline int blocks_per_sm(size_t smem) {
+  static std::map<size_t, int> known;
+  const auto found = known.find(smem);
+  if (found != known.end()) return found->second;
+  int blocks = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, gemv_kernel<kBatch, kPro, kEpi>, kThreads, smem));
+  blocks = std::max(1, std::min(blocks, kBlocksPerSm));
+  known[smem] = blocks;
+  return blocks;
+}
 
 template <int kBatch, Prologue kPro, Epilogue kEpi>
 inline void launch_batch(const Args& a, int sms, bool pdl, cudaStream_t s) {
@@ -241,7 +256,8 @@ inline void launch_batch(const Args& a, int sms, bool pdl, cudaStream_t s) {
     std::exit(course::kExitFail);
   }
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(std::min(course::ceil_div(a.n, kWarps), sms * kBlocksPerSm)));
+  const int blocks = std::min(course::ceil_div(a.n, kWarps), sms * blocks_per_sm<kBatch, kPro, kEpi>(smem));
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = smem;
   config.stream = s;

@@ -18,11 +18,11 @@
 //
 // course: gpu
 // course: libs cublas
+// course: run --seed 81 --step fused
 // course: run --seed 71
 // course: run --seed 72 --batch 1 --context 1
 // course: run --seed 74 --batch 64 --context 0
 // course: run --seed 73 --plant skip-residual
-// course: run --seed 81 --step fused
 // course: run --seed 82 --step fused --batch 1 --context 1
 // course: run --seed 83 --step fused --batch 8 --context 0
 // course: run --seed 84 --step fused --batch 64 --context 0

@@ -27,6 +27,7 @@
 // course: run --seed 83 --step fused --batch 8 --context 0
 // course: run --seed 84 --step fused --batch 64 --context 0
 // course: run --seed 85 --step fused --plant skip-residual
+// course: run --seed 86 --step fused --pdl off
 // course: bench --bench
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -545,11 +546,12 @@ static void choose_step(Model& m, const std::string& step, bool pdl = true) {
   m.pdl = m.fused && pdl && gemv::has_pdl();
 }
 
-static bool check(int batch, int context, uint64_t seed, bool plant, int sms, const std::string& step_kind) {
+static bool check(int batch, int context, uint64_t seed, bool plant, int sms, const std::string& step_kind,
+                  bool pdl) {
   const Config& c = kTiny;
   const int capacity = context + kGenerateSteps;
   Model m = allocate(c, batch, capacity, sms);
-  choose_step(m, step_kind);
+  choose_step(m, step_kind, pdl);
   std::printf("step: %s (%s%s)\n", step_kind.c_str(), m.fused ? "fused GEMVs" : "cuBLAS GEMMs",
               m.pdl ? ", programmatic dependent launch" : "");
   HostModel hm{c, Layout(c), {}, {}, {}, {}, {}, batch, capacity};
@@ -785,9 +787,14 @@ int main(int argc, char** argv) {
   const bool run_bench = args.has("--bench");
   const std::string plant = args.get_str("--plant", "none");
   const std::string step_kind = args.get_str("--step", "cublas");
+  const std::string pdl = args.get_str("--pdl", "on");  // the fused step's checks with PDL on sm_90+, or without
   args.finish();
   if (step_kind != "cublas" && step_kind != "fused") {
     std::fprintf(stderr, "error: --step expects cublas or fused, got '%s'\n", step_kind.c_str());
+    return course::kExitFail;
+  }
+  if (pdl != "on" && pdl != "off") {
+    std::fprintf(stderr, "error: --pdl expects on or off, got '%s'\n", pdl.c_str());
     return course::kExitFail;
   }
   if (plant != "none" && plant != "skip-residual") {
@@ -800,7 +807,7 @@ int main(int argc, char** argv) {
     return course::kExitFail;
   }
   const int sms = decode::sm_count();
-  bool ok = check(batch, context, seed, plant == "skip-residual", sms, step_kind);
+  bool ok = check(batch, context, seed, plant == "skip-residual", sms, step_kind, pdl == "on");
   if (ok && run_bench && plant == "none")
     for (int b : {1, 8, 64}) ok &= bench(b, seed, sms);
   return ok ? 0 : course::kExitFail;

@@ -3,7 +3,9 @@
 // kernels and cuBLAS, captured once in a CUDA graph and replayed. Per layer: add+RMSNorm, QKV projection,
 // rotary embedding (the new K and V appended to the cache), split-KV decode attention over the cache and
 // the new token, output projection, add+RMSNorm, gate/up projection, SiLU-and-multiply, down projection;
-// then the final add+RMSNorm and the logits against the tied embedding.
+// then the final add+RMSNorm and the logits against the tied embedding. --step fused runs the fused step
+// instead: weights stored output-major and decode_gemv.cuh's GEMV (batch 1 to 8) with the norms and
+// SiLU-and-multiply fused into it, 7 launches a layer, chained by Programmatic Dependent Launch on sm_90+.
 //
 // Taught in docs/serving/decode-step.md; its peer is decode_step_torch.py (the same step in PyTorch).
 // Checks (a small model of the same structure, head dimension 64 as the attention kernel requires):
@@ -11,14 +13,21 @@
 // generation token for token against the reference's.
 // Build: python -m course.toolchain build kernels/serving/decode_step.cu
 // Run:   ./build/serving/decode_step                (checks)
-//        ./build/serving/decode_step --bench        (also times the real shapes at batch 1, 8, 64)
+//        ./build/serving/decode_step --step fused   (checks the fused step: decode_gemv.cuh's GEMVs)
+//        ./build/serving/decode_step --bench        (also times both steps, real shapes, batch 1, 8, 64)
 //
 // course: gpu
 // course: libs cublas
+// course: run --seed 81 --step fused
 // course: run --seed 71
 // course: run --seed 72 --batch 1 --context 1
 // course: run --seed 74 --batch 64 --context 0
 // course: run --seed 73 --plant skip-residual
+// course: run --seed 82 --step fused --batch 1 --context 1
+// course: run --seed 83 --step fused --batch 8 --context 0
+// course: run --seed 84 --step fused --batch 64 --context 0
+// course: run --seed 85 --step fused --plant skip-residual
+// course: run --seed 86 --step fused --pdl off
 // course: bench --bench
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -33,6 +42,7 @@
 #include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
 #include "decode_common.cuh"
+#include "decode_gemv.cuh"
 #include "fused_add_rmsnorm.cuh"
 #include "rotary.cuh"
 #include "silu_mul.cuh"
@@ -62,7 +72,8 @@ const Config kTiny{128, 2, 4, 2, 64, 128, 97};
 
 // The weights of one model, as offsets into one bf16 buffer laid out as decode_step_torch.py's parameters:
 // embed (vocab, hidden); per layer attn_norm (hidden), qkv (hidden, qkv_out), o (heads*dim, hidden),
-// mlp_norm (hidden), gate_up (hidden, 2*mlp), down (mlp, hidden); final_norm (hidden). Row-major.
+// mlp_norm (hidden), gate_up (hidden, 2*mlp), down (mlp, hidden); final_norm (hidden). Row-major. The fused
+// step stores the four projections output-major, each matrix transposed in place: qkv (qkv_out, hidden) etc.
 struct Layout {
   size_t embed, final_norm, total;
   std::vector<size_t> attn_norm, qkv, o, mlp_norm, gate_up, down;
@@ -131,6 +142,11 @@ static void gemm(cublasHandle_t h, const bf16* A, const bf16* B, void* C, int m,
 struct Model {
   Config c;
   int batch = 1, capacity = 1;  // cache slots per sequence
+  bool output_major = false;    // the four projections stored (out x in), as torch.nn.Linear stores them
+  bool fused = false;           // the fused step (needs output_major): gemv::gemv_kernel in place of cuBLAS
+  bool pdl = false;             // the fused step's GEMVs launched with Programmatic Dependent Launch
+  int sms = 1;
+  bf16 *residual2 = nullptr;    // the fused step's second residual buffer (its norms read one, write the other)
   bf16 *w = nullptr, *k_cache = nullptr, *v_cache = nullptr;  // caches [layers][batch][kv_heads][capacity][dim]
   bf16 *residual = nullptr, *normed = nullptr, *qkv = nullptr, *q = nullptr, *attn = nullptr, *delta = nullptr,
        *zeros = nullptr, *gate_up = nullptr, *act = nullptr;
@@ -143,13 +159,14 @@ struct Model {
 
 static Model allocate(const Config& c, int batch, int capacity, int sms) {
   Model m;
-  m.c = c, m.batch = batch, m.capacity = capacity;
+  m.c = c, m.batch = batch, m.capacity = capacity, m.sms = sms;
   const Layout lay(c);
   m.w = course::device_alloc<bf16>(lay.total);
   m.k_cache = course::device_alloc<bf16>(c.layers * m.cache_layer());
   m.v_cache = course::device_alloc<bf16>(c.layers * m.cache_layer());
   const size_t bh = static_cast<size_t>(batch) * c.hidden, bq = static_cast<size_t>(batch) * c.heads * c.head_dim;
-  m.residual = course::device_alloc<bf16>(bh), m.normed = course::device_alloc<bf16>(bh);
+  m.residual = course::device_alloc<bf16>(bh), m.residual2 = course::device_alloc<bf16>(bh);
+  m.normed = course::device_alloc<bf16>(bh);
   m.delta = course::device_alloc<bf16>(bh), m.zeros = course::device_alloc<bf16>(bh);
   m.qkv = course::device_alloc<bf16>(static_cast<size_t>(batch) * c.qkv_out());
   m.q = course::device_alloc<bf16>(bq), m.attn = course::device_alloc<bf16>(bq);
@@ -171,7 +188,8 @@ static Model allocate(const Config& c, int batch, int capacity, int sms) {
   m.part_acc = course::device_alloc<float>(rows * c.head_dim);
   m.part_ml = course::device_alloc<float2>(rows);
   // Every intermediate poisoned once: a kernel that leaves part of one unwritten poisons the logits.
-  course::poison(m.residual, bh * sizeof(bf16)), course::poison(m.normed, bh * sizeof(bf16));
+  course::poison(m.residual, bh * sizeof(bf16)), course::poison(m.residual2, bh * sizeof(bf16));
+  course::poison(m.normed, bh * sizeof(bf16));
   course::poison(m.delta, bh * sizeof(bf16)), course::poison(m.q, bq * sizeof(bf16));
   course::poison(m.attn, bq * sizeof(bf16));
   course::poison(m.qkv, static_cast<size_t>(batch) * c.qkv_out() * sizeof(bf16));
@@ -182,9 +200,9 @@ static Model allocate(const Config& c, int batch, int capacity, int sms) {
 }
 
 static void release(const Model& m) {
-  course::device_free({m.w, m.k_cache, m.v_cache, m.residual, m.normed, m.qkv, m.q, m.attn, m.delta, m.zeros,
-                       m.gate_up, m.act, m.cos_t, m.sin_t, m.logits, m.part_acc, m.part_ml, m.tokens, m.positions,
-                       m.lengths});
+  course::device_free({m.w, m.k_cache, m.v_cache, m.residual, m.residual2, m.normed, m.qkv, m.q, m.attn, m.delta,
+                       m.zeros, m.gate_up, m.act, m.cos_t, m.sin_t, m.logits, m.part_acc, m.part_ml, m.tokens,
+                       m.positions, m.lengths});
 }
 
 // Sets every sequence's new token to `position` (the cache holds `position` tokens before it).
@@ -270,7 +288,7 @@ static void enqueue_step(const Model& m, cublasHandle_t h, cudaStream_t s, int p
   for (int l = 0; l < c.layers; ++l) {
     rmsnorm::fused_add_rmsnorm<<<b, rmsnorm::kThreads, 0, s>>>(delta, m.residual, m.w + lay.attn_norm[l],
                                                                 m.normed, c.hidden, c.eps);
-    gemm(h, m.normed, m.w + lay.qkv[l], m.qkv, b, c.qkv_out(), c.hidden, CUDA_R_16BF);
+    gemm(h, m.normed, m.w + lay.qkv[l], m.qkv, b, c.qkv_out(), c.hidden, CUDA_R_16BF, m.output_major);
     const size_t at = l * m.cache_layer();
     step::rope_append<<<b, step::kThreads, 0, s>>>(m.qkv, m.positions, m.cos_t, m.sin_t, m.q, m.k_cache + at,
                                                    m.v_cache + at, c.heads, c.kv_heads, c.head_dim, m.capacity);
@@ -280,14 +298,14 @@ static void enqueue_step(const Model& m, cublasHandle_t h, cudaStream_t s, int p
       case 4: attention<4>(m, l, s); break;
       default: attention<8>(m, l, s); break;
     }
-    gemm(h, m.attn, m.w + lay.o[l], m.delta, b, c.hidden, hd, CUDA_R_16BF);
+    gemm(h, m.attn, m.w + lay.o[l], m.delta, b, c.hidden, hd, CUDA_R_16BF, m.output_major);
     // The planted fault adds zeros in place of the attention's output: its residual add is skipped.
     rmsnorm::fused_add_rmsnorm<<<b, rmsnorm::kThreads, 0, s>>>(l == plant_layer ? m.zeros : m.delta, m.residual,
                                                                 m.w + lay.mlp_norm[l], m.normed, c.hidden, c.eps);
-    gemm(h, m.normed, m.w + lay.gate_up[l], m.gate_up, b, 2 * c.mlp, c.hidden, CUDA_R_16BF);
+    gemm(h, m.normed, m.w + lay.gate_up[l], m.gate_up, b, 2 * c.mlp, c.hidden, CUDA_R_16BF, m.output_major);
     swiglu::silu_mul<true><<<dim3(course::ceil_div(c.mlp / 8, swiglu::kThreads), b), swiglu::kThreads, 0, s>>>(
         m.gate_up, m.act, b, c.mlp);
-    gemm(h, m.act, m.w + lay.down[l], m.delta, b, c.hidden, c.mlp, CUDA_R_16BF);
+    gemm(h, m.act, m.w + lay.down[l], m.delta, b, c.hidden, c.mlp, CUDA_R_16BF, m.output_major);
     delta = m.delta;
   }
   rmsnorm::fused_add_rmsnorm<<<b, rmsnorm::kThreads, 0, s>>>(delta, m.residual, m.w + lay.final_norm, m.normed,
@@ -297,6 +315,61 @@ static void enqueue_step(const Model& m, cublasHandle_t h, cudaStream_t s, int p
 }
 // --8<-- [end:step]
 
+// --8<-- [start:fused]
+// The fused step (weights output-major): per layer 7 launches, 4 of them the GEMV of decode_gemv.cuh
+// with the small kernels as its prologue or epilogue: add+RMSNorm into the QKV and gate/up projections,
+// SiLU-and-multiply into the gate/up projection's epilogue. The norms read one residual buffer and write
+// the other (every block recomputes the norm, so none may overwrite what another still reads).
+static void enqueue_fused(const Model& m, cudaStream_t s, int plant_layer = -1) {
+  using gemv::Epilogue;
+  using gemv::Prologue;
+  const Config& c = m.c;
+  const Layout lay(c);
+  const int b = m.batch, hd = c.heads * c.head_dim;
+  auto add_norm = [&](const bf16* delta, const bf16* res_in, bf16* res_out, size_t norm, size_t w, int n) {
+    return gemv::Args{delta, res_in, res_out, m.w + norm, c.eps, m.w + w, nullptr, n, c.hidden};
+  };
+  step::embed_rows<<<b, step::kThreads, 0, s>>>(m.tokens, m.w + lay.embed, m.residual, c.hidden);
+  const bf16* delta = m.zeros;  // layer 0 adds nothing to the embedding
+  for (int l = 0; l < c.layers; ++l) {
+    gemv::Args qkv = add_norm(delta, m.residual, m.residual2, lay.attn_norm[l], lay.qkv[l], c.qkv_out());
+    qkv.out = m.qkv;
+    gemv::launch<Prologue::kAddNorm, Epilogue::kBf16>(qkv, b, m.sms, m.pdl, s);
+    const size_t at = l * m.cache_layer();
+    step::rope_append<<<b, step::kThreads, 0, s>>>(m.qkv, m.positions, m.cos_t, m.sin_t, m.q, m.k_cache + at,
+                                                   m.v_cache + at, c.heads, c.kv_heads, c.head_dim, m.capacity);
+    switch (c.heads / c.kv_heads) {
+      case 1: attention<1>(m, l, s); break;
+      case 2: attention<2>(m, l, s); break;
+      case 4: attention<4>(m, l, s); break;
+      default: attention<8>(m, l, s); break;
+    }
+    const gemv::Args o{m.attn, nullptr, nullptr, nullptr, 0.0f, m.w + lay.o[l], m.delta, c.hidden, hd};
+    gemv::launch<Prologue::kCopy, Epilogue::kBf16>(o, b, m.sms, m.pdl, s);
+    // The planted fault adds zeros in place of the attention's output: its residual add is skipped.
+    gemv::Args gate_up = add_norm(l == plant_layer ? m.zeros : m.delta, m.residual2, m.residual, lay.mlp_norm[l],
+                                  lay.gate_up[l], c.mlp);
+    gate_up.out = m.act;
+    gemv::launch<Prologue::kAddNorm, Epilogue::kSiluMul>(gate_up, b, m.sms, m.pdl, s);
+    const gemv::Args down{m.act, nullptr, nullptr, nullptr, 0.0f, m.w + lay.down[l], m.delta, c.hidden, c.mlp};
+    gemv::launch<Prologue::kCopy, Epilogue::kBf16>(down, b, m.sms, m.pdl, s);
+    delta = m.delta;
+  }
+  gemv::Args logits = add_norm(delta, m.residual, m.residual2, lay.final_norm, lay.embed, c.vocab);
+  logits.out = m.logits;
+  gemv::launch<Prologue::kAddNorm, Epilogue::kFp32>(logits, b, m.sms, m.pdl, s);
+  CUDA_CHECK(cudaGetLastError());
+}
+// --8<-- [end:fused]
+
+// The step the model is set up for: the fused GEMVs where the batch fits them, else cuBLAS.
+static void enqueue(const Model& m, cublasHandle_t h, cudaStream_t s, int plant_layer = -1) {
+  if (m.fused)
+    enqueue_fused(m, s, plant_layer);
+  else
+    enqueue_step(m, h, s, plant_layer);
+}
+
 // --8<-- [start:graph]
 // The step captured once: replaying the graph launches its 163 launches (more kernels where cuBLAS splits
 // a GEMM) with no host work between them.
@@ -304,7 +377,7 @@ static cudaGraphExec_t capture(const Model& m, cublasHandle_t h, cudaStream_t s,
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  enqueue_step(m, h, s, plant_layer);
+  enqueue(m, h, s, plant_layer);
   CUDA_CHECK(cudaStreamEndCapture(s, &graph));
   CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   CUDA_CHECK(cudaGraphDestroy(graph));
@@ -448,10 +521,39 @@ static int argmax(const double* x, int n, double* gap) {  // gap: the top logit 
 // reference, then kGenerateSteps greedy steps token for token (fed the reference's choice),
 // every step's logits held to the same tolerance. With tied embeddings and random weights the model
 // mostly predicts the token it was given, so the tokens alone would prove little; the logits carry it.
-static bool check(int batch, int context, uint64_t seed, bool plant, int sms) {
+// The four projections of a (k x n) row-major layout transposed to output-major (n x k), for the fused step.
+static std::vector<float> output_major(const Config& c, const Layout& lay, const std::vector<float>& w) {
+  std::vector<float> t = w;
+  auto transpose = [&](size_t at, int k, int n) {
+    for (int i = 0; i < k; ++i)
+      for (int j = 0; j < n; ++j) t[at + static_cast<size_t>(j) * k + i] = w[at + static_cast<size_t>(i) * n + j];
+  };
+  for (int l = 0; l < c.layers; ++l) {
+    transpose(lay.qkv[l], c.hidden, c.qkv_out());
+    transpose(lay.o[l], c.heads * c.head_dim, c.hidden);
+    transpose(lay.gate_up[l], c.hidden, 2 * c.mlp);
+    transpose(lay.down[l], c.mlp, c.hidden);
+  }
+  return t;
+}
+
+// Sets a model up for a step: "cublas" (weights k x n, cuBLAS GEMMs) or "fused" (weights output-major; the
+// fused GEMVs where the batch fits them, else cuBLAS on the same weights; PDL on sm_90 and later).
+static void choose_step(Model& m, const std::string& step, bool pdl = true) {
+  const Config& c = m.c;
+  m.output_major = step == "fused";
+  m.fused = m.output_major && gemv::fits_batch(m.batch, std::max({c.hidden, c.heads * c.head_dim, c.mlp}));
+  m.pdl = m.fused && pdl && gemv::has_pdl();
+}
+
+static bool check(int batch, int context, uint64_t seed, bool plant, int sms, const std::string& step_kind,
+                  bool pdl) {
   const Config& c = kTiny;
   const int capacity = context + kGenerateSteps;
   Model m = allocate(c, batch, capacity, sms);
+  choose_step(m, step_kind, pdl);
+  std::printf("step: %s (%s%s)\n", step_kind.c_str(), m.fused ? "fused GEMVs" : "cuBLAS GEMMs",
+              m.pdl ? ", programmatic dependent launch" : "");
   HostModel hm{c, Layout(c), {}, {}, {}, {}, {}, batch, capacity};
   hm.w.resize(hm.lay.total);
   uint64_t draw = seed;
@@ -476,7 +578,10 @@ static bool check(int batch, int context, uint64_t seed, bool plant, int sms) {
     for (size_t e = 0; e < b.size(); ++e) b[e] = __float2bfloat16(src[e]);  // exact: already bf16 (NaN stays NaN)
     CUDA_CHECK(cudaMemcpy(dst, b.data(), b.size() * sizeof(bf16), cudaMemcpyHostToDevice));
   };
-  upload(m.w, hm.w), upload(m.k_cache, hm.k_cache), upload(m.v_cache, hm.v_cache);
+  // The reference reads the (k x n) weights; the fused step gets the same values transposed. Its sums run
+  // in float64, where the order of the terms changes nothing the tolerance can see.
+  upload(m.w, m.output_major ? output_major(c, hm.lay, hm.w) : hm.w);
+  upload(m.k_cache, hm.k_cache), upload(m.v_cache, hm.v_cache);
   std::vector<int> tokens(batch), ref_tokens;
   for (int b = 0; b < batch; ++b) tokens[b] = static_cast<int>((seed * 7919 + b * 31) % c.vocab);
   ref_tokens = tokens;
@@ -493,7 +598,7 @@ static bool check(int batch, int context, uint64_t seed, bool plant, int sms) {
   // cuBLAS picks and loads its kernels outside the capture.
   set_position(m, context);
   CUDA_CHECK(cudaMemcpy(m.tokens, tokens.data(), batch * sizeof(int), cudaMemcpyHostToDevice));
-  enqueue_step(m, h, s);
+  enqueue(m, h, s);
   CUDA_CHECK(cudaStreamSynchronize(s));
   const cudaGraphExec_t graph = capture(m, h, s, plant ? 0 : -1);
 
@@ -593,56 +698,79 @@ static bool bench(int batch, uint64_t seed, int sms) {
   const size_t workspace_bytes = 32u << 20;
   void* workspace = course::device_alloc<char>(workspace_bytes);
   CUBLAS_CHECK(cublasSetWorkspace(h, workspace, workspace_bytes));
-  enqueue_step(m, h, s);  // eager first: cuBLAS picks and loads its kernels outside the capture
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  const cudaGraphExec_t graph = capture(m, h, s);
-
-  // The graph's logits, poisoned first, must be finite and match the eager step's: the same kernels in
-  // the same order (cuBLAS may pick another algorithm inside a capture, so within 1% RMS, not bit for bit).
-  const size_t n = static_cast<size_t>(batch) * c.vocab;
-  const std::vector<float> eager = course::to_host(m.logits, n);
-  course::poison(m.logits, n * sizeof(float));
-  CUDA_CHECK(cudaGraphLaunch(graph, s));
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  const std::vector<float> replayed = course::to_host(m.logits, n);
-  size_t same = 0, finite = 0;
-  double diff = 0.0, scale = 0.0;
-  for (size_t e = 0; e < n; ++e) {
-    finite += std::isfinite(replayed[e]) && std::isfinite(eager[e]);
-    same += replayed[e] == eager[e];
-    diff += (static_cast<double>(replayed[e]) - eager[e]) * (static_cast<double>(replayed[e]) - eager[e]);
-    scale += static_cast<double>(eager[e]) * eager[e];
-  }
   const std::string tag = "b" + std::to_string(batch);
-  char detail[96];
-  std::snprintf(detail, sizeof detail, "bit_identical=%zu rms_diff_over_rms=%.3g limit=0.01", same,
-                std::sqrt(diff / scale));
-  bool ok = course::check_true(("decode_step_graph_matches_eager_" + tag).c_str(),
-                               finite == n && diff <= 1e-4 * scale && scale > 0, n, detail);
-
   const std::string case_name = tag + " ctx" + std::to_string(context);
   const double bytes = c.step_bytes(batch, context), flops = 2.0 * batch * c.weight_elements();
   const std::initializer_list<course::BenchField> fields = {{"batch", batch},
                                                             {"bytes_per_token", bytes / batch}};
-  const float graph_ms = course::time_kernel_ms([&] {
-    for (int i = 0; i < kSteps; ++i) CUDA_CHECK(cudaGraphLaunch(graph, s));
-  }, 3, 10, false) / kSteps;
-  course::print_bench(case_name.c_str(), "chapter kernels + cuBLAS, CUDA graph (bf16)", graph_ms, bytes, flops,
-                      false, fields);
-  const float eager_ms = course::time_kernel_ms([&] {
-    for (int i = 0; i < kSteps; ++i) enqueue_step(m, h, s);
-  }, 3, 10, false) / kSteps;
-  course::print_bench(case_name.c_str(), "chapter kernels + cuBLAS, no graph (bf16)", eager_ms, bytes, flops,
-                      false, fields);
+  // One variant of the step: eager first (cuBLAS picks and loads its kernels outside the capture), then
+  // captured. The graph's logits, poisoned first, must be finite and match the eager step's: the same
+  // kernels in the same order (cuBLAS may pick another algorithm inside a capture, so within 1% RMS, not
+  // bit for bit). The random weights serve either layout: each matrix's values are drawn alike.
+  bool ok = true;
+  auto time_step = [&](const Model& v, const std::string& label, const std::string& check_name, bool eager_row) {
+    enqueue(v, h, s);
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    const cudaGraphExec_t graph = capture(v, h, s);
+    const size_t n = static_cast<size_t>(batch) * c.vocab;
+    const std::vector<float> eager = course::to_host(v.logits, n);
+    course::poison(v.logits, n * sizeof(float));
+    CUDA_CHECK(cudaGraphLaunch(graph, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    const std::vector<float> replayed = course::to_host(v.logits, n);
+    size_t same = 0, finite = 0;
+    double diff = 0.0, scale = 0.0;
+    for (size_t e = 0; e < n; ++e) {
+      finite += std::isfinite(replayed[e]) && std::isfinite(eager[e]);
+      same += replayed[e] == eager[e];
+      diff += (static_cast<double>(replayed[e]) - eager[e]) * (static_cast<double>(replayed[e]) - eager[e]);
+      scale += static_cast<double>(eager[e]) * eager[e];
+    }
+    char detail[96];
+    std::snprintf(detail, sizeof detail, "bit_identical=%zu rms_diff_over_rms=%.3g limit=0.01", same,
+                  std::sqrt(diff / scale));
+    ok &= course::check_true((check_name + "_" + tag).c_str(), finite == n && diff <= 1e-4 * scale && scale > 0, n,
+                             detail);
+    const float graph_ms = course::time_kernel_ms([&] {
+      for (int i = 0; i < kSteps; ++i) CUDA_CHECK(cudaGraphLaunch(graph, s));
+    }, 3, 10, false) / kSteps;
+    course::print_bench(case_name.c_str(), (label + ", CUDA graph (bf16)").c_str(), graph_ms, bytes, flops, false,
+                        fields);
+    float eager_ms = 0.0f;
+    if (eager_row) {
+      eager_ms = course::time_kernel_ms([&] {
+        for (int i = 0; i < kSteps; ++i) enqueue(v, h, s);
+      }, 3, 10, false) / kSteps;
+      course::print_bench(case_name.c_str(), (label + ", no graph (bf16)").c_str(), eager_ms, bytes, flops, false,
+                          fields);
+    }
+    std::printf("%s %s: %.3f GB per step, %.0f tokens/s (graph)", case_name.c_str(), label.c_str(), bytes / 1e9,
+                batch * 1e3 / graph_ms);
+    if (eager_row) std::printf(", %.0f tokens/s (no graph)", batch * 1e3 / eager_ms);
+    std::printf("\n");
+    CUDA_CHECK(cudaGraphExecDestroy(graph));
+  };
+  time_step(m, "chapter kernels + cuBLAS", "decode_step_graph_matches_eager", true);
+  // The fused step on the same buffers: the GEMVs up to batch 8 (with and without PDL where the GPU has
+  // it), cuBLAS on output-major weights beyond.
+  Model fused = m;
+  choose_step(fused, "fused");
+  if (fused.fused) {
+    time_step(fused, "fused GEMV step", "decode_step_fused_graph_matches_eager", true);
+    if (fused.pdl) {
+      choose_step(fused, "fused", false);
+      time_step(fused, "fused GEMV step without PDL", "decode_step_fused_no_pdl_graph_matches_eager", false);
+    }
+  } else {
+    time_step(fused, "chapter kernels + cuBLAS, output-major weights", "decode_step_output_major_graph_matches_eager",
+              false);
+  }
   const size_t half = static_cast<size_t>(bytes / 4);  // bf16 elements: half the bytes read, half written
   bf16* src = course::device_alloc<bf16>(half);
   bf16* dst = course::device_alloc<bf16>(half);
   const float copy_ms = decode::time_copy_ms(dst, src, half);
   course::print_bench(case_name.c_str(), "cudaMemcpy (copy, same bytes)", copy_ms, 4.0 * half, 0, false, fields);
-  std::printf("%s: %.3f GB per step, %.0f tokens/s (graph), %.0f tokens/s (no graph)\n", case_name.c_str(),
-              bytes / 1e9, batch * 1e3 / graph_ms, batch * 1e3 / eager_ms);
 
-  CUDA_CHECK(cudaGraphExecDestroy(graph));
   CUDA_CHECK(cudaStreamDestroy(s));
   CUBLAS_CHECK(cublasDestroy(h));
   course::device_free({workspace, src, dst});
@@ -658,7 +786,17 @@ int main(int argc, char** argv) {
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
   const bool run_bench = args.has("--bench");
   const std::string plant = args.get_str("--plant", "none");
+  const std::string step_kind = args.get_str("--step", "cublas");
+  const std::string pdl = args.get_str("--pdl", "on");  // the fused step's checks with PDL on sm_90+, or without
   args.finish();
+  if (step_kind != "cublas" && step_kind != "fused") {
+    std::fprintf(stderr, "error: --step expects cublas or fused, got '%s'\n", step_kind.c_str());
+    return course::kExitFail;
+  }
+  if (pdl != "on" && pdl != "off") {
+    std::fprintf(stderr, "error: --pdl expects on or off, got '%s'\n", pdl.c_str());
+    return course::kExitFail;
+  }
   if (plant != "none" && plant != "skip-residual") {
     std::fprintf(stderr, "error: --plant expects none or skip-residual, got '%s'\n", plant.c_str());
     return course::kExitFail;
@@ -669,7 +807,7 @@ int main(int argc, char** argv) {
     return course::kExitFail;
   }
   const int sms = decode::sm_count();
-  bool ok = check(batch, context, seed, plant == "skip-residual", sms);
+  bool ok = check(batch, context, seed, plant == "skip-residual", sms, step_kind, pdl == "on");
   if (ok && run_bench && plant == "none")
     for (int b : {1, 8, 64}) ok &= bench(b, seed, sms);
   return ok ? 0 : course::kExitFail;

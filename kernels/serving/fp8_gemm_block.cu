@@ -15,7 +15,9 @@
 // and M = 0 or N = 0 is an empty product (nothing is launched).
 // Build: python -m course.toolchain build kernels/serving/fp8_gemm_block.cu
 // Run:   ./build/serving/fp8_gemm_block --m 200 --n 135 --k 528
-//        ./build/serving/fp8_gemm_block --bench        (4096^3, 8192^3 and 4096 x 7168 x 2048; cuBLASLt)
+//        ./build/serving/fp8_gemm_block --m 200 --n 135 --k 528 --promote overlap  (overlapped promotion)
+//        ./build/serving/fp8_gemm_block --bench        (4096^3, 8192^3 and 4096 x 7168 x 2048: both
+//                                                       promotions, cuBLASLt)
 //        ./build/serving/fp8_gemm_block --m 301 --n 257 --k 512 --plant wrong-block-scale
 // It runs only on compute capability 9.0 and waives itself elsewhere; the device code is compiled only
 // where __CUDA_ARCH_FEAT_SM90_ALL is defined, so the file builds for every architecture the course builds for.
@@ -32,6 +34,15 @@
 // course: run --m 1000 --n 700 --k 560 --sms 5 --seed 10
 // course: run --m 301 --n 257 --k 512 --plant zeros-small
 // course: run --m 301 --n 257 --k 512 --plant wrong-block-scale
+// course: run --m 200 --n 135 --k 528 --promote overlap
+// course: run --m 1 --n 1 --k 16 --promote overlap
+// course: run --m 0 --n 64 --k 128 --promote overlap
+// course: run --m 130 --n 129 --k 96 --promote overlap --seed 11
+// course: run --m 300 --n 270 --k 640 --promote overlap --seed 12
+// course: run --m 2100 --n 1104 --k 1536 --promote overlap --seed 9
+// course: run --m 1000 --n 700 --k 560 --sms 5 --promote overlap --seed 10
+// course: run --m 301 --n 257 --k 512 --plant zeros-small --promote overlap
+// course: run --m 301 --n 257 --k 512 --plant wrong-block-scale --promote overlap
 // course: bench --bench
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -71,7 +82,9 @@ static_assert(kSmemBytes <= 227 * 1024, "more shared memory than a Hopper block 
 // fp8_gemm.cu's promoted kernel, with the scales applied where the partial sums are promoted. Each thread's
 // accumulator fragment covers two rows of C (row_a: d[4t], d[4t+1]; row_a + 8: d[4t+2], d[4t+3]) and 32 of
 // the tile's 128 columns, all in one block of B: three scales per k-tile, loaded before the wgmma is issued
-// so that their latency hides behind it.
+// so that their latency hides behind it. OVERLAP: fp8_gemm_shared.cuh's promoted_k_loop issues k-tile
+// kt+1 before promoting kt, so two k-tiles' scales are live at once: they take turns in two register sets.
+template <bool OVERLAP>
 __global__ void __launch_bounds__(THREADS, 1)
     fp8_gemm_block(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
                    const __grid_constant__ CUtensorMap tmB, bf16* C, const float* scale_a, const float* scale_b,
@@ -118,8 +131,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     auto release = [&](int s) {
       if (threadIdx.x % 32 == 0) mbar_arrive(&empty[s]);
     };
-    float d[64], total[64];
-    int it = 0;
+    float d[64], d_next[64], total[64];
+    int it = 0;  // k-tiles consumed so far, over all of this block's tiles: the ring position
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
       fp8_gemm::tile_coords(t, tiles_m, tiles_n, group, tm, tn);
@@ -128,37 +141,47 @@ __global__ void __launch_bounds__(THREADS, 1)
       const float* sb_blocks = scale_b + static_cast<size_t>(tn) * ktiles;  // B block row tn: [ktiles]
 #pragma unroll
       for (int i = 0; i < 64; ++i) total[i] = 0.0f;
-      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+      // the scales of rows (row_a, row_a + 8) for the even and the odd k-tile in flight (scalars, so that
+      // choosing by parity is a select between registers, never an indexed local array)
+      float even0 = 0.0f, even1 = 0.0f, odd0 = 0.0f, odd1 = 0.0f;
+      auto issue = [&](float* acc, int kt) {
         // --8<-- [start:scales]
         const float* sa_block = scale_a + static_cast<size_t>(kt) * M;  // K block kt's row scales
         const float sb = __ldg(sb_blocks + kt);
         const float sa0 = has_row0 ? __ldg(sa_block + row_a) : 0.0f;  // rows past M: zeros, never stored
         const float sa1 = has_row1 ? __ldg(sa_block + row_a + 8) : 0.0f;
         // --8<-- [end:scales]
-        const int s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
+        if (kt % 2 == 0) {  // the parity is known at compile time in the overlapped loop
+          even0 = sa0 * sb, even1 = sa1 * sb;
+        } else {
+          odd0 = sa0 * sb, odd1 = sa1 * sb;
+        }
+        const int s = (it + kt) % STAGES;
+        mbar_wait(&full[s], ((it + kt) / STAGES) & 1);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK; kk += KSTEP)  // scale-d off on the first: each k-block's sum starts afresh
-          wgmma_64x128x32_e4m3(d, smem_desc_fp8(sA + s * A_TILE + row_in_tile * BK + kk),
+          wgmma_64x128x32_e4m3(acc, smem_desc_fp8(sA + s * A_TILE + row_in_tile * BK + kk),
                                smem_desc_fp8(sB + s * B_TILE + kk), kk > 0);
         wgmma_commit();
-        wgmma_wait<0>();  // this k-block's partial sums are final
-        fence_accumulators<64>(d);
-        release(s);
+      };
+      auto release_ktile = [&](int kt) { release((it + kt) % STAGES); };
+      auto promote = [&](const float* acc, int kt) {
         // --8<-- [start:promote]
         // The promotion is where the scales apply: the partial sum of k-block kt is in units of
         // sa[kt][row] * sb[tn][kt], so it is multiplied by them before the fp32 add.
-        const float scale0 = sa0 * sb, scale1 = sa1 * sb;
+        const float scale0 = kt % 2 == 0 ? even0 : odd0, scale1 = kt % 2 == 0 ? even1 : odd1;
 #pragma unroll
         for (int i = 0; i < 64; i += 4) {
-          total[i] += d[i] * scale0;
-          total[i + 1] += d[i + 1] * scale0;
-          total[i + 2] += d[i + 2] * scale1;
-          total[i + 3] += d[i + 3] * scale1;
+          total[i] += acc[i] * scale0;
+          total[i + 1] += acc[i + 1] * scale0;
+          total[i + 2] += acc[i + 2] * scale1;
+          total[i + 3] += acc[i + 3] * scale1;
         }
         // --8<-- [end:promote]
-      }
+      };
+      fp8_gemm::promoted_k_loop<OVERLAP>(ktiles, d, d_next, issue, release_ktile, promote);
+      it += ktiles;
       fp8_gemm::store_scaled(total, 1.0f, C, M, N, tm * BM + row_in_tile, tn * BN);  // scaled already
     }
   }
@@ -300,18 +323,6 @@ static std::vector<double> tolerance(const std::vector<double>& sum_abs, int K) 
 }
 // --8<-- [end:tolerance]
 
-// The rows of C the reference covers, from the device, as doubles.
-static std::vector<double> gather_rows(const bf16* dC, const std::vector<int>& rows, int N) {
-  std::vector<double> got(rows.size() * static_cast<size_t>(N));
-  std::vector<bf16> row(N);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    CUDA_CHECK(cudaMemcpy(row.data(), dC + static_cast<size_t>(rows[r]) * N, N * sizeof(bf16),
-                          cudaMemcpyDeviceToHost));
-    for (int n = 0; n < N; ++n) got[r * N + n] = static_cast<double>(__bfloat162float(row[n]));
-  }
-  return got;
-}
-
 // --8<-- [start:launch]
 struct BlockKernel {
   int M, N, K;
@@ -321,10 +332,14 @@ struct BlockKernel {
   BlockKernel(int m, int n, int k, const uint8_t* A, const uint8_t* B, bf16* c, int blocks)
       : M(m), N(n), K(k), a(m > 0 ? hopper::make_kmajor_map_fp8(A, m, k, BM) : CUtensorMap{}),
         b(n > 0 ? hopper::make_kmajor_map_fp8(B, n, k, BN) : CUtensorMap{}), C(c), sms(blocks) {}
-  void operator()(const float* scale_a, const float* scale_b) const {
+  void operator()(const float* scale_a, const float* scale_b, bool overlap) const {
     const int tiles = course::ceil_div(M, BM) * course::ceil_div(N, BN);
     if (tiles == 0) return;  // an empty C: nothing to launch (a grid of 0 blocks is a launch error)
-    fp8_gemm_block<<<std::min(tiles, sms), THREADS, kSmemBytes>>>(M, N, K, a, b, C, scale_a, scale_b, GROUP_ROWS);
+    const int grid = std::min(tiles, sms);
+    if (overlap)
+      fp8_gemm_block<true><<<grid, THREADS, kSmemBytes>>>(M, N, K, a, b, C, scale_a, scale_b, GROUP_ROWS);
+    else
+      fp8_gemm_block<false><<<grid, THREADS, kSmemBytes>>>(M, N, K, a, b, C, scale_a, scale_b, GROUP_ROWS);
     CUDA_CHECK_LAUNCH();
   }
 };
@@ -338,7 +353,7 @@ static bool run_and_check(const char* name, Run&& run, bf16* C, int M, int N, co
   course::poison(C, static_cast<size_t>(M) * N * sizeof(bf16));
   run();
   CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<double> got = gather_rows(C, rows, N);
+  const std::vector<double> got = fp8_gemm::gather_rows(C, rows, N);
   return course::check_close_each_planted(name, got.data(), want.data(), atol.data(), got.size(), kRtol,
                                           plant_below);
 }
@@ -352,7 +367,13 @@ int main(int argc, char** argv) {
   const int sms_wanted = static_cast<int>(args.get_int("--sms", 0, 0, 1024));
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
   const std::string plant = args.get_str("--plant", "");
+  const std::string promote_how = args.get_str("--promote", "wait");  // wait for each k-tile, or overlap
   args.finish();
+  if (promote_how != "wait" && promote_how != "overlap") {
+    std::fprintf(stderr, "error: --promote expects wait or overlap, got '%s'\n", promote_how.c_str());
+    return course::kExitFail;
+  }
+  const bool overlap = promote_how == "overlap";
   if (plant != "" && plant != "zeros-small" && plant != "wrong-block-scale") {
     std::fprintf(stderr, "error: --plant expects zeros-small or wrong-block-scale, got '%s'\n", plant.c_str());
     return course::kExitFail;
@@ -365,8 +386,9 @@ int main(int argc, char** argv) {
 
   course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA are Hopper instructions");
   hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
-  CUDA_CHECK(cudaFuncSetAttribute(fp8_gemm_block, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(kSmemBytes)));
+  for (const void* kernel : {reinterpret_cast<const void*>(fp8_gemm_block<false>),
+                             reinterpret_cast<const void*>(fp8_gemm_block<true>)})
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -379,7 +401,7 @@ int main(int argc, char** argv) {
     bf16* dC = course::device_alloc<bf16>(guard);
     course::poison(dC, guard * sizeof(bf16));
     const std::vector<bf16> before = course::to_host(dC, guard);
-    BlockKernel(m_opt, n_opt, k_opt, nullptr, nullptr, dC, blocks)(nullptr, nullptr);
+    BlockKernel(m_opt, n_opt, k_opt, nullptr, nullptr, dC, blocks)(nullptr, nullptr, overlap);
     CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<bf16> after = course::to_host(dC, guard);
     course::device_free({dC});
@@ -421,8 +443,13 @@ int main(int argc, char** argv) {
       plant_below = mags[mags.size() / 2] / 4;
     }
     const std::vector<double> atol = tolerance(ref.sum_abs, s.k);
-    ok = run_and_check("fp8_block_scaled", [&] { kernel(dsa, dsb); }, dC, s.m, s.n, ref.rows, ref.want, atol,
-                       plant_below) && ok;
+    // the selected promotion (both in the benchmark, which times both)
+    if (bench || !overlap)
+      ok = run_and_check("fp8_block_scaled", [&] { kernel(dsa, dsb, false); }, dC, s.m, s.n, ref.rows, ref.want,
+                         atol, plant_below) && ok;
+    if (bench || overlap)
+      ok = run_and_check("fp8_block_scaled_overlap", [&] { kernel(dsa, dsb, true); }, dC, s.m, s.n, ref.rows,
+                         ref.want, atol, plant_below) && ok;
     // --8<-- [start:plant]
     // --plant wrong-block-scale: the kernel reads each row's scale of the next K block (the last block
     // reads the first's), as a kernel indexing sa off by one block would. The check must reject it.
@@ -433,7 +460,7 @@ int main(int argc, char** argv) {
                     shifted.begin() + static_cast<size_t>(kb) * s.m);
       float* d_shifted = course::to_device(shifted);
       const bool passed = course::verdict_quietly([&] {
-        return run_and_check("fp8_block_scaled", [&] { kernel(d_shifted, dsb); }, dC, s.m, s.n, ref.rows,
+        return run_and_check("fp8_block_scaled", [&] { kernel(d_shifted, dsb, overlap); }, dC, s.m, s.n, ref.rows,
                              ref.want, atol, 0.0);
       });
       const std::string blocks = "kblocks=" + std::to_string(kblocks);
@@ -458,8 +485,11 @@ int main(int argc, char** argv) {
       const double bytes = static_cast<double>(s.m) * s.k + static_cast<double>(s.n) * s.k + 2.0 * s.m * s.n;
       const double scale_bytes = 4.0 * kblocks * (static_cast<double>(s.m) + nblocks);
       course::print_bench(case_name, "fp8 wgmma, block-scaled 1x128 / 128x128 (e4m3, fp32 acc)",
-                          course::time_kernel_ms([&] { kernel(dsa, dsb); }), bytes + scale_bytes, flops, false,
-                          {{"m", s.m}, {"n", s.n}, {"k", s.k}});
+                          course::time_kernel_ms([&] { kernel(dsa, dsb, false); }), bytes + scale_bytes, flops,
+                          false, {{"m", s.m}, {"n", s.n}, {"k", s.k}});
+      course::print_bench(case_name, "fp8 wgmma, overlapped block-scaled 1x128 / 128x128 (e4m3, fp32 acc)",
+                          course::time_kernel_ms([&] { kernel(dsa, dsb, true); }), bytes + scale_bytes, flops,
+                          false, {{"m", s.m}, {"n", s.n}, {"k", s.k}});
       if (cublas.available)
         course::print_bench(case_name, "cuBLASLt fp8 per-tensor (e4m3, fp32 acc)",
                             course::time_kernel_ms([&] { cublas(per_tensor); }), bytes, flops, true,

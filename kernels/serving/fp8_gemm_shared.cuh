@@ -1,12 +1,15 @@
 // fp8_gemm_shared.cuh: the pieces of an FP8 GEMM program that do not depend on how it scales: the grouped
-// tile order, the bf16 epilogue of a 64 x 128 fp32 wgmma accumulator, and cuBLASLt's FP8 GEMM as a peer.
+// tile order, the promoted k-loop (waiting, or overlapped), the bf16 epilogue of a 64 x 128 fp32 wgmma
+// accumulator, the sampled rows of C back on the host, and cuBLASLt's FP8 GEMM as a peer.
 //
-// Taught in docs/serving/fp8-block-scaled.md; included by kernels/serving/fp8_gemm_block.cu. (fp8_gemm.cu,
-// written first, still holds its own copies of the same three; it is to include this header at its next GPU
-// run.)
+// Taught in docs/serving/fp8-gemm.md and docs/serving/fp8-block-scaled.md; included by
+// kernels/serving/fp8_gemm.cu (per-tensor scales) and kernels/serving/fp8_gemm_block.cu (block scales).
 //   host and device:  tile_coords       tile t of a grid in grouped order (L2 reuse)
-//   device (sm_90a):  store_scaled      C = scale * acc, rounded once to bf16, clipped to C
-//   host:             CublasLtFp8       cuBLASLt's e4m3 GEMM, per-tensor scales by pointer, bf16 out
+//   device (sm_90a):  promoted_k_loop   one tile's k-tiles, each summed by wgmma alone, then promoted
+//                     store_scaled      C = scale * acc, rounded once to bf16, clipped to C
+//   host:             Fp8Operands       an FP8 GEMM's operands (codes, scale pointers, C)
+//                     gather_rows       the rows of C a reference covers, as doubles
+//                     CublasLtFp8       cuBLASLt's e4m3 GEMM, per-tensor scales by pointer, bf16 out
 //
 // course: header
 #pragma once
@@ -15,9 +18,11 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
+#include "../common/hopper_fp8.cuh"  // wgmma_wait, fence_accumulators
 
 namespace fp8_gemm {
 
@@ -36,6 +41,65 @@ __host__ __device__ inline void tile_coords(int t, int tiles_m, int tiles_n, int
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// --8<-- [start:promoted_k_loop]
+// One tile's k-tiles 0 .. ktiles-1 with promotion: each k-tile's 128 products are summed by wgmma alone into
+// a 64-register accumulator, and promote(acc, kt) adds that partial sum into the caller's fp32 total.
+//   issue(acc, kt)    waits for k-tile kt's stage, issues its wgmmas into acc (the first with scale-d off,
+//                     so acc is overwritten) and commits them as one batch
+//   release(kt)       hands k-tile kt's stage back to the producer (its wgmmas have completed)
+// OVERLAP = false: issue, wait for the batch, promote. The tensor core idles during every wait and add.
+// OVERLAP = true: two accumulator sets take turns. k-tile kt+1's batch goes into the other set before
+// k-tile kt's is waited for (wgmma_wait<1>: all but the newest batch complete), so the tensor core works on
+// kt+1 while the threads add kt's partial sum. The loop is unrolled by two so that which set is which is
+// known at compile time (a run-time choice would put the arrays in local memory).
+template <bool OVERLAP, typename Issue, typename Release, typename Promote>
+__device__ __forceinline__ void promoted_k_loop(int ktiles, float* d, float* d_next, Issue&& issue,
+                                                Release&& release, Promote&& promote) {
+  using namespace course::hopper;
+  if constexpr (!OVERLAP) {
+    for (int kt = 0; kt < ktiles; ++kt) {
+      issue(d, kt);
+      wgmma_wait<0>();  // this k-tile's partial sums are final
+      fence_accumulators<64>(d);
+      release(kt);
+      promote(d, kt);
+    }
+  } else {
+    if (ktiles == 0) return;
+    issue(d, 0);
+    int kt = 0;
+    for (; kt + 2 < ktiles; kt += 2) {  // on entry k-tile kt's batch is in flight in d
+      issue(d_next, kt + 1);
+      wgmma_wait<1>();  // kt's batch is complete; kt+1's may still run
+      fence_accumulators<64>(d);
+      release(kt);
+      promote(d, kt);
+      issue(d, kt + 2);  // the same step with the sets swapped
+      wgmma_wait<1>();
+      fence_accumulators<64>(d_next);
+      release(kt + 1);
+      promote(d_next, kt + 1);
+    }
+    if (kt + 1 < ktiles) {  // two k-tiles left: kt in flight in d, kt+1 still to issue
+      issue(d_next, kt + 1);
+      wgmma_wait<1>();
+      fence_accumulators<64>(d);
+      release(kt);
+      promote(d, kt);
+      wgmma_wait<0>();
+      fence_accumulators<64>(d_next);
+      release(kt + 1);
+      promote(d_next, kt + 1);
+    } else {  // one left
+      wgmma_wait<0>();
+      fence_accumulators<64>(d);
+      release(kt);
+      promote(d, kt);
+    }
+  }
+}
+// --8<-- [end:promoted_k_loop]
+
 // The epilogue: C = scale * acc in fp32, rounded once to bf16, for a warpgroup's 64 x 128 tile at (row0,
 // col0), skipping what lies outside C. The accumulator's layout is the bf16 wgmma's: warp w holds rows
 // 16w..16w+15; for 8-column block t, lane l holds (row l/4, columns 2(l%4), +1) in d[4t], d[4t+1] and the
@@ -70,6 +134,18 @@ struct Fp8Operands {
   const float *sa, *sb;  // per-tensor scales
   bf16* C;               // M x N, row-major
 };
+
+// The rows of C that a reference covers (`rows`, ascending), from the device, as doubles: rows.size() x N.
+inline std::vector<double> gather_rows(const bf16* dC, const std::vector<int>& rows, int N) {
+  std::vector<double> got(rows.size() * static_cast<size_t>(N));
+  std::vector<bf16> row(N);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    CUDA_CHECK(cudaMemcpy(row.data(), dC + static_cast<size_t>(rows[r]) * N, N * sizeof(bf16),
+                          cudaMemcpyDeviceToHost));
+    for (int n = 0; n < N; ++n) got[r * N + n] = static_cast<double>(__bfloat162float(row[n]));
+  }
+  return got;
+}
 
 // --8<-- [start:cublaslt]
 // cuBLASLt's FP8 GEMM. Column-major, as cuBLAS sees it: C^T (N x M) = B (as N x K, "transposed" K x N

@@ -56,8 +56,6 @@
 #include <cstring>
 #include <functional>
 #include <random>
-#include <string>
-#include <thread>
 #include <vector>
 
 #include "../common/check_cublas.cuh"
@@ -121,20 +119,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   if (wg == 0) {  // producer: one thread keeps the ring of stages full, across tiles
     setmaxnreg_dec<PRODUCER_REGS>();
-    if (threadIdx.x == 0) {
-      int it = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int tm, tn;
-        tile_coords(t, tiles_m, tiles_n, group, tm, tn);
-        for (int kt = 0; kt < ktiles; ++kt, ++it) {
-          const int s = it % STAGES;
-          mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // passes at once in round 0
-          mbar_expect_bytes(&full[s], STAGE_BYTES);        // out-of-bounds parts are zero-filled and counted
-          tma_load_2d(sA + s * A_TILE, &tmA, kt * BK, tm * BM, &full[s]);
-          tma_load_2d(sB + s * B_TILE, &tmB, kt * BK, tn * BN, &full[s]);
-        }
-      }
-    }
+    if (threadIdx.x == 0)
+      fp8_gemm::produce_tiles<STAGES, BM, BN, BK>(tiles_m, tiles_n, ktiles, group, &tmA, &tmB, sA, sB, full, empty);
   } else {  // consumers: warpgroup 1 computes rows 0..63 of the tile, warpgroup 2 rows 64..127
     setmaxnreg_inc<CONSUMER_REGS>();
     const int row_in_tile = (wg - 1) * 64;
@@ -309,10 +295,7 @@ static Reference reference(const Fp8Tensor& A, const Fp8Tensor& B, int M, int N,
       }
     }
   };
-  const int threads = course::cpu_threads();
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t, threads);
-  for (auto& th : pool) th.join();
+  fp8_gemm::on_cpu_threads(work);
   return ref;
 }
 // --8<-- [end:reference]
@@ -398,10 +381,7 @@ struct Kernel {
 template <typename Run>
 static bool run_and_check(const char* name, Run&& run, const Problem& p, const Reference& ref,
                           const std::vector<double>& atol, double plant_below, double* ppb = nullptr) {
-  course::poison(p.C, static_cast<size_t>(p.M) * p.N * sizeof(bf16));
-  run();
-  CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<double> got = fp8_gemm::gather_rows(p.C, ref.rows, p.N);
+  const std::vector<double> got = fp8_gemm::run_and_gather(run, p.C, p.M, p.N, ref.rows);
   if (ppb) *ppb = error_ppb(got, ref);
   return course::check_close_each_planted(name, got.data(), ref.want.data(), atol.data(), got.size(), kRtol,
                                           plant_below);
@@ -409,24 +389,15 @@ static bool run_and_check(const char* name, Run&& run, const Problem& p, const R
 
 int main(int argc, char** argv) {
   course::Args args(argc, argv);
-  const bool bench = args.has("--bench");
-  const int m_opt = static_cast<int>(args.get_int("--m", 200, 1, 1 << 16));
-  const int n_opt = static_cast<int>(args.get_int("--n", 135, 1, 1 << 16));
-  const int k_opt = static_cast<int>(args.get_int("--k", 528, 16, 1 << 16));
-  const int sms_wanted = static_cast<int>(args.get_int("--sms", 0, 0, 1024));
+  const fp8_gemm::Options opt(args, 1);
+  const bool bench = opt.bench;
   const bool no_promote = args.has("--no-promote");
-  const std::string promote_how = args.get_str("--promote", "wait");  // the promoted kernel: wait or overlap
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
   const bool plant = course::plant_zeros_small_requested(args);
   args.finish();
-  if (promote_how != "wait" && promote_how != "overlap") {
-    std::fprintf(stderr, "error: --promote expects wait or overlap, got '%s'\n", promote_how.c_str());
-    return course::kExitFail;
-  }
-  const Accumulation mode = no_promote                ? Accumulation::kTensorCore
-                            : promote_how == "overlap" ? Accumulation::kPromoteOverlap
-                                                       : Accumulation::kPromoteWait;
-  course::require_multiple("--k", k_opt, 16, "TMA copies rows whose stride is a multiple of 16 bytes");
+  opt.check();
+  const Accumulation mode = no_promote      ? Accumulation::kTensorCore
+                            : opt.overlap() ? Accumulation::kPromoteOverlap
+                                            : Accumulation::kPromoteWait;
 
   // CPU-side checks first: they need no GPU.
   if (!check_e4m3_decoder()) return course::kExitFail;
@@ -435,24 +406,19 @@ int main(int argc, char** argv) {
   Kernel::allow_shared_memory<Accumulation::kTensorCore>();
   Kernel::allow_shared_memory<Accumulation::kPromoteWait>();
   Kernel::allow_shared_memory<Accumulation::kPromoteOverlap>();
-  int device = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int blocks = sms_wanted > 0 ? std::min(sms_wanted, sms) : sms;
+  const int blocks = fp8_gemm::persistent_blocks(opt.sms);
   cublasLtHandle_t lt = nullptr;
   CUBLAS_CHECK(cublasLtCreate(&lt));
 
-  struct Shape {
-    int m, n, k;
-  };
+  using fp8_gemm::Shape;
   const std::vector<Shape> shapes =
       bench ? std::vector<Shape>{{4096, 4096, 4096}, {8192, 8192, 8192}, {16, 14336, 4096}}
-            : std::vector<Shape>{{m_opt, n_opt, k_opt}};
+            : std::vector<Shape>{{opt.m, opt.n, opt.k}};
   bool ok = true;
   for (const Shape& s : shapes) {
     // Inputs as a pipeline makes them: fp32 values, one scale per tensor, e4m3 codes.
-    const Fp8Tensor A = quantise_per_tensor(random_matrix(s.m, s.k, seed, true));
-    const Fp8Tensor B = quantise_per_tensor(random_matrix(s.n, s.k, seed + 1, false));
+    const Fp8Tensor A = quantise_per_tensor(random_matrix(s.m, s.k, opt.seed, true));
+    const Fp8Tensor B = quantise_per_tensor(random_matrix(s.n, s.k, opt.seed + 1, false));
     const Reference ref = reference(A, B, s.m, s.n, s.k, bench ? 32 : s.m);  // benchmark: 32 sampled rows
     uint8_t* dA = course::to_device(A.codes);
     uint8_t* dB = course::to_device(B.codes);
@@ -460,14 +426,7 @@ int main(int argc, char** argv) {
     float* dsb = course::to_device(std::vector<float>{B.scale});
     bf16* dC = course::device_alloc<bf16>(static_cast<size_t>(s.m) * s.n);
     const Problem p{s.m, s.n, s.k, dA, dB, dsa, dsb, dC};
-    // The plant zeroes outputs below a quarter of the median |want|: the quiet rows' outputs, and some others.
-    double plant_below = 0;
-    if (plant) {
-      std::vector<double> mags;
-      for (double w : ref.want) mags.push_back(std::fabs(w));
-      std::nth_element(mags.begin(), mags.begin() + mags.size() / 2, mags.end());
-      plant_below = mags[mags.size() / 2] / 4;
-    }
+    const double plant_below = plant ? fp8_gemm::zeros_small_below(ref.want) : 0.0;
     const Kernel kernel(p, blocks);
     const CublasLtFp8 lt_exact(lt, p, false), lt_fast(lt, p, true);
     char case_name[96];

@@ -54,7 +54,6 @@
 #include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../common/check_cublas.cuh"
@@ -108,22 +107,10 @@ __global__ void __launch_bounds__(THREADS, 1)
   }
   __syncthreads();
 
-  if (wg == 0) {  // producer: unchanged from fp8_gemm.cu
+  if (wg == 0) {  // producer: fp8_gemm_shared.cuh's, as in fp8_gemm.cu
     setmaxnreg_dec<PRODUCER_REGS>();
-    if (threadIdx.x == 0) {
-      int it = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int tm, tn;
-        fp8_gemm::tile_coords(t, tiles_m, tiles_n, group, tm, tn);
-        for (int kt = 0; kt < ktiles; ++kt, ++it) {
-          const int s = it % STAGES;
-          mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-          mbar_expect_bytes(&full[s], STAGE_BYTES);
-          tma_load_2d(sA + s * A_TILE, &tmA, kt * BK, tm * BM, &full[s]);
-          tma_load_2d(sB + s * B_TILE, &tmB, kt * BK, tn * BN, &full[s]);
-        }
-      }
-    }
+    if (threadIdx.x == 0)
+      fp8_gemm::produce_tiles<STAGES, BM, BN, BK>(tiles_m, tiles_n, ktiles, group, &tmA, &tmB, sA, sB, full, empty);
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
     const int row_in_tile = (wg - 1) * 64;
@@ -297,10 +284,7 @@ static Reference reference(const BlockFp8& A, const BlockFp8& B, int M, int N, i
       }
     }
   };
-  const int threads = course::cpu_threads();
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t, threads);
-  for (auto& th : pool) th.join();
+  fp8_gemm::on_cpu_threads(work);
   return ref;
 }
 // --8<-- [end:reference]
@@ -345,41 +329,28 @@ struct BlockKernel {
 };
 // --8<-- [end:launch]
 
-// Run, then compare the reference's rows; poisoned first. `quiet` runs a check whose verdict is the caller's
-// (a planted fault), printing nothing of its own.
+// Poison C, run, compare the reference's rows. With plant_below > 0 the check also runs, quietly, on the
+// output with its small elements zeroed, and must reject it.
 template <typename Run>
 static bool run_and_check(const char* name, Run&& run, bf16* C, int M, int N, const std::vector<int>& rows,
                           const std::vector<double>& want, const std::vector<double>& atol, double plant_below) {
-  course::poison(C, static_cast<size_t>(M) * N * sizeof(bf16));
-  run();
-  CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<double> got = fp8_gemm::gather_rows(C, rows, N);
+  const std::vector<double> got = fp8_gemm::run_and_gather(run, C, M, N, rows);
   return course::check_close_each_planted(name, got.data(), want.data(), atol.data(), got.size(), kRtol,
                                           plant_below);
 }
 
 int main(int argc, char** argv) {
   course::Args args(argc, argv);
-  const bool bench = args.has("--bench");
-  const int m_opt = static_cast<int>(args.get_int("--m", 200, 0, 1 << 16));
-  const int n_opt = static_cast<int>(args.get_int("--n", 135, 0, 1 << 16));
-  const int k_opt = static_cast<int>(args.get_int("--k", 528, 16, 1 << 16));
-  const int sms_wanted = static_cast<int>(args.get_int("--sms", 0, 0, 1024));
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
+  const fp8_gemm::Options opt(args, 0);
+  const bool bench = opt.bench, overlap = opt.overlap();
   const std::string plant = args.get_str("--plant", "");
-  const std::string promote_how = args.get_str("--promote", "wait");  // wait for each k-tile, or overlap
   args.finish();
-  if (promote_how != "wait" && promote_how != "overlap") {
-    std::fprintf(stderr, "error: --promote expects wait or overlap, got '%s'\n", promote_how.c_str());
-    return course::kExitFail;
-  }
-  const bool overlap = promote_how == "overlap";
+  opt.check();
   if (plant != "" && plant != "zeros-small" && plant != "wrong-block-scale") {
     std::fprintf(stderr, "error: --plant expects zeros-small or wrong-block-scale, got '%s'\n", plant.c_str());
     return course::kExitFail;
   }
-  course::require_multiple("--k", k_opt, 16, "TMA copies rows whose stride is a multiple of 16 bytes");
-  if (plant == "wrong-block-scale" && k_opt <= SCALE_BLOCK) {
+  if (plant == "wrong-block-scale" && opt.k <= SCALE_BLOCK) {
     std::fprintf(stderr, "error: --plant wrong-block-scale needs two K blocks (--k > %d)\n", SCALE_BLOCK);
     return course::kExitFail;
   }
@@ -389,19 +360,16 @@ int main(int argc, char** argv) {
   for (const void* kernel : {reinterpret_cast<const void*>(fp8_gemm_block<false>),
                              reinterpret_cast<const void*>(fp8_gemm_block<true>)})
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
-  int device = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int blocks = sms_wanted > 0 ? std::min(sms_wanted, sms) : sms;
+  const int blocks = fp8_gemm::persistent_blocks(opt.sms);
 
-  if (!bench && (m_opt == 0 || n_opt == 0)) {
+  if (!bench && (opt.m == 0 || opt.n == 0)) {
     // C has no elements: the launch wrapper must launch nothing and write nothing. A poisoned buffer stands
     // where C would be, and must come back exactly as it went.
     const size_t guard = 256;
     bf16* dC = course::device_alloc<bf16>(guard);
     course::poison(dC, guard * sizeof(bf16));
     const std::vector<bf16> before = course::to_host(dC, guard);
-    BlockKernel(m_opt, n_opt, k_opt, nullptr, nullptr, dC, blocks)(nullptr, nullptr, overlap);
+    BlockKernel(opt.m, opt.n, opt.k, nullptr, nullptr, dC, blocks)(nullptr, nullptr, overlap);
     CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<bf16> after = course::to_host(dC, guard);
     course::device_free({dC});
@@ -412,18 +380,16 @@ int main(int argc, char** argv) {
   }
   cublasLtHandle_t lt = nullptr;
   CUBLAS_CHECK(cublasLtCreate(&lt));
-  struct Shape {
-    int m, n, k;
-  };
+  using fp8_gemm::Shape;
   const std::vector<Shape> shapes =
       bench ? std::vector<Shape>{{4096, 4096, 4096}, {8192, 8192, 8192}, {4096, 7168, 2048}}
-            : std::vector<Shape>{{m_opt, n_opt, k_opt}};
+            : std::vector<Shape>{{opt.m, opt.n, opt.k}};
   bool ok = true;
   for (const Shape& s : shapes) {
     const int kblocks = course::ceil_div(s.k, SCALE_BLOCK), nblocks = course::ceil_div(s.n, SCALE_BLOCK);
-    const BlockFp8 A = quantise_blocks(random_blocked(s.m, s.k, 1, seed, true), s.m, s.k, 1, true);
+    const BlockFp8 A = quantise_blocks(random_blocked(s.m, s.k, 1, opt.seed, true), s.m, s.k, 1, true);
     const BlockFp8 B =
-        quantise_blocks(random_blocked(s.n, s.k, SCALE_BLOCK, seed + 1, false), s.n, s.k, SCALE_BLOCK, false);
+        quantise_blocks(random_blocked(s.n, s.k, SCALE_BLOCK, opt.seed + 1, false), s.n, s.k, SCALE_BLOCK, false);
     const Reference ref = reference(A, B, s.m, s.n, s.k, bench ? 32 : s.m);  // benchmark: 32 sampled rows
     uint8_t* dA = course::to_device(A.codes);
     uint8_t* dB = course::to_device(B.codes);
@@ -435,13 +401,7 @@ int main(int argc, char** argv) {
     const fp8_gemm::Fp8Operands per_tensor{s.m, s.n, s.k, dA, dB, d_one, d_one, dC};
     const fp8_gemm::CublasLtFp8 cublas(lt, per_tensor, false);
 
-    double plant_below = 0;  // --plant zeros-small: zero the outputs below a quarter of the median |want|
-    if (plant == "zeros-small") {
-      std::vector<double> mags;
-      for (double w : ref.want) mags.push_back(std::fabs(w));
-      std::nth_element(mags.begin(), mags.begin() + mags.size() / 2, mags.end());
-      plant_below = mags[mags.size() / 2] / 4;
-    }
+    const double plant_below = plant == "zeros-small" ? fp8_gemm::zeros_small_below(ref.want) : 0.0;
     const std::vector<double> atol = tolerance(ref.sum_abs, s.k);
     // the selected promotion (both in the benchmark, which times both)
     if (bench || !overlap)

@@ -5,10 +5,16 @@
 // Taught in docs/serving/fp8-gemm.md and docs/serving/fp8-block-scaled.md; included by
 // kernels/serving/fp8_gemm.cu (per-tensor scales) and kernels/serving/fp8_gemm_block.cu (block scales).
 //   host and device:  tile_coords       tile t of a grid in grouped order (L2 reuse)
-//   device (sm_90a):  promoted_k_loop   one tile's k-tiles, each summed by wgmma alone, then promoted
+//   device (sm_90a):  produce_tiles     the producer thread: the ring of stages kept full by TMA, across tiles
+//                     promoted_k_loop   one tile's k-tiles, each summed by wgmma alone, then promoted
 //                     store_scaled      C = scale * acc, rounded once to bf16, clipped to C
 //   host:             Fp8Operands       an FP8 GEMM's operands (codes, scale pointers, C)
-//                     gather_rows       the rows of C a reference covers, as doubles
+//                     run_and_gather    poison C, run, and bring back the rows of C a reference covers
+//                     on_cpu_threads    a reference's rows spread over the CPU threads
+//                     zeros_small_below the --plant zeros-small threshold: a quarter of the median |want|
+//                     persistent_blocks how many persistent blocks: one per SM, or --sms of them
+//                     Shape             one M x N x K problem size
+//                     Options           the options both programs take (--promote wait|overlap among them)
 //                     CublasLtFp8       cuBLASLt's e4m3 GEMM, per-tensor scales by pointer, bf16 out
 //
 // course: header
@@ -17,7 +23,13 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "../common/check_cublas.cuh"
@@ -41,6 +53,30 @@ __host__ __device__ inline void tile_coords(int t, int tiles_m, int tiles_n, int
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The producer (one thread): for each of this block's tiles (persistent blocks, grouped order) and each of
+// its k-tiles, wait until the consumers have freed the next slot of the ring, then TMA-load the A tile
+// (BM x BK) and the B tile (BN x BK) into it; `full` counts the bytes. Out-of-bounds parts are zero-filled
+// and counted, so partial tiles need nothing special.
+template <int STAGES, int BM, int BN, int BK>
+__device__ __forceinline__ void produce_tiles(int tiles_m, int tiles_n, int ktiles, int group, const CUtensorMap* tmA,
+                                             const CUtensorMap* tmB, uint8_t* sA, uint8_t* sB, uint64_t* full,
+                                             uint64_t* empty) {
+  using namespace course::hopper;
+  constexpr int A_TILE = BM * BK, B_TILE = BN * BK;  // bytes: one byte an e4m3 element
+  int it = 0;
+  for (int t = blockIdx.x; t < tiles_m * tiles_n; t += gridDim.x) {
+    int tm, tn;
+    tile_coords(t, tiles_m, tiles_n, group, tm, tn);
+    for (int kt = 0; kt < ktiles; ++kt, ++it) {
+      const int s = it % STAGES;
+      mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // passes at once in round 0
+      mbar_expect_bytes(&full[s], A_TILE + B_TILE);
+      tma_load_2d(sA + s * A_TILE, tmA, kt * BK, tm * BM, &full[s]);
+      tma_load_2d(sB + s * B_TILE, tmB, kt * BK, tn * BN, &full[s]);
+    }
+  }
+}
+
 // --8<-- [start:promoted_k_loop]
 // One tile's k-tiles 0 .. ktiles-1 with promotion: each k-tile's 128 products are summed by wgmma alone into
 // a 64-register accumulator, and promote(acc, kt) adds that partial sum into the caller's fp32 total.
@@ -135,17 +171,78 @@ struct Fp8Operands {
   bf16* C;               // M x N, row-major
 };
 
-// The rows of C that a reference covers (`rows`, ascending), from the device, as doubles: rows.size() x N.
-inline std::vector<double> gather_rows(const bf16* dC, const std::vector<int>& rows, int N) {
+// Poison C (M x N), run, and bring back the rows of C that a reference covers (`rows`) as doubles,
+// rows.size() x N: anything the run fails to write reads back as poison, never as a stale right answer.
+template <typename Run>
+std::vector<double> run_and_gather(Run&& run, bf16* C, int M, int N, const std::vector<int>& rows) {
+  course::poison(C, static_cast<size_t>(M) * N * sizeof(bf16));
+  run();
+  CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<double> got(rows.size() * static_cast<size_t>(N));
   std::vector<bf16> row(N);
   for (size_t r = 0; r < rows.size(); ++r) {
-    CUDA_CHECK(cudaMemcpy(row.data(), dC + static_cast<size_t>(rows[r]) * N, N * sizeof(bf16),
+    CUDA_CHECK(cudaMemcpy(row.data(), C + static_cast<size_t>(rows[r]) * N, N * sizeof(bf16),
                           cudaMemcpyDeviceToHost));
     for (int n = 0; n < N; ++n) got[r * N + n] = static_cast<double>(__bfloat162float(row[n]));
   }
   return got;
 }
+
+// work(first, step) on each of the CPU threads this process may use: thread i takes rows i, i + step, ...
+template <typename Work>
+void on_cpu_threads(Work&& work) {
+  const int threads = course::cpu_threads();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t, threads);
+  for (auto& th : pool) th.join();
+}
+
+// --plant zeros-small zeroes the outputs below a quarter of the median |want|: the quiet rows' outputs, and
+// some others. The check must then fail.
+inline double zeros_small_below(const std::vector<double>& want) {
+  std::vector<double> mags;
+  for (double w : want) mags.push_back(std::fabs(w));
+  std::nth_element(mags.begin(), mags.begin() + mags.size() / 2, mags.end());
+  return mags[mags.size() / 2] / 4;
+}
+
+// The persistent grid's size: one block per SM of this GPU, or `wanted` (--sms) when that is smaller.
+inline int persistent_blocks(int wanted) {
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return wanted > 0 ? std::min(wanted, sms) : sms;
+}
+
+struct Shape {
+  int m, n, k;
+};
+
+// The options both FP8 programs take. min_mn is the smallest M and N allowed (0 where the program checks
+// an empty C). K must be a multiple of 16, and --promote wait or overlap: otherwise a clear error and exit 1
+// (Options::check, called after Args::finish has refused unknown options).
+struct Options {
+  bool bench;
+  int m, n, k, sms;  // sms: --sms, the persistent blocks wanted (0: one per SM)
+  uint64_t seed;
+  std::string promote;  // wait: each k-tile's wgmmas are waited for before promoting; overlap: see promoted_k_loop
+  Options(course::Args& args, int min_mn)
+      : bench(args.has("--bench")),
+        m(static_cast<int>(args.get_int("--m", 200, min_mn, 1 << 16))),
+        n(static_cast<int>(args.get_int("--n", 135, min_mn, 1 << 16))),
+        k(static_cast<int>(args.get_int("--k", 528, 16, 1 << 16))),
+        sms(static_cast<int>(args.get_int("--sms", 0, 0, 1024))),
+        seed(static_cast<uint64_t>(args.get_int("--seed", 2026, 0))),
+        promote(args.get_str("--promote", "wait")) {}
+  bool overlap() const { return promote == "overlap"; }
+  void check() const {
+    if (promote != "wait" && promote != "overlap") {
+      std::fprintf(stderr, "error: --promote expects wait or overlap, got '%s'\n", promote.c_str());
+      std::exit(course::kExitFail);
+    }
+    course::require_multiple("--k", k, 16, "TMA copies rows whose stride is a multiple of 16 bytes");
+  }
+};
 
 // --8<-- [start:cublaslt]
 // cuBLASLt's FP8 GEMM. Column-major, as cuBLAS sees it: C^T (N x M) = B (as N x K, "transposed" K x N

@@ -270,32 +270,20 @@ struct Reference {
 };
 static Reference reference(const Fp8Tensor& A, const Fp8Tensor& B, int M, int N, int K, int max_rows) {
   Reference ref;
-  const int nrows = std::min(M, max_rows);
-  for (int i = 0; i < nrows; ++i) ref.rows.push_back(static_cast<int>(static_cast<long long>(i) * M / nrows));
+  ref.rows = fp8_gemm::sampled_rows(M, max_rows);
+  const int nrows = static_cast<int>(ref.rows.size());
   ref.want.assign(static_cast<size_t>(nrows) * N, 0.0);
   ref.sum_abs.assign(ref.want.size(), 0.0);
   double table[256];
   for (int c = 0; c < 256; ++c) table[c] = e4m3_to_double(static_cast<uint8_t>(c));
   const double scale = static_cast<double>(A.scale) * B.scale;
-  auto work = [&](int first, int step) {
-    std::vector<double> a(K);
-    for (int r = first; r < nrows; r += step) {
-      const size_t row = static_cast<size_t>(ref.rows[r]);
-      for (int k = 0; k < K; ++k) a[k] = table[A.codes[row * K + k]];
-      for (int n = 0; n < N; ++n) {
-        const uint8_t* b = &B.codes[static_cast<size_t>(n) * K];
-        double s = 0, s_abs = 0;
-        for (int k = 0; k < K; ++k) {
-          const double p = a[k] * table[b[k]];
-          s += p;
-          s_abs += std::fabs(p);
-        }
-        ref.want[static_cast<size_t>(r) * N + n] = scale * s;
-        ref.sum_abs[static_cast<size_t>(r) * N + n] = scale * s_abs;
-      }
-    }
-  };
-  fp8_gemm::on_cpu_threads(work);
+  fp8_gemm::for_each_cell(ref.rows, N, K, A.codes, B.codes, table,
+                          [&](size_t r, int n, const double* a, const uint8_t* b) {
+                            double s = 0, s_abs = 0;
+                            fp8_gemm::exact_dot(a, b, table, 0, K, s, s_abs);
+                            ref.want[r * N + n] = scale * s;
+                            ref.sum_abs[r * N + n] = scale * s_abs;
+                          });
   return ref;
 }
 // --8<-- [end:reference]
@@ -410,12 +398,8 @@ int main(int argc, char** argv) {
   cublasLtHandle_t lt = nullptr;
   CUBLAS_CHECK(cublasLtCreate(&lt));
 
-  using fp8_gemm::Shape;
-  const std::vector<Shape> shapes =
-      bench ? std::vector<Shape>{{4096, 4096, 4096}, {8192, 8192, 8192}, {16, 14336, 4096}}
-            : std::vector<Shape>{{opt.m, opt.n, opt.k}};
   bool ok = true;
-  for (const Shape& s : shapes) {
+  for (const fp8_gemm::Shape& s : opt.shapes({{4096, 4096, 4096}, {8192, 8192, 8192}, {16, 14336, 4096}})) {
     // Inputs as a pipeline makes them: fp32 values, one scale per tensor, e4m3 codes.
     const Fp8Tensor A = quantise_per_tensor(random_matrix(s.m, s.k, opt.seed, true));
     const Fp8Tensor B = quantise_per_tensor(random_matrix(s.n, s.k, opt.seed + 1, false));

@@ -243,8 +243,8 @@ struct Reference {
 };
 static Reference reference(const BlockFp8& A, const BlockFp8& B, int M, int N, int K, int max_rows) {
   Reference ref;
-  const int nrows = std::min(M, max_rows);
-  for (int r = 0; r < nrows; ++r) ref.rows.push_back(static_cast<int>(static_cast<long long>(r) * M / nrows));
+  ref.rows = fp8_gemm::sampled_rows(M, max_rows);
+  const int nrows = static_cast<int>(ref.rows.size());
   const size_t count = static_cast<size_t>(nrows) * N;
   ref.want.assign(count, 0.0);
   ref.sum_abs.assign(count, 0.0);
@@ -257,34 +257,23 @@ static Reference reference(const BlockFp8& A, const BlockFp8& B, int M, int N, i
     table[c] = static_cast<double>(static_cast<float>(v));
   }
   const int kblocks = course::ceil_div(K, SCALE_BLOCK);
-  auto work = [&](int first, int step) {
-    std::vector<double> a(K);
-    for (int r = first; r < nrows; r += step) {
-      const size_t row = static_cast<size_t>(ref.rows[r]);
-      for (int k = 0; k < K; ++k) a[k] = table[A.codes[row * K + k]];
-      for (int n = 0; n < N; ++n) {
-        const uint8_t* b = &B.codes[static_cast<size_t>(n) * K];
-        double want = 0, sum_abs = 0, plain = 0, plain_abs = 0;
-        for (int kb = 0; kb < kblocks; ++kb) {
-          double s = 0, s_abs = 0;
-          for (int k = kb * SCALE_BLOCK; k < std::min(K, (kb + 1) * SCALE_BLOCK); ++k) {
-            const double p = a[k] * table[b[k]];
-            s += p;
-            s_abs += std::fabs(p);
-          }
-          const double scale = static_cast<double>(A.scales[static_cast<size_t>(kb) * M + row]) *
-                               B.scales[static_cast<size_t>(n / SCALE_BLOCK) * kblocks + kb];
-          want += scale * s;
-          sum_abs += scale * s_abs;
-          plain += s;
-          plain_abs += s_abs;
-        }
-        const size_t i = static_cast<size_t>(r) * N + n;
-        ref.want[i] = want, ref.sum_abs[i] = sum_abs, ref.plain[i] = plain, ref.plain_abs[i] = plain_abs;
-      }
+  fp8_gemm::for_each_cell(ref.rows, N, K, A.codes, B.codes, table, [&](size_t r, int n, const double* a,
+                                                                         const uint8_t* b) {
+    const size_t row = static_cast<size_t>(ref.rows[r]);
+    double want = 0, sum_abs = 0, plain = 0, plain_abs = 0;
+    for (int kb = 0; kb < kblocks; ++kb) {
+      double s = 0, s_abs = 0;
+      fp8_gemm::exact_dot(a, b, table, kb * SCALE_BLOCK, std::min(K, (kb + 1) * SCALE_BLOCK), s, s_abs);
+      const double scale = static_cast<double>(A.scales[static_cast<size_t>(kb) * M + row]) *
+                           B.scales[static_cast<size_t>(n / SCALE_BLOCK) * kblocks + kb];
+      want += scale * s;
+      sum_abs += scale * s_abs;
+      plain += s;
+      plain_abs += s_abs;
     }
-  };
-  fp8_gemm::on_cpu_threads(work);
+    const size_t i = r * N + n;
+    ref.want[i] = want, ref.sum_abs[i] = sum_abs, ref.plain[i] = plain, ref.plain_abs[i] = plain_abs;
+  });
   return ref;
 }
 // --8<-- [end:reference]
@@ -380,12 +369,8 @@ int main(int argc, char** argv) {
   }
   cublasLtHandle_t lt = nullptr;
   CUBLAS_CHECK(cublasLtCreate(&lt));
-  using fp8_gemm::Shape;
-  const std::vector<Shape> shapes =
-      bench ? std::vector<Shape>{{4096, 4096, 4096}, {8192, 8192, 8192}, {4096, 7168, 2048}}
-            : std::vector<Shape>{{opt.m, opt.n, opt.k}};
   bool ok = true;
-  for (const Shape& s : shapes) {
+  for (const fp8_gemm::Shape& s : opt.shapes({{4096, 4096, 4096}, {8192, 8192, 8192}, {4096, 7168, 2048}})) {
     const int kblocks = course::ceil_div(s.k, SCALE_BLOCK), nblocks = course::ceil_div(s.n, SCALE_BLOCK);
     const BlockFp8 A = quantise_blocks(random_blocked(s.m, s.k, 1, opt.seed, true), s.m, s.k, 1, true);
     const BlockFp8 B =

@@ -10,7 +10,9 @@
 //                     store_scaled      C = scale * acc, rounded once to bf16, clipped to C
 //   host:             Fp8Operands       an FP8 GEMM's operands (codes, scale pointers, C)
 //                     run_and_gather    poison C, run, and bring back the rows of C a reference covers
-//                     on_cpu_threads    a reference's rows spread over the CPU threads
+//                     for_each_cell     a reference's loop over its rows (on all CPU threads) and columns
+//                     sampled_rows      the rows of C a reference covers: all, or max_rows evenly spaced
+//                     exact_dot         a stretch of one row-column product in float64, and its sum of |terms|
 //                     zeros_small_below the --plant zeros-small threshold: a quarter of the median |want|
 //                     persistent_blocks how many persistent blocks: one per SM, or --sms of them
 //                     Shape             one M x N x K problem size
@@ -53,6 +55,7 @@ __host__ __device__ inline void tile_coords(int t, int tiles_m, int tiles_n, int
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// --8<-- [start:producer]
 // The producer (one thread): for each of this block's tiles (persistent blocks, grouped order) and each of
 // its k-tiles, wait until the consumers have freed the next slot of the ring, then TMA-load the A tile
 // (BM x BK) and the B tile (BN x BK) into it; `full` counts the bytes. Out-of-bounds parts are zero-filled
@@ -76,6 +79,7 @@ __device__ __forceinline__ void produce_tiles(int tiles_m, int tiles_n, int ktil
     }
   }
 }
+// --8<-- [end:producer]
 
 // --8<-- [start:promoted_k_loop]
 // One tile's k-tiles 0 .. ktiles-1 with promotion: each k-tile's 128 products are summed by wgmma alone into
@@ -188,9 +192,39 @@ std::vector<double> run_and_gather(Run&& run, bf16* C, int M, int N, const std::
   return got;
 }
 
-// work(first, step) on each of the CPU threads this process may use: thread i takes rows i, i + step, ...
-template <typename Work>
-void on_cpu_threads(Work&& work) {
+// The rows of C a reference covers: every row, or max_rows evenly spaced ones (the benchmark's sizes).
+inline std::vector<int> sampled_rows(int M, int max_rows) {
+  const int nrows = std::min(M, max_rows);
+  std::vector<int> rows;
+  for (int i = 0; i < nrows; ++i) rows.push_back(static_cast<int>(static_cast<long long>(i) * M / nrows));
+  return rows;
+}
+
+// sum over k in [k0, k1) of a[k] * value[b[k]] in float64 (exact: each product of two e4m3 values is, and
+// the sums here stay far inside a double's 53 bits), added into s, and the same of |products| into s_abs.
+inline void exact_dot(const double* a, const uint8_t* b, const double* value, int k0, int k1, double& s,
+                      double& s_abs) {
+  for (int k = k0; k < k1; ++k) {
+    const double p = a[k] * value[b[k]];
+    s += p;
+    s_abs += std::fabs(p);
+  }
+}
+
+// A reference's loop: for each covered row (rows[r], the rows spread over the CPU threads this process may
+// use) decode A's row once into doubles through value[], then call cell(r, n, a, b) for every column n,
+// with a the decoded row (K values) and b row n of B (K codes). A and B: row-major e4m3 codes, K per row.
+template <typename Cell>
+void for_each_cell(const std::vector<int>& rows, int N, int K, const std::vector<uint8_t>& A,
+                   const std::vector<uint8_t>& B, const double* value, Cell&& cell) {
+  auto work = [&](int first, int step) {
+    std::vector<double> a(K);
+    for (size_t r = first; r < rows.size(); r += step) {
+      const size_t row = static_cast<size_t>(rows[r]);
+      for (int k = 0; k < K; ++k) a[k] = value[A[row * K + k]];
+      for (int n = 0; n < N; ++n) cell(r, n, a.data(), &B[static_cast<size_t>(n) * K]);
+    }
+  };
   const int threads = course::cpu_threads();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(work, t, threads);
@@ -235,6 +269,10 @@ struct Options {
         seed(static_cast<uint64_t>(args.get_int("--seed", 2026, 0))),
         promote(args.get_str("--promote", "wait")) {}
   bool overlap() const { return promote == "overlap"; }
+  // The sizes to run: the benchmark's, or the one --m, --n, --k name.
+  std::vector<Shape> shapes(const std::vector<Shape>& bench_shapes) const {
+    return bench ? bench_shapes : std::vector<Shape>{{m, n, k}};
+  }
   void check() const {
     if (promote != "wait" && promote != "overlap") {
       std::fprintf(stderr, "error: --promote expects wait or overlap, got '%s'\n", promote.c_str());

@@ -94,8 +94,9 @@ enum class Accumulation { kTensorCore, kPromoteWait, kPromoteOverlap };
 
 template <Accumulation MODE>
 __global__ void __launch_bounds__(THREADS, 1)
-    fp8_gemm_per_tensor(int M, int N, int K, const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-             bf16* C, const float* scale_a, const float* scale_b, int group) {
+    fp8_gemm_per_tensor(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
+                        const __grid_constant__ CUtensorMap tmB, bf16* C, const float* scale_a, const float* scale_b,
+                        int group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace course::hopper;
   using fp8_gemm::store_scaled;

@@ -348,7 +348,8 @@ int main(int argc, char** argv) {
   hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
   for (const void* kernel : {reinterpret_cast<const void*>(fp8_gemm_block<false>),
                              reinterpret_cast<const void*>(fp8_gemm_block<true>)})
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes)));
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(kSmemBytes)));
   const int blocks = fp8_gemm::persistent_blocks(opt.sms);
 
   if (!bench && (opt.m == 0 || opt.n == 0)) {

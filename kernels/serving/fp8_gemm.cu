@@ -5,17 +5,22 @@
 // Taught in docs/serving/fp8-gemm.md, after docs/fast-matmul-fft/hopper-gemm.md (whose v3, the persistent
 // warp-specialised bf16 kernel, this is the FP8 sibling of). The kernel: a producer warpgroup (one thread
 // issuing TMA), two consumer warpgroups on 128 x 128 tiles, k-tiles 128 deep (128 bytes of e4m3 per row),
-// a ring of 6 stages, persistent blocks walking the tiles in grouped order. Two accumulation modes:
+// a ring of 6 stages, persistent blocks walking the tiles in grouped order. Three accumulation modes:
 //   promoted (default)  each 128-deep k-tile is accumulated by wgmma alone (4 instructions of K = 32), then
-//                       added into a second set of fp32 registers (DeepSeek-V3's promotion, N_C = 128)
+//                       added into a second set of fp32 registers (DeepSeek-V3's promotion, N_C = 128); the
+//                       consumers wait for each k-tile's wgmmas before adding
+//   --promote overlap   the same sums, with k-tile kt+1's wgmmas issued into a second accumulator before
+//                       k-tile kt's are waited for, so the adds overlap the tensor core's work
 //   --no-promote        the wgmma accumulator holds the whole sum over K, as a bf16 GEMM's does
+// The tile order, the promoted k-loop, the epilogue and the cuBLASLt peer are fp8_gemm_shared.cuh's.
 // Peers in the same process: cuBLASLt FP8 (e4m3 in, bf16 out, fp32 compute, scale pointers) with its fast
 // accumulation off and on. K must be a multiple of 16 (16-byte TMA row strides; the program says so and
 // exits 1); M and N are free.
 // Build: python -m course.toolchain build kernels/serving/fp8_gemm.cu
 // Run:   ./build/serving/fp8_gemm --m 200 --n 135 --k 528                 (checks the promoted kernel and peers)
+//        ./build/serving/fp8_gemm --m 200 --n 135 --k 528 --promote overlap  (the same, overlapped promotion)
 //        ./build/serving/fp8_gemm --m 200 --n 135 --k 528 --no-promote    (the same, the un-promoted kernel)
-//        ./build/serving/fp8_gemm --bench          (4096^3, 8192^3 and a decode shape: both modes, cuBLASLt)
+//        ./build/serving/fp8_gemm --bench          (4096^3, 8192^3 and a decode shape: all modes, cuBLASLt)
 //        ./build/serving/fp8_gemm --m 301 --n 257 --k 512 --plant zeros-small
 // It runs only on compute capability 9.0 and waives itself elsewhere (wgmma and setmaxnreg are sm_90a
 // instructions). The device code is compiled only where __CUDA_ARCH_FEAT_SM90_ALL is defined, so the file
@@ -33,6 +38,13 @@
 // course: run --m 1000 --n 700 --k 560 --sms 5 --seed 10
 // course: run --m 301 --n 257 --k 512 --plant zeros-small
 // course: run --m 301 --n 257 --k 512 --plant zeros-small --no-promote
+// course: run --m 200 --n 135 --k 528 --promote overlap
+// course: run --m 1 --n 1 --k 16 --promote overlap
+// course: run --m 130 --n 129 --k 96 --promote overlap --seed 11
+// course: run --m 300 --n 270 --k 640 --promote overlap --seed 12
+// course: run --m 2100 --n 1104 --k 1536 --promote overlap --seed 9
+// course: run --m 1000 --n 700 --k 560 --sms 5 --promote overlap --seed 10
+// course: run --m 301 --n 257 --k 512 --plant zeros-small --promote overlap
 // course: bench --bench
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -44,12 +56,12 @@
 #include <cstring>
 #include <functional>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "../common/check_cublas.cuh"
 #include "../common/course.cuh"
 #include "../common/hopper_fp8.cuh"  // the e4m3 wgmma and its descriptor; hopper.cuh's TMA, mbarriers, ...
+#include "fp8_gemm_shared.cuh"       // tile order, promoted k-loop, bf16 epilogue, cuBLASLt's FP8 GEMM
 
 using bf16 = __nv_bfloat16;
 namespace hopper = course::hopper;
@@ -57,7 +69,7 @@ namespace hopper = course::hopper;
 // --8<-- [start:sizes]
 constexpr int BK = hopper::kSwizzleElemsFp8;  // 128 e4m3 = 128 bytes: a k-tile is one swizzled row deep
 constexpr int KSTEP = 32;                     // K of one e4m3 wgmma
-constexpr int BM = 128, BN = 128, STAGES = 6, CONSUMERS = 2, THREADS = (CONSUMERS + 1) * 128;
+constexpr int BM = 128, BN = fp8_gemm::kTileN, STAGES = 6, CONSUMERS = 2, THREADS = (CONSUMERS + 1) * 128;
 constexpr int A_TILE = BM * BK, B_TILE = BN * BK;  // bytes per stage (one byte an element)
 constexpr int STAGE_BYTES = A_TILE + B_TILE;       // 32 KiB
 // 128 x 128 tiles, not bf16 v3's 128 x 256: promotion keeps two accumulator sets (64 + 64 registers per
@@ -69,58 +81,26 @@ constexpr size_t kSmemBytes = static_cast<size_t>(STAGES) * STAGE_BYTES + 1024; 
 static_assert(kSmemBytes <= 227 * 1024, "more shared memory than a Hopper block may use");
 // --8<-- [end:sizes]
 
-// Tile t of a tiles_m x tiles_n grid in grouped order (gemm_hopper.cu's schedule): columns of `group`
-// tile-rows, so that the blocks running at the same time share rows of A and columns of B in L2.
-__host__ __device__ inline void tile_coords(int t, int tiles_m, int tiles_n, int group, int& tm, int& tn) {
-  const int per_group = group * tiles_n;
-  const int first_m = (t / per_group) * group;
-  const int rows = tiles_m - first_m < group ? tiles_m - first_m : group;
-  const int local = t % per_group;
-  tm = first_m + local % rows;
-  tn = local / rows;
-}
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// --8<-- [start:store]
-// The epilogue: C = scale * acc in fp32, rounded once to bf16, for a warpgroup's 64 x 128 tile at (row0,
-// col0), skipping what lies outside C. The accumulator's layout is the bf16 wgmma's: warp w holds rows
-// 16w..16w+15; for 8-column block t, lane l holds (row l/4, columns 2(l%4), +1) in d[4t], d[4t+1] and the
-// same columns 8 rows down in d[4t+2], d[4t+3].
-__device__ __forceinline__ void store_scaled(const float* d, float scale, bf16* C, int M, int N, int row0, int col0) {
-  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-  const int r0 = row0 + warp * 16 + lane / 4;
-#pragma unroll
-  for (int t = 0; t < BN / 8; ++t) {
-    const int c = col0 + t * 8 + 2 * (lane % 4);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = r0 + 8 * h;
-      if (r >= M) continue;
-      bf16* p = C + static_cast<size_t>(r) * N + c;
-      const float x = scale * d[4 * t + 2 * h], y = scale * d[4 * t + 2 * h + 1];
-      if (c + 1 < N && N % 2 == 0) {  // c is even, so with N even the pair is 4-byte aligned
-        *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
-      } else {
-        if (c < N) p[0] = __float2bfloat16(x);
-        if (c + 1 < N) p[1] = __float2bfloat16(y);
-      }
-    }
-  }
-}
-// --8<-- [end:store]
-#endif
-
 // --8<-- [start:kernel]
-// PROMOTE: after each k-tile the consumers wait for its wgmmas, add the tile's partial sums into `total`
-// (true fp32 adds) and start the next k-tile with scale-d off (overwrite), so the tensor core never
-// accumulates more than BK = 128 products. Without it the wgmma accumulator carries the whole sum, and one
-// batch of wgmma stays in flight across k-tiles (as in the bf16 kernel).
-template <bool PROMOTE>
+// How the consumers accumulate over K:
+//   kTensorCore      the wgmma accumulator carries the whole sum, and one batch of wgmma stays in flight
+//                    across k-tiles (as in the bf16 kernel)
+//   kPromoteWait     after each k-tile the consumers wait for its wgmmas, add the tile's partial sums into
+//                    `total` (true fp32 adds) and start the next k-tile with scale-d off (overwrite), so the
+//                    tensor core never accumulates more than BK = 128 products
+//   kPromoteOverlap  the same sums, but k-tile kt+1's wgmmas are issued into a second accumulator set before
+//                    k-tile kt's are waited for, so the adds of kt run while the tensor core works on kt+1
+enum class Accumulation { kTensorCore, kPromoteWait, kPromoteOverlap };
+
+template <Accumulation MODE>
 __global__ void __launch_bounds__(THREADS, 1)
-    fp8_gemm(int M, int N, int K, const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-             bf16* C, const float* scale_a, const float* scale_b, int group) {
+    fp8_gemm_per_tensor(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
+                        const __grid_constant__ CUtensorMap tmB, bf16* C, const float* scale_a, const float* scale_b,
+                        int group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace course::hopper;
+  using fp8_gemm::store_scaled;
+  using fp8_gemm::tile_coords;
   extern __shared__ unsigned char smem_raw[];
   uint8_t* sA = align_1k<uint8_t>(smem_raw);  // STAGES x (BM x BK)
   uint8_t* sB = sA + STAGES * A_TILE;         // STAGES x (BN x BK)
@@ -140,20 +120,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   if (wg == 0) {  // producer: one thread keeps the ring of stages full, across tiles
     setmaxnreg_dec<PRODUCER_REGS>();
-    if (threadIdx.x == 0) {
-      int it = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int tm, tn;
-        tile_coords(t, tiles_m, tiles_n, group, tm, tn);
-        for (int kt = 0; kt < ktiles; ++kt, ++it) {
-          const int s = it % STAGES;
-          mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);  // passes at once in round 0
-          mbar_expect_bytes(&full[s], STAGE_BYTES);        // out-of-bounds parts are zero-filled and counted
-          tma_load_2d(sA + s * A_TILE, &tmA, kt * BK, tm * BM, &full[s]);
-          tma_load_2d(sB + s * B_TILE, &tmB, kt * BK, tn * BN, &full[s]);
-        }
-      }
-    }
+    if (threadIdx.x == 0)
+      fp8_gemm::produce_tiles<STAGES, BM, BN, BK>(tiles_m, tiles_n, ktiles, group, &tmA, &tmB, sA, sB, full, empty);
   } else {  // consumers: warpgroup 1 computes rows 0..63 of the tile, warpgroup 2 rows 64..127
     setmaxnreg_inc<CONSUMER_REGS>();
     const int row_in_tile = (wg - 1) * 64;
@@ -161,49 +129,56 @@ __global__ void __launch_bounds__(THREADS, 1)
     auto release = [&](int s) {               // this warp has finished reading slot s
       if (threadIdx.x % 32 == 0) mbar_arrive(&empty[s]);
     };
-    float d[64], total[64];  // the wgmma accumulator; the promoted fp32 sum (PROMOTE only)
+    // the wgmma accumulator; with overlap a second one; the promoted fp32 sum (the promoted modes only)
+    float d[64], d_next[64], total[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) d[i] = 0.0f;
-    int it = 0;
+    int it = 0;  // k-tiles consumed so far, over all of this block's tiles: the ring position
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
       tile_coords(t, tiles_m, tiles_n, group, tm, tn);
-      if constexpr (PROMOTE) {
+      if constexpr (MODE == Accumulation::kTensorCore) {
+        int previous = 0;
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+          const int s = it % STAGES;
+          mbar_wait(&full[s], (it / STAGES) & 1);
+          wgmma_fence();
 #pragma unroll
-        for (int i = 0; i < 64; ++i) total[i] = 0.0f;
-      }
-      int previous = 0;
-      for (int kt = 0; kt < ktiles; ++kt, ++it) {
-        const int s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK; kk += KSTEP) {  // +32 e4m3 = +32 bytes inside the swizzled rows
-          // scale-d off on the first step of a sum: the wgmma overwrites d, no zeroing needed
-          const bool accumulate = PROMOTE ? kk > 0 : (kt > 0 || kk > 0);
-          wgmma_64x128x32_e4m3(d, smem_desc_fp8(sA + s * A_TILE + row_in_tile * BK + kk),
-                               smem_desc_fp8(sB + s * B_TILE + kk), accumulate);
-        }
-        wgmma_commit();
-        if constexpr (PROMOTE) {
-          wgmma_wait<0>();  // this k-tile's partial sums are final
-          fence_accumulators<64>(d);
-          release(s);
-#pragma unroll
-          for (int i = 0; i < 64; ++i) total[i] += d[i];  // the promotion: a true fp32 add
-        } else {
+          for (int kk = 0; kk < BK; kk += KSTEP)  // +32 e4m3 = +32 bytes inside the swizzled rows
+            wgmma_64x128x32_e4m3(d, smem_desc_fp8(sA + s * A_TILE + row_in_tile * BK + kk),
+                                 smem_desc_fp8(sB + s * B_TILE + kk), kt > 0 || kk > 0);
+          wgmma_commit();
           wgmma_wait<1>();  // the previous k-tile's batch is done (this one may still run): free its slot
           if (kt > 0) release(previous);
           previous = s;
         }
-      }
-      if constexpr (PROMOTE) {
-        store_scaled(total, scale, C, M, N, tm * BM + row_in_tile, tn * BN);
-      } else {
         wgmma_wait<0>();
         fence_accumulators<64>(d);
         release(previous);
         store_scaled(d, scale, C, M, N, tm * BM + row_in_tile, tn * BN);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 64; ++i) total[i] = 0.0f;
+        // k-tile kt of this tile sits in ring position it + kt
+        auto issue = [&](float* acc, int kt) {
+          const int s = (it + kt) % STAGES;
+          mbar_wait(&full[s], ((it + kt) / STAGES) & 1);
+          wgmma_fence();
+#pragma unroll
+          for (int kk = 0; kk < BK; kk += KSTEP)  // scale-d off on the first step: acc is overwritten
+            wgmma_64x128x32_e4m3(acc, smem_desc_fp8(sA + s * A_TILE + row_in_tile * BK + kk),
+                                 smem_desc_fp8(sB + s * B_TILE + kk), kk > 0);
+          wgmma_commit();
+        };
+        auto release_ktile = [&](int kt) { release((it + kt) % STAGES); };
+        auto promote = [&](const float* acc, int) {
+#pragma unroll
+          for (int i = 0; i < 64; ++i) total[i] += acc[i];  // the promotion: a true fp32 add
+        };
+        fp8_gemm::promoted_k_loop<MODE == Accumulation::kPromoteOverlap>(ktiles, d, d_next, issue, release_ktile,
+                                                                          promote);
+        it += ktiles;
+        store_scaled(total, scale, C, M, N, tm * BM + row_in_tile, tn * BN);
       }
     }
   }
@@ -296,35 +271,20 @@ struct Reference {
 };
 static Reference reference(const Fp8Tensor& A, const Fp8Tensor& B, int M, int N, int K, int max_rows) {
   Reference ref;
-  const int nrows = std::min(M, max_rows);
-  for (int i = 0; i < nrows; ++i) ref.rows.push_back(static_cast<int>(static_cast<long long>(i) * M / nrows));
+  ref.rows = fp8_gemm::sampled_rows(M, max_rows);
+  const int nrows = static_cast<int>(ref.rows.size());
   ref.want.assign(static_cast<size_t>(nrows) * N, 0.0);
   ref.sum_abs.assign(ref.want.size(), 0.0);
   double table[256];
   for (int c = 0; c < 256; ++c) table[c] = e4m3_to_double(static_cast<uint8_t>(c));
   const double scale = static_cast<double>(A.scale) * B.scale;
-  auto work = [&](int first, int step) {
-    std::vector<double> a(K);
-    for (int r = first; r < nrows; r += step) {
-      const size_t row = static_cast<size_t>(ref.rows[r]);
-      for (int k = 0; k < K; ++k) a[k] = table[A.codes[row * K + k]];
-      for (int n = 0; n < N; ++n) {
-        const uint8_t* b = &B.codes[static_cast<size_t>(n) * K];
-        double s = 0, s_abs = 0;
-        for (int k = 0; k < K; ++k) {
-          const double p = a[k] * table[b[k]];
-          s += p;
-          s_abs += std::fabs(p);
-        }
-        ref.want[static_cast<size_t>(r) * N + n] = scale * s;
-        ref.sum_abs[static_cast<size_t>(r) * N + n] = scale * s_abs;
-      }
-    }
-  };
-  const int threads = course::cpu_threads();
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t, threads);
-  for (auto& th : pool) th.join();
+  fp8_gemm::for_each_cell(ref.rows, N, K, A.codes, B.codes, table,
+                          [&](size_t r, int n, const double* a, const uint8_t* b) {
+                            double s = 0, s_abs = 0;
+                            fp8_gemm::exact_dot(a, b, table, 0, K, s, s_abs);
+                            ref.want[r * N + n] = scale * s;
+                            ref.sum_abs[r * N + n] = scale * s_abs;
+                          });
   return ref;
 }
 // --8<-- [end:reference]
@@ -361,17 +321,6 @@ static std::vector<double> tolerance(const Reference& ref, bool promote, int K) 
 }
 // --8<-- [end:tolerance]
 
-// The rows of C the reference covers, from the device, as doubles.
-static std::vector<double> gather_rows(const bf16* dC, const Reference& ref, int N) {
-  std::vector<double> got(ref.want.size());
-  std::vector<bf16> row(N);
-  for (size_t r = 0; r < ref.rows.size(); ++r) {
-    CUDA_CHECK(cudaMemcpy(row.data(), dC + static_cast<size_t>(ref.rows[r]) * N, N * sizeof(bf16),
-                          cudaMemcpyDeviceToHost));
-    for (int n = 0; n < N; ++n) got[r * N + n] = static_cast<double>(__bfloat162float(row[n]));
-  }
-  return got;
-}
 // The accumulation's error as the benchmark reports it (err_ppb): the largest error beyond what rounding the
 // exact result to bf16 could explain (2^-8 |want|), as a share of sum_abs, in billionths. An exact sum
 // rounded to bf16 scores 0.
@@ -384,68 +333,8 @@ static double error_ppb(const std::vector<double>& got, const Reference& ref) {
   return worst * 1e9;
 }
 
-struct Problem {
-  int M, N, K;
-  const uint8_t *A, *B;   // e4m3 codes
-  const float *sa, *sb;   // the per-tensor scales, in device memory (as cuBLASLt takes them)
-  bf16* C;
-};
-
-// --8<-- [start:cublaslt]
-// cuBLASLt's FP8 GEMM. Column-major, as cuBLAS sees it: C^T (N x M) = B (as N x K, "transposed" K x N
-// column-major) times A^T; FP8 needs exactly this "TN" form, both operands K-major, as wgmma does. The
-// scales go in by pointer (A_SCALE_POINTER scales cuBLASLt's A, our B); D is bf16; compute fp32.
-// FAST_ACCUM = 1 lets the library keep the sum in the tensor core's accumulator (no promotion).
-struct CublasLtFp8 {
-  cublasLtHandle_t lt = nullptr;
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  void* workspace = nullptr;
-  size_t workspace_bytes = 32u << 20;
-  bool available = false;  // 16-byte leading dimensions, and the heuristic found an algorithm
-  CublasLtFp8(cublasLtHandle_t handle, const Problem& p, bool fast_accum) : lt(handle) {
-    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
-    const int8_t fast = fast_accum ? 1 : 0;
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &p.sb, sizeof(p.sb)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &p.sa, sizeof(p.sa)));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, CUDA_R_8F_E4M3, p.K, p.N, p.K));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b, CUDA_R_8F_E4M3, p.K, p.M, p.K));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, p.N, p.M, p.N));
-    CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
-    cublasLtMatmulPreference_t pref = nullptr;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                      &workspace_bytes, sizeof(workspace_bytes)));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, d, d, pref, 1, &result, &found);
-    CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
-    // FP8 matmuls want every leading dimension a multiple of 16 bytes: K e4m3 values (the program's own
-    // rule) and N bf16 values, so N a multiple of 8; other N are left to the course kernel.
-    available = p.N % 8 == 0 && status == CUBLAS_STATUS_SUCCESS && found > 0;
-    if (available) algo = result.algo;
-  }
-  void operator()(const Problem& p) const {
-    const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(cublasLtMatmul(lt, op, &one, p.B, a, p.A, b, &zero, p.C, d, p.C, d, &algo, workspace,
-                                workspace_bytes, 0));
-  }
-  ~CublasLtFp8() {
-    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(a));
-    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(b));
-    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(d));
-    CUBLAS_CHECK(cublasLtMatmulDescDestroy(op));
-    CUDA_CHECK(cudaFree(workspace));
-  }
-  CublasLtFp8(const CublasLtFp8&) = delete;
-  CublasLtFp8& operator=(const CublasLtFp8&) = delete;
-};
-// --8<-- [end:cublaslt]
+using fp8_gemm::CublasLtFp8;
+using Problem = fp8_gemm::Fp8Operands;  // cuBLASLt's operands serve the course kernel too
 
 // --8<-- [start:launch]
 struct Kernel {
@@ -454,13 +343,23 @@ struct Kernel {
   Kernel(const Problem& p, int blocks)
       : a(hopper::make_kmajor_map_fp8(p.A, p.M, p.K, BM)), b(hopper::make_kmajor_map_fp8(p.B, p.N, p.K, BN)),
         sms(blocks) {}
-  void operator()(bool promote, const Problem& p) const {
+  template <Accumulation MODE>
+  static void allow_shared_memory() {
+    CUDA_CHECK(cudaFuncSetAttribute(fp8_gemm_per_tensor<MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(kSmemBytes)));
+  }
+  void operator()(Accumulation mode, const Problem& p) const {
     const int tiles = course::ceil_div(p.M, BM) * course::ceil_div(p.N, BN);
     const int grid = std::min(tiles, sms);  // persistent: at most one block per SM
-    if (promote)
-      fp8_gemm<true><<<grid, THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b, p.C, p.sa, p.sb, GROUP_ROWS);
+    if (mode == Accumulation::kPromoteOverlap)
+      fp8_gemm_per_tensor<Accumulation::kPromoteOverlap>
+          <<<grid, THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b, p.C, p.sa, p.sb, GROUP_ROWS);
+    else if (mode == Accumulation::kPromoteWait)
+      fp8_gemm_per_tensor<Accumulation::kPromoteWait>
+          <<<grid, THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b, p.C, p.sa, p.sb, GROUP_ROWS);
     else
-      fp8_gemm<false><<<grid, THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b, p.C, p.sa, p.sb, GROUP_ROWS);
+      fp8_gemm_per_tensor<Accumulation::kTensorCore>
+          <<<grid, THREADS, kSmemBytes>>>(p.M, p.N, p.K, a, b, p.C, p.sa, p.sb, GROUP_ROWS);
     CUDA_CHECK_LAUNCH();
   }
 };
@@ -471,10 +370,7 @@ struct Kernel {
 template <typename Run>
 static bool run_and_check(const char* name, Run&& run, const Problem& p, const Reference& ref,
                           const std::vector<double>& atol, double plant_below, double* ppb = nullptr) {
-  course::poison(p.C, static_cast<size_t>(p.M) * p.N * sizeof(bf16));
-  run();
-  CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<double> got = gather_rows(p.C, ref, p.N);
+  const std::vector<double> got = fp8_gemm::run_and_gather(run, p.C, p.M, p.N, ref.rows);
   if (ppb) *ppb = error_ppb(got, ref);
   return course::check_close_each_planted(name, got.data(), ref.want.data(), atol.data(), got.size(), kRtol,
                                           plant_below);
@@ -482,43 +378,32 @@ static bool run_and_check(const char* name, Run&& run, const Problem& p, const R
 
 int main(int argc, char** argv) {
   course::Args args(argc, argv);
-  const bool bench = args.has("--bench");
-  const int m_opt = static_cast<int>(args.get_int("--m", 200, 1, 1 << 16));
-  const int n_opt = static_cast<int>(args.get_int("--n", 135, 1, 1 << 16));
-  const int k_opt = static_cast<int>(args.get_int("--k", 528, 16, 1 << 16));
-  const int sms_wanted = static_cast<int>(args.get_int("--sms", 0, 0, 1024));
-  const bool promote = !args.has("--no-promote");
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
+  const fp8_gemm::Options opt(args, 1);
+  const bool bench = opt.bench;
+  const bool no_promote = args.has("--no-promote");
   const bool plant = course::plant_zeros_small_requested(args);
   args.finish();
-  course::require_multiple("--k", k_opt, 16, "TMA copies rows whose stride is a multiple of 16 bytes");
+  opt.check();
+  const Accumulation mode = no_promote      ? Accumulation::kTensorCore
+                            : opt.overlap() ? Accumulation::kPromoteOverlap
+                                            : Accumulation::kPromoteWait;
 
   // CPU-side checks first: they need no GPU.
   if (!check_e4m3_decoder()) return course::kExitFail;
   course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA are Hopper instructions");
   hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
-  CUDA_CHECK(cudaFuncSetAttribute(fp8_gemm<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(kSmemBytes)));
-  CUDA_CHECK(cudaFuncSetAttribute(fp8_gemm<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(kSmemBytes)));
-  int device = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int blocks = sms_wanted > 0 ? std::min(sms_wanted, sms) : sms;
+  Kernel::allow_shared_memory<Accumulation::kTensorCore>();
+  Kernel::allow_shared_memory<Accumulation::kPromoteWait>();
+  Kernel::allow_shared_memory<Accumulation::kPromoteOverlap>();
+  const int blocks = fp8_gemm::persistent_blocks(opt.sms);
   cublasLtHandle_t lt = nullptr;
   CUBLAS_CHECK(cublasLtCreate(&lt));
 
-  struct Shape {
-    int m, n, k;
-  };
-  const std::vector<Shape> shapes =
-      bench ? std::vector<Shape>{{4096, 4096, 4096}, {8192, 8192, 8192}, {16, 14336, 4096}}
-            : std::vector<Shape>{{m_opt, n_opt, k_opt}};
   bool ok = true;
-  for (const Shape& s : shapes) {
+  for (const fp8_gemm::Shape& s : opt.shapes({{4096, 4096, 4096}, {8192, 8192, 8192}, {16, 14336, 4096}})) {
     // Inputs as a pipeline makes them: fp32 values, one scale per tensor, e4m3 codes.
-    const Fp8Tensor A = quantise_per_tensor(random_matrix(s.m, s.k, seed, true));
-    const Fp8Tensor B = quantise_per_tensor(random_matrix(s.n, s.k, seed + 1, false));
+    const Fp8Tensor A = quantise_per_tensor(random_matrix(s.m, s.k, opt.seed, true));
+    const Fp8Tensor B = quantise_per_tensor(random_matrix(s.n, s.k, opt.seed + 1, false));
     const Reference ref = reference(A, B, s.m, s.n, s.k, bench ? 32 : s.m);  // benchmark: 32 sampled rows
     uint8_t* dA = course::to_device(A.codes);
     uint8_t* dB = course::to_device(B.codes);
@@ -526,14 +411,7 @@ int main(int argc, char** argv) {
     float* dsb = course::to_device(std::vector<float>{B.scale});
     bf16* dC = course::device_alloc<bf16>(static_cast<size_t>(s.m) * s.n);
     const Problem p{s.m, s.n, s.k, dA, dB, dsa, dsb, dC};
-    // The plant zeroes outputs below a quarter of the median |want|: the quiet rows' outputs, and some others.
-    double plant_below = 0;
-    if (plant) {
-      std::vector<double> mags;
-      for (double w : ref.want) mags.push_back(std::fabs(w));
-      std::nth_element(mags.begin(), mags.begin() + mags.size() / 2, mags.end());
-      plant_below = mags[mags.size() / 2] / 4;
-    }
+    const double plant_below = plant ? fp8_gemm::zeros_small_below(ref.want) : 0.0;
     const Kernel kernel(p, blocks);
     const CublasLtFp8 lt_exact(lt, p, false), lt_fast(lt, p, true);
     char case_name[96];
@@ -545,12 +423,15 @@ int main(int argc, char** argv) {
       std::function<void()> run;
     };
     std::vector<Impl> impls;
-    if (bench || promote)
+    if (bench || mode == Accumulation::kPromoteWait)
       impls.push_back({"fp8_promoted", "fp8 wgmma, promoted every 128 K (e4m3, fp32 acc)", true, false, true,
-                       [&] { kernel(true, p); }});
-    if (bench || !promote)
+                       [&] { kernel(Accumulation::kPromoteWait, p); }});
+    if (bench || mode == Accumulation::kPromoteOverlap)
+      impls.push_back({"fp8_promoted_overlap", "fp8 wgmma, overlapped promotion every 128 K (e4m3, fp32 acc)",
+                       true, false, true, [&] { kernel(Accumulation::kPromoteOverlap, p); }});
+    if (bench || mode == Accumulation::kTensorCore)
       impls.push_back({"fp8_unpromoted", "fp8 wgmma, no promotion (e4m3, tensor-core acc)", false, false, true,
-                       [&] { kernel(false, p); }});
+                       [&] { kernel(Accumulation::kTensorCore, p); }});
     impls.push_back({"cublaslt_fp8", "cuBLASLt fp8 (e4m3, fp32 acc)", true, true, lt_exact.available,
                      [&] { lt_exact(p); }});
     impls.push_back({"cublaslt_fp8_fast", "cuBLASLt fp8 fast accum (e4m3, tensor-core acc)", false, true,

@@ -15,7 +15,9 @@
 // and M = 0 or N = 0 is an empty product (nothing is launched).
 // Build: python -m course.toolchain build kernels/serving/fp8_gemm_block.cu
 // Run:   ./build/serving/fp8_gemm_block --m 200 --n 135 --k 528
-//        ./build/serving/fp8_gemm_block --bench        (4096^3, 8192^3 and 4096 x 7168 x 2048; cuBLASLt)
+//        ./build/serving/fp8_gemm_block --m 200 --n 135 --k 528 --promote overlap  (overlapped promotion)
+//        ./build/serving/fp8_gemm_block --bench        (4096^3, 8192^3 and 4096 x 7168 x 2048: both
+//                                                       promotions, cuBLASLt)
 //        ./build/serving/fp8_gemm_block --m 301 --n 257 --k 512 --plant wrong-block-scale
 // It runs only on compute capability 9.0 and waives itself elsewhere; the device code is compiled only
 // where __CUDA_ARCH_FEAT_SM90_ALL is defined, so the file builds for every architecture the course builds for.
@@ -32,6 +34,15 @@
 // course: run --m 1000 --n 700 --k 560 --sms 5 --seed 10
 // course: run --m 301 --n 257 --k 512 --plant zeros-small
 // course: run --m 301 --n 257 --k 512 --plant wrong-block-scale
+// course: run --m 200 --n 135 --k 528 --promote overlap
+// course: run --m 1 --n 1 --k 16 --promote overlap
+// course: run --m 0 --n 64 --k 128 --promote overlap
+// course: run --m 130 --n 129 --k 96 --promote overlap --seed 11
+// course: run --m 300 --n 270 --k 640 --promote overlap --seed 12
+// course: run --m 2100 --n 1104 --k 1536 --promote overlap --seed 9
+// course: run --m 1000 --n 700 --k 560 --sms 5 --promote overlap --seed 10
+// course: run --m 301 --n 257 --k 512 --plant zeros-small --promote overlap
+// course: run --m 301 --n 257 --k 512 --plant wrong-block-scale --promote overlap
 // course: bench --bench
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -43,7 +54,6 @@
 #include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../common/check_cublas.cuh"
@@ -71,7 +81,9 @@ static_assert(kSmemBytes <= 227 * 1024, "more shared memory than a Hopper block 
 // fp8_gemm.cu's promoted kernel, with the scales applied where the partial sums are promoted. Each thread's
 // accumulator fragment covers two rows of C (row_a: d[4t], d[4t+1]; row_a + 8: d[4t+2], d[4t+3]) and 32 of
 // the tile's 128 columns, all in one block of B: three scales per k-tile, loaded before the wgmma is issued
-// so that their latency hides behind it.
+// so that their latency hides behind it. OVERLAP: fp8_gemm_shared.cuh's promoted_k_loop issues k-tile
+// kt+1 before promoting kt, so two k-tiles' scales are live at once: they take turns in two register sets.
+template <bool OVERLAP>
 __global__ void __launch_bounds__(THREADS, 1)
     fp8_gemm_block(int M, int N, int K, const __grid_constant__ CUtensorMap tmA,
                    const __grid_constant__ CUtensorMap tmB, bf16* C, const float* scale_a, const float* scale_b,
@@ -95,22 +107,10 @@ __global__ void __launch_bounds__(THREADS, 1)
   }
   __syncthreads();
 
-  if (wg == 0) {  // producer: unchanged from fp8_gemm.cu
+  if (wg == 0) {  // producer: fp8_gemm_shared.cuh's, as in fp8_gemm.cu
     setmaxnreg_dec<PRODUCER_REGS>();
-    if (threadIdx.x == 0) {
-      int it = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int tm, tn;
-        fp8_gemm::tile_coords(t, tiles_m, tiles_n, group, tm, tn);
-        for (int kt = 0; kt < ktiles; ++kt, ++it) {
-          const int s = it % STAGES;
-          mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-          mbar_expect_bytes(&full[s], STAGE_BYTES);
-          tma_load_2d(sA + s * A_TILE, &tmA, kt * BK, tm * BM, &full[s]);
-          tma_load_2d(sB + s * B_TILE, &tmB, kt * BK, tn * BN, &full[s]);
-        }
-      }
-    }
+    if (threadIdx.x == 0)
+      fp8_gemm::produce_tiles<STAGES, BM, BN, BK>(tiles_m, tiles_n, ktiles, group, &tmA, &tmB, sA, sB, full, empty);
   } else {
     setmaxnreg_inc<CONSUMER_REGS>();
     const int row_in_tile = (wg - 1) * 64;
@@ -118,8 +118,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     auto release = [&](int s) {
       if (threadIdx.x % 32 == 0) mbar_arrive(&empty[s]);
     };
-    float d[64], total[64];
-    int it = 0;
+    float d[64], d_next[64], total[64];
+    int it = 0;  // k-tiles consumed so far, over all of this block's tiles: the ring position
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
       fp8_gemm::tile_coords(t, tiles_m, tiles_n, group, tm, tn);
@@ -128,37 +128,47 @@ __global__ void __launch_bounds__(THREADS, 1)
       const float* sb_blocks = scale_b + static_cast<size_t>(tn) * ktiles;  // B block row tn: [ktiles]
 #pragma unroll
       for (int i = 0; i < 64; ++i) total[i] = 0.0f;
-      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+      // the scales of rows (row_a, row_a + 8) for the even and the odd k-tile in flight (scalars, so that
+      // choosing by parity is a select between registers, never an indexed local array)
+      float even0 = 0.0f, even1 = 0.0f, odd0 = 0.0f, odd1 = 0.0f;
+      auto issue = [&](float* acc, int kt) {
         // --8<-- [start:scales]
         const float* sa_block = scale_a + static_cast<size_t>(kt) * M;  // K block kt's row scales
         const float sb = __ldg(sb_blocks + kt);
         const float sa0 = has_row0 ? __ldg(sa_block + row_a) : 0.0f;  // rows past M: zeros, never stored
         const float sa1 = has_row1 ? __ldg(sa_block + row_a + 8) : 0.0f;
         // --8<-- [end:scales]
-        const int s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
+        if (kt % 2 == 0) {  // the parity is known at compile time in the overlapped loop
+          even0 = sa0 * sb, even1 = sa1 * sb;
+        } else {
+          odd0 = sa0 * sb, odd1 = sa1 * sb;
+        }
+        const int s = (it + kt) % STAGES;
+        mbar_wait(&full[s], ((it + kt) / STAGES) & 1);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK; kk += KSTEP)  // scale-d off on the first: each k-block's sum starts afresh
-          wgmma_64x128x32_e4m3(d, smem_desc_fp8(sA + s * A_TILE + row_in_tile * BK + kk),
+          wgmma_64x128x32_e4m3(acc, smem_desc_fp8(sA + s * A_TILE + row_in_tile * BK + kk),
                                smem_desc_fp8(sB + s * B_TILE + kk), kk > 0);
         wgmma_commit();
-        wgmma_wait<0>();  // this k-block's partial sums are final
-        fence_accumulators<64>(d);
-        release(s);
+      };
+      auto release_ktile = [&](int kt) { release((it + kt) % STAGES); };
+      auto promote = [&](const float* acc, int kt) {
         // --8<-- [start:promote]
         // The promotion is where the scales apply: the partial sum of k-block kt is in units of
         // sa[kt][row] * sb[tn][kt], so it is multiplied by them before the fp32 add.
-        const float scale0 = sa0 * sb, scale1 = sa1 * sb;
+        const float scale0 = kt % 2 == 0 ? even0 : odd0, scale1 = kt % 2 == 0 ? even1 : odd1;
 #pragma unroll
         for (int i = 0; i < 64; i += 4) {
-          total[i] += d[i] * scale0;
-          total[i + 1] += d[i + 1] * scale0;
-          total[i + 2] += d[i + 2] * scale1;
-          total[i + 3] += d[i + 3] * scale1;
+          total[i] += acc[i] * scale0;
+          total[i + 1] += acc[i + 1] * scale0;
+          total[i + 2] += acc[i + 2] * scale1;
+          total[i + 3] += acc[i + 3] * scale1;
         }
         // --8<-- [end:promote]
-      }
+      };
+      fp8_gemm::promoted_k_loop<OVERLAP>(ktiles, d, d_next, issue, release_ktile, promote);
+      it += ktiles;
       fp8_gemm::store_scaled(total, 1.0f, C, M, N, tm * BM + row_in_tile, tn * BN);  // scaled already
     }
   }
@@ -233,8 +243,8 @@ struct Reference {
 };
 static Reference reference(const BlockFp8& A, const BlockFp8& B, int M, int N, int K, int max_rows) {
   Reference ref;
-  const int nrows = std::min(M, max_rows);
-  for (int r = 0; r < nrows; ++r) ref.rows.push_back(static_cast<int>(static_cast<long long>(r) * M / nrows));
+  ref.rows = fp8_gemm::sampled_rows(M, max_rows);
+  const int nrows = static_cast<int>(ref.rows.size());
   const size_t count = static_cast<size_t>(nrows) * N;
   ref.want.assign(count, 0.0);
   ref.sum_abs.assign(count, 0.0);
@@ -247,37 +257,23 @@ static Reference reference(const BlockFp8& A, const BlockFp8& B, int M, int N, i
     table[c] = static_cast<double>(static_cast<float>(v));
   }
   const int kblocks = course::ceil_div(K, SCALE_BLOCK);
-  auto work = [&](int first, int step) {
-    std::vector<double> a(K);
-    for (int r = first; r < nrows; r += step) {
-      const size_t row = static_cast<size_t>(ref.rows[r]);
-      for (int k = 0; k < K; ++k) a[k] = table[A.codes[row * K + k]];
-      for (int n = 0; n < N; ++n) {
-        const uint8_t* b = &B.codes[static_cast<size_t>(n) * K];
-        double want = 0, sum_abs = 0, plain = 0, plain_abs = 0;
-        for (int kb = 0; kb < kblocks; ++kb) {
-          double s = 0, s_abs = 0;
-          for (int k = kb * SCALE_BLOCK; k < std::min(K, (kb + 1) * SCALE_BLOCK); ++k) {
-            const double p = a[k] * table[b[k]];
-            s += p;
-            s_abs += std::fabs(p);
-          }
-          const double scale = static_cast<double>(A.scales[static_cast<size_t>(kb) * M + row]) *
-                               B.scales[static_cast<size_t>(n / SCALE_BLOCK) * kblocks + kb];
-          want += scale * s;
-          sum_abs += scale * s_abs;
-          plain += s;
-          plain_abs += s_abs;
-        }
-        const size_t i = static_cast<size_t>(r) * N + n;
-        ref.want[i] = want, ref.sum_abs[i] = sum_abs, ref.plain[i] = plain, ref.plain_abs[i] = plain_abs;
-      }
+  fp8_gemm::for_each_cell(ref.rows, N, K, A.codes, B.codes, table, [&](size_t r, int n, const double* a,
+                                                                         const uint8_t* b) {
+    const size_t row = static_cast<size_t>(ref.rows[r]);
+    double want = 0, sum_abs = 0, plain = 0, plain_abs = 0;
+    for (int kb = 0; kb < kblocks; ++kb) {
+      double s = 0, s_abs = 0;
+      fp8_gemm::exact_dot(a, b, table, kb * SCALE_BLOCK, std::min(K, (kb + 1) * SCALE_BLOCK), s, s_abs);
+      const double scale = static_cast<double>(A.scales[static_cast<size_t>(kb) * M + row]) *
+                           B.scales[static_cast<size_t>(n / SCALE_BLOCK) * kblocks + kb];
+      want += scale * s;
+      sum_abs += scale * s_abs;
+      plain += s;
+      plain_abs += s_abs;
     }
-  };
-  const int threads = course::cpu_threads();
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t, threads);
-  for (auto& th : pool) th.join();
+    const size_t i = r * N + n;
+    ref.want[i] = want, ref.sum_abs[i] = sum_abs, ref.plain[i] = plain, ref.plain_abs[i] = plain_abs;
+  });
   return ref;
 }
 // --8<-- [end:reference]
@@ -300,18 +296,6 @@ static std::vector<double> tolerance(const std::vector<double>& sum_abs, int K) 
 }
 // --8<-- [end:tolerance]
 
-// The rows of C the reference covers, from the device, as doubles.
-static std::vector<double> gather_rows(const bf16* dC, const std::vector<int>& rows, int N) {
-  std::vector<double> got(rows.size() * static_cast<size_t>(N));
-  std::vector<bf16> row(N);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    CUDA_CHECK(cudaMemcpy(row.data(), dC + static_cast<size_t>(rows[r]) * N, N * sizeof(bf16),
-                          cudaMemcpyDeviceToHost));
-    for (int n = 0; n < N; ++n) got[r * N + n] = static_cast<double>(__bfloat162float(row[n]));
-  }
-  return got;
-}
-
 // --8<-- [start:launch]
 struct BlockKernel {
   int M, N, K;
@@ -321,65 +305,61 @@ struct BlockKernel {
   BlockKernel(int m, int n, int k, const uint8_t* A, const uint8_t* B, bf16* c, int blocks)
       : M(m), N(n), K(k), a(m > 0 ? hopper::make_kmajor_map_fp8(A, m, k, BM) : CUtensorMap{}),
         b(n > 0 ? hopper::make_kmajor_map_fp8(B, n, k, BN) : CUtensorMap{}), C(c), sms(blocks) {}
-  void operator()(const float* scale_a, const float* scale_b) const {
+  void operator()(const float* scale_a, const float* scale_b, bool overlap) const {
     const int tiles = course::ceil_div(M, BM) * course::ceil_div(N, BN);
     if (tiles == 0) return;  // an empty C: nothing to launch (a grid of 0 blocks is a launch error)
-    fp8_gemm_block<<<std::min(tiles, sms), THREADS, kSmemBytes>>>(M, N, K, a, b, C, scale_a, scale_b, GROUP_ROWS);
+    const int grid = std::min(tiles, sms);
+    if (overlap)
+      fp8_gemm_block<true><<<grid, THREADS, kSmemBytes>>>(M, N, K, a, b, C, scale_a, scale_b, GROUP_ROWS);
+    else
+      fp8_gemm_block<false><<<grid, THREADS, kSmemBytes>>>(M, N, K, a, b, C, scale_a, scale_b, GROUP_ROWS);
     CUDA_CHECK_LAUNCH();
   }
 };
 // --8<-- [end:launch]
 
-// Run, then compare the reference's rows; poisoned first. `quiet` runs a check whose verdict is the caller's
-// (a planted fault), printing nothing of its own.
+// Poison C, run, compare the reference's rows. With plant_below > 0 the check also runs, quietly, on the
+// output with its small elements zeroed, and must reject it.
 template <typename Run>
 static bool run_and_check(const char* name, Run&& run, bf16* C, int M, int N, const std::vector<int>& rows,
                           const std::vector<double>& want, const std::vector<double>& atol, double plant_below) {
-  course::poison(C, static_cast<size_t>(M) * N * sizeof(bf16));
-  run();
-  CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<double> got = gather_rows(C, rows, N);
+  const std::vector<double> got = fp8_gemm::run_and_gather(run, C, M, N, rows);
   return course::check_close_each_planted(name, got.data(), want.data(), atol.data(), got.size(), kRtol,
                                           plant_below);
 }
 
 int main(int argc, char** argv) {
   course::Args args(argc, argv);
-  const bool bench = args.has("--bench");
-  const int m_opt = static_cast<int>(args.get_int("--m", 200, 0, 1 << 16));
-  const int n_opt = static_cast<int>(args.get_int("--n", 135, 0, 1 << 16));
-  const int k_opt = static_cast<int>(args.get_int("--k", 528, 16, 1 << 16));
-  const int sms_wanted = static_cast<int>(args.get_int("--sms", 0, 0, 1024));
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
+  const fp8_gemm::Options opt(args, 0);
+  const bool bench = opt.bench, overlap = opt.overlap();
   const std::string plant = args.get_str("--plant", "");
   args.finish();
+  opt.check();
   if (plant != "" && plant != "zeros-small" && plant != "wrong-block-scale") {
     std::fprintf(stderr, "error: --plant expects zeros-small or wrong-block-scale, got '%s'\n", plant.c_str());
     return course::kExitFail;
   }
-  course::require_multiple("--k", k_opt, 16, "TMA copies rows whose stride is a multiple of 16 bytes");
-  if (plant == "wrong-block-scale" && k_opt <= SCALE_BLOCK) {
+  if (plant == "wrong-block-scale" && opt.k <= SCALE_BLOCK) {
     std::fprintf(stderr, "error: --plant wrong-block-scale needs two K blocks (--k > %d)\n", SCALE_BLOCK);
     return course::kExitFail;
   }
 
   course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA are Hopper instructions");
   hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
-  CUDA_CHECK(cudaFuncSetAttribute(fp8_gemm_block, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(kSmemBytes)));
-  int device = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int blocks = sms_wanted > 0 ? std::min(sms_wanted, sms) : sms;
+  for (const void* kernel : {reinterpret_cast<const void*>(fp8_gemm_block<false>),
+                             reinterpret_cast<const void*>(fp8_gemm_block<true>)})
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(kSmemBytes)));
+  const int blocks = fp8_gemm::persistent_blocks(opt.sms);
 
-  if (!bench && (m_opt == 0 || n_opt == 0)) {
+  if (!bench && (opt.m == 0 || opt.n == 0)) {
     // C has no elements: the launch wrapper must launch nothing and write nothing. A poisoned buffer stands
     // where C would be, and must come back exactly as it went.
     const size_t guard = 256;
     bf16* dC = course::device_alloc<bf16>(guard);
     course::poison(dC, guard * sizeof(bf16));
     const std::vector<bf16> before = course::to_host(dC, guard);
-    BlockKernel(m_opt, n_opt, k_opt, nullptr, nullptr, dC, blocks)(nullptr, nullptr);
+    BlockKernel(opt.m, opt.n, opt.k, nullptr, nullptr, dC, blocks)(nullptr, nullptr, overlap);
     CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<bf16> after = course::to_host(dC, guard);
     course::device_free({dC});
@@ -390,18 +370,12 @@ int main(int argc, char** argv) {
   }
   cublasLtHandle_t lt = nullptr;
   CUBLAS_CHECK(cublasLtCreate(&lt));
-  struct Shape {
-    int m, n, k;
-  };
-  const std::vector<Shape> shapes =
-      bench ? std::vector<Shape>{{4096, 4096, 4096}, {8192, 8192, 8192}, {4096, 7168, 2048}}
-            : std::vector<Shape>{{m_opt, n_opt, k_opt}};
   bool ok = true;
-  for (const Shape& s : shapes) {
+  for (const fp8_gemm::Shape& s : opt.shapes({{4096, 4096, 4096}, {8192, 8192, 8192}, {4096, 7168, 2048}})) {
     const int kblocks = course::ceil_div(s.k, SCALE_BLOCK), nblocks = course::ceil_div(s.n, SCALE_BLOCK);
-    const BlockFp8 A = quantise_blocks(random_blocked(s.m, s.k, 1, seed, true), s.m, s.k, 1, true);
+    const BlockFp8 A = quantise_blocks(random_blocked(s.m, s.k, 1, opt.seed, true), s.m, s.k, 1, true);
     const BlockFp8 B =
-        quantise_blocks(random_blocked(s.n, s.k, SCALE_BLOCK, seed + 1, false), s.n, s.k, SCALE_BLOCK, false);
+        quantise_blocks(random_blocked(s.n, s.k, SCALE_BLOCK, opt.seed + 1, false), s.n, s.k, SCALE_BLOCK, false);
     const Reference ref = reference(A, B, s.m, s.n, s.k, bench ? 32 : s.m);  // benchmark: 32 sampled rows
     uint8_t* dA = course::to_device(A.codes);
     uint8_t* dB = course::to_device(B.codes);
@@ -413,16 +387,15 @@ int main(int argc, char** argv) {
     const fp8_gemm::Fp8Operands per_tensor{s.m, s.n, s.k, dA, dB, d_one, d_one, dC};
     const fp8_gemm::CublasLtFp8 cublas(lt, per_tensor, false);
 
-    double plant_below = 0;  // --plant zeros-small: zero the outputs below a quarter of the median |want|
-    if (plant == "zeros-small") {
-      std::vector<double> mags;
-      for (double w : ref.want) mags.push_back(std::fabs(w));
-      std::nth_element(mags.begin(), mags.begin() + mags.size() / 2, mags.end());
-      plant_below = mags[mags.size() / 2] / 4;
-    }
+    const double plant_below = plant == "zeros-small" ? fp8_gemm::zeros_small_below(ref.want) : 0.0;
     const std::vector<double> atol = tolerance(ref.sum_abs, s.k);
-    ok = run_and_check("fp8_block_scaled", [&] { kernel(dsa, dsb); }, dC, s.m, s.n, ref.rows, ref.want, atol,
-                       plant_below) && ok;
+    // the selected promotion (both in the benchmark, which times both)
+    if (bench || !overlap)
+      ok = run_and_check("fp8_block_scaled", [&] { kernel(dsa, dsb, false); }, dC, s.m, s.n, ref.rows, ref.want,
+                         atol, plant_below) && ok;
+    if (bench || overlap)
+      ok = run_and_check("fp8_block_scaled_overlap", [&] { kernel(dsa, dsb, true); }, dC, s.m, s.n, ref.rows,
+                         ref.want, atol, plant_below) && ok;
     // --8<-- [start:plant]
     // --plant wrong-block-scale: the kernel reads each row's scale of the next K block (the last block
     // reads the first's), as a kernel indexing sa off by one block would. The check must reject it.
@@ -433,7 +406,7 @@ int main(int argc, char** argv) {
                     shifted.begin() + static_cast<size_t>(kb) * s.m);
       float* d_shifted = course::to_device(shifted);
       const bool passed = course::verdict_quietly([&] {
-        return run_and_check("fp8_block_scaled", [&] { kernel(d_shifted, dsb); }, dC, s.m, s.n, ref.rows,
+        return run_and_check("fp8_block_scaled", [&] { kernel(d_shifted, dsb, overlap); }, dC, s.m, s.n, ref.rows,
                              ref.want, atol, 0.0);
       });
       const std::string blocks = "kblocks=" + std::to_string(kblocks);
@@ -458,8 +431,11 @@ int main(int argc, char** argv) {
       const double bytes = static_cast<double>(s.m) * s.k + static_cast<double>(s.n) * s.k + 2.0 * s.m * s.n;
       const double scale_bytes = 4.0 * kblocks * (static_cast<double>(s.m) + nblocks);
       course::print_bench(case_name, "fp8 wgmma, block-scaled 1x128 / 128x128 (e4m3, fp32 acc)",
-                          course::time_kernel_ms([&] { kernel(dsa, dsb); }), bytes + scale_bytes, flops, false,
-                          {{"m", s.m}, {"n", s.n}, {"k", s.k}});
+                          course::time_kernel_ms([&] { kernel(dsa, dsb, false); }), bytes + scale_bytes, flops,
+                          false, {{"m", s.m}, {"n", s.n}, {"k", s.k}});
+      course::print_bench(case_name, "fp8 wgmma, overlapped block-scaled 1x128 / 128x128 (e4m3, fp32 acc)",
+                          course::time_kernel_ms([&] { kernel(dsa, dsb, true); }), bytes + scale_bytes, flops,
+                          false, {{"m", s.m}, {"n", s.n}, {"k", s.k}});
       if (cublas.available)
         course::print_bench(case_name, "cuBLASLt fp8 per-tensor (e4m3, fp32 acc)",
                             course::time_kernel_ms([&] { cublas(per_tensor); }), bytes, flops, true,

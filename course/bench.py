@@ -8,6 +8,14 @@ medians within `AGREEMENT` of each other (or that only one process printed) is m
 and no claim or headline may rest on it (course/claims.py, course/headline.py). The row's `time_ms`
 is the median of its medians.
 
+A program may print, beside the time, fields that each process measures for itself: a bandwidth or a
+share computed from its own time, a compile time, the accuracy a timed training reached. It declares
+them (`course: measured FIELD...`, course/programs.py), and a row that has them is taken whole from one
+process, the one whose median is the lower middle of the medians (`statistics.median_low`: the lower
+of two, the middle of three), so that those fields agree with the row's `time_ms`. A numeric field
+that differs between processes without being declared fails the run: taken from one process beside a
+time merged from several, it would not be the figure of any run.
+
 Programs also declare invariants that must hold within one run (course/programs.py: `course:
 invariant`), such as "a causal attention is faster than its non-causal twin". A broken invariant is
 measured again like an unstable row; if it still breaks, the run fails with the rows named.
@@ -34,17 +42,24 @@ def spread(medians: list[float]) -> float:
     return min((b - a) / a for a, b in zip(s, s[1:]))
 
 
-def merge_rows(outputs: list[list[dict]]) -> list[dict]:
-    """One row per (case, impl), in the first process's order, with every process's median."""
+def merge_rows(outputs: list[list[dict]], measured: tuple[str, ...] | list[str] = ()) -> list[dict]:
+    """One row per (case, impl), in the first process's order, with every process's median; a row with
+    `measured` fields comes whole from the process whose median is the median_low of them."""
     merged: dict[tuple, dict] = {}
+    from_process: dict[tuple, list[dict]] = {}
     for rows in outputs:
         for row in rows:
             key = (row.get("case"), row.get("impl"))
             if key not in merged:
                 merged[key] = {**row, "medians": []}
             merged[key]["medians"].append(row["time_ms"])
-    for row in merged.values():
-        row["time_ms"] = float(f"{statistics.median(row['medians']):.6g}")
+            from_process.setdefault(key, []).append(row)
+    for key, row in merged.items():
+        if any(f in row for f in measured):
+            chosen = statistics.median_low(row["medians"])
+            row.update({k: v for k, v in from_process[key][row["medians"].index(chosen)].items()})
+        else:
+            row["time_ms"] = float(f"{statistics.median(row['medians']):.6g}")
         if len(row["medians"]) < 2:
             row["unstable"] = "timed by one process only"
         elif spread(row["medians"]) > AGREEMENT:
@@ -53,6 +68,21 @@ def merge_rows(outputs: list[list[dict]]) -> list[dict]:
         else:
             row.pop("unstable", None)
     return list(merged.values())
+
+
+def undeclared_differences(outputs: list[list[dict]], measured: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """A sentence for each numeric field, other than the time and the declared `measured` ones, whose
+    value differs between the processes that printed its row."""
+    values: dict[tuple, list] = {}
+    for rows in outputs:
+        for row in rows:
+            for name, value in row.items():
+                if name in ("time_ms", *measured) or isinstance(value, bool) or not isinstance(value, (int, float)):
+                    continue
+                values.setdefault((row.get("case"), row.get("impl"), name), []).append(value)
+    return [f"field {name!r} of row {impl!r} on {case!r} differs between timing processes ({', '.join(map(repr, v))}): "
+            f"declare it with 'course: measured {name}' so that the row is taken whole from one process "
+            f"(course/bench.py)" for (case, impl, name), v in values.items() if len(set(v)) > 1]
 
 
 def _number_blind(case: str) -> str:
@@ -124,12 +154,14 @@ def measure(run: programs.Run, execute=toolchain.execute) -> Outcome:
         """The rows a third process times: the unstable ones, or all when an invariant is broken."""
         return rows if broken_invariants(run.program.invariants, rows) else [r for r in rows if r.get("unstable")]
 
-    rows = merge_rows([o.benchmarks for o in outcomes])
+    measured = run.program.measured
+    rows = merge_rows([o.benchmarks for o in outcomes], measured)
     again = needs_another(rows)
     if all(o.passed for o in outcomes) and again:
         outcomes.append(execute(run, timing_process=3, retime=impls_of(again)))
-        rows = merge_rows([o.benchmarks for o in outcomes])
+        rows = merge_rows([o.benchmarks for o in outcomes], measured)
     problems = [p for o in outcomes for p in o.problems]
+    problems += undeclared_differences([o.benchmarks for o in outcomes], measured)
     problems += broken_invariants(run.program.invariants, rows) if rows else []
     stdout = "".join(f"===== timing process {i + 1} of {len(outcomes)}\n{o.stdout}" for i, o in enumerate(outcomes))
     return Outcome(

@@ -31,6 +31,9 @@ Each program declares how it is built and run in `course:` comment lines near it
     // course: invariant grows <field> [impl-glob]
                                     rows of one impl whose cases differ only in numbers take no less
                                     time as <field> grows (a larger size is not faster)
+    // course: measured <field>...   benchmark row fields each timing process measures for itself
+                                    (a bandwidth or share computed from its time, a compile time):
+                                    such a row is taken whole from one process (course/bench.py)
 
 Every compiled GPU program also runs under compute-sanitizer (memcheck, racecheck, initcheck,
 synccheck) on its first checked arguments in the GPU run (tests/test_sanitizer.py); the verdicts go
@@ -161,6 +164,7 @@ class Program:
     sanitizer_skip: dict[str, str] = field(default_factory=dict)    # tool -> why it is not run
     min_gpus: int = 1
     invariants: list[tuple[str, ...]] = field(default_factory=list)  # ("faster", token, partner, glob) ...
+    measured: list[str] = field(default_factory=list)  # row fields each timing process measures itself
 
     @property
     def rel(self) -> str:
@@ -289,6 +293,11 @@ def parse(path: Path) -> Program:
                                  f"'course: invariant grows <field> [impl-glob]', got {value!r}")
             words += ["*"] if len(words) == shapes[words[0]][0] else []
             prog.invariants.append(tuple(words) + ((float(ratio),) if words[0] == "faster" else ()))
+        elif key == "measured":
+            if not value.split() or any(f in ("time_ms", "case", "impl") for f in value.split()):
+                raise ValueError(f"{path}: 'course: measured <field>...' names row fields other than time_ms, "
+                                 f"case and impl, got {value!r}")
+            prog.measured += value.split()
         elif key in ("sanitizer-expect", "sanitizer-skip"):
             tool, _, why = value.partition(" ")
             tools = SANITIZER_TOOLS if tool == "all" else (tool,)

@@ -15,6 +15,37 @@ def test_two_agreeing_medians_make_a_stable_row():
     assert merged[0]["time_ms"] == 1.015
 
 
+def test_a_row_with_measured_fields_comes_whole_from_one_process():
+    # As tensor_parallel.py once recorded its fused row: the time merged from three processes but the
+    # hidden share copied from the first, whose time was not the merged one.
+    def tp(t, hidden):
+        return [{"case": "mlp", "impl": "fused", "time_ms": t, "comm_ms": 0.73, "hidden_pct": hidden}]
+    outputs = [tp(1.806, 63.6), tp(1.778, 67.0), tp(1.734, 78.3)]
+    row = bench.merge_rows(outputs, measured=("comm_ms", "hidden_pct"))[0]
+    assert (row["time_ms"], row["hidden_pct"]) == (1.778, 67.0) and row["medians"] == [1.806, 1.778, 1.734]
+    two = bench.merge_rows(outputs[:2], measured=("comm_ms", "hidden_pct"))[0]
+    assert (two["time_ms"], two["hidden_pct"]) == (1.778, 67.0)  # the lower of two: a time some process measured
+    assert bench.undeclared_differences(outputs, measured=("hidden_pct",)) == []
+    # Undeclared, a field that differs between processes is a problem that fails the run.
+    problem = bench.undeclared_differences(outputs)
+    assert len(problem) == 1 and "'hidden_pct'" in problem[0] and "course: measured hidden_pct" in problem[0]
+    # Fields that every process prints alike (sizes, byte counts) need no declaration.
+    assert bench.undeclared_differences([rows(a=1.0), rows(a=1.02)]) == []
+
+
+def test_measured_fields_are_declared_in_the_program(tmp_path):
+    src = tmp_path / "p.py"
+    src.write_text("# course: gpu\n# course: bench --bench\n# course: measured busbw_gbps algbw_gbps\n")
+    assert programs.parse(src).measured == ["busbw_gbps", "algbw_gbps"]
+    src.write_text("# course: gpu\n# course: measured time_ms\n")
+    try:
+        programs.parse(src)
+    except ValueError as e:
+        assert "course: measured" in str(e)
+    else:
+        raise AssertionError("'course: measured time_ms' was accepted")
+
+
 def test_disagreeing_or_single_medians_are_unstable():
     assert "unstable" in bench.merge_rows([rows(a=1.0), rows(a=1.2)])[0]
     assert "one process" in bench.merge_rows([rows(a=1.0), []])[0]["unstable"]
@@ -47,6 +78,7 @@ def test_grows_allows_noise_but_not_a_faster_larger_size():
 
 class FakeProgram:
     invariants = [("faster", "causal", "non-causal", "*", 1.0)]
+    measured: list[str] = []
 
 
 class FakeRun:
@@ -89,7 +121,7 @@ def test_repeats_are_asked_for_the_rows_the_first_process_timed():
         out = "CHECK PASS x n=1\n" + "".join(f'BENCH {{"case": "s", "impl": "{n}", "time_ms": 1.0}}\n' for n in names)
         return programs.judge(0, out, "")
 
-    got = bench.measure(type("Run", (), {"program": type("P", (), {"invariants": []})()})(), execute)
+    got = bench.measure(type("Run", (), {"program": type("P", (), {"invariants": [], "measured": []})()})(), execute)
     assert asked == [None, ["a", "b"], ["a"]]
     assert {r["impl"]: len(r["medians"]) for r in got.benchmarks} == {"a": 2, "b": 2}
     assert not any(r.get("unstable") for r in got.benchmarks)

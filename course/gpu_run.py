@@ -18,6 +18,10 @@ measured together. Two phases:
   (`--batch 64` against `--batch 256`) are not compared with each other and may go to different GPUs.
   Multi-GPU benchmarks run first, with every GPU, before the per-GPU processes start.
 
+When nothing left to run needs several GPUs, the phases run per GPU instead (`plan_lanes`): each GPU
+goes on to its alone units as soon as its own shared processes are done, so one long sanitizer run
+holds back only its own GPU's benchmarks.
+
 A process pinned to one GPU is also pinned to that GPU's share of the CPU cores (`cpu_share`), so
 that host work on one GPU's behalf (a float64 reference, a CPU-bound eager loop) cannot slow another.
 
@@ -36,6 +40,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +51,7 @@ from .site import directives
 ROOT = programs.ROOT
 DOCS = ROOT / "docs"
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+MERGE_LOCK = threading.Lock()  # the lanes' processes finish at their own times; one merge at a time
 DEFAULT_S = {"bench": 30.0, "alone": 20.0, "other": 5.0}  # estimates for items never recorded
 
 _VS_PROGRAM = re.compile(r'vs_program=(?:"([^"]*)"|(\S+))')
@@ -167,10 +173,12 @@ def is_complete(unit: Unit, rec: dict, since: str = "") -> bool:
     return len({record.measured_where(rec, e) for e in benches}) <= 1
 
 
-def deal(units: list[Unit], bins: int, capacity: float | None = None) -> tuple[list[list[Unit]], list[Unit]]:
-    """Longest first to the least loaded bin (LPT); with a capacity, a unit that fits no bin is left
-    over. Deterministic: the same units give the same deal."""
-    loads, dealt, left = [0.0] * bins, [[] for _ in range(bins)], []
+def deal(units: list[Unit], bins: int, capacity: float | None = None,
+         loads: list[float] | None = None) -> tuple[list[list[Unit]], list[Unit]]:
+    """Longest first to the least loaded bin (LPT), the bins starting at `loads` (default 0); with a
+    capacity, a unit that fits no bin is left over. Deterministic: the same units give the same deal."""
+    loads = list(loads) if loads is not None else [0.0] * bins
+    dealt, left = [[] for _ in range(bins)], []
     for u in sorted(units, key=lambda u: (-u.cost, u.key)):
         k = loads.index(min(loads))
         if capacity is not None and loads[k] + u.cost > capacity:
@@ -245,7 +253,8 @@ def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path,
     # limit still leaves every finished item in record_path.
     while any(proc.poll() is None for _, proc, _ in procs) and time.time() < deadline:
         time.sleep(min(30.0, max(1.0, deadline - time.time())))
-        record.merge(record_path, shards)
+        with MERGE_LOCK:
+            record.merge(record_path, shards)
     for s, proc, out in procs:
         try:
             rc = proc.wait(timeout=max(1.0, deadline - time.time()))
@@ -262,8 +271,44 @@ def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path,
         log(f"===== {s.name} (GPU {s.gpu if s.gpu is not None else 'all'}): "
             f"{sum(len(u.items) for u in s.units)} items, exit {rc}\n{text}")
     if procs:
-        record.merge(record_path, shards)
+        with MERGE_LOCK:
+            record.merge(record_path, shards)
     return ok
+
+
+def plan_lanes(shared: list[Unit], alone: list[Unit], gpus: int, per_gpu: int,
+               capacity: float | None) -> tuple[list[tuple[list[Slot], Slot]], list[Unit]]:
+    """One lane per GPU for work that needs one GPU each: the GPU's shared slots side by side, then its
+    alone units one after another, without waiting for the other GPUs. Alone units are dealt longest
+    first to the lane that finishes its shared work first, within `capacity` seconds."""
+    dealt, _ = deal(shared, gpus * per_gpu)
+    slots = [Slot(f"shared-{k + 1}", str(k % gpus), d) for k, d in enumerate(dealt)]
+    shared_s = [max([sum(u.cost for u in s.units) for s in slots if s.gpu == str(g)], default=0.0) for g in range(gpus)]
+    alone_dealt, left = deal(alone, gpus, capacity=capacity, loads=shared_s)
+    lanes = [([s for s in slots if s.gpu == str(g)], Slot(f"alone-{g + 1}", str(g), alone_dealt[g])) for g in range(gpus)]
+    return lanes, left
+
+
+def run_lanes(lanes: list[tuple[list[Slot], Slot]], deadline: float, record_path: Path, work: Path, log,
+              pytest_args: list[str], gpus: int) -> bool:
+    """Each lane in its own thread: its shared slots, then its alone slot."""
+    results: list[bool] = []
+
+    def lane(shared_slots: list[Slot], alone_slot: Slot) -> None:
+        ok = run_slots(shared_slots, deadline, record_path, work, log, pytest_args, gpus)
+        if alone_slot.units and deadline - time.time() < 30:
+            log(f"lane GPU {alone_slot.gpu}: no time left for its alone units; left for the next command")
+            ok = False
+        elif alone_slot.units:
+            ok &= run_slots([alone_slot], deadline, record_path, work, log, pytest_args, gpus)
+        results.append(ok)
+
+    threads = [threading.Thread(target=lane, args=ln) for ln in lanes]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return all(results) and len(results) == len(lanes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -333,6 +378,22 @@ def main(argv: list[str] | None = None) -> int:
         built = subprocess.run([sys.executable, "-m", "course.toolchain", "build-all", str(os.cpu_count() or 1), *wanted],
                                cwd=ROOT, capture_output=True, text=True)
         log(built.stdout.strip() or built.stderr.strip()[-2000:])
+    if args.phase == "all" and units and all(u.gpus <= 1 for u in units):
+        # Nothing needs several GPUs: each GPU goes on to its benchmarks as soon as its own shared work
+        # is done (a long sanitizer run on one GPU no longer holds back the other GPUs' benchmarks).
+        lanes, left = plan_lanes(shared, alone, gpus, args.per_gpu,
+                                 None if args.fill else max(0.0, deadline - time.time() - 30))
+        for shared_slots, alone_slot in lanes:
+            log(f"plan lane GPU {alone_slot.gpu}: {len(shared_slots)} shared processes, "
+                f"~{max([sum(u.cost for u in s.units) for s in shared_slots], default=0):.0f} s; then alone: "
+                + (", ".join(f"{u.key} (~{u.cost:.0f} s)" for u in alone_slot.units) or "nothing"))
+        if left:
+            ok = False
+            log(f"left for the next command (--stale-only): {len(left)} units, "
+                f"~{sum(u.cost for u in left):.0f} s: " + ", ".join(u.key for u in left))
+        if not args.plan:
+            ok &= run_lanes(lanes, deadline, record_path, work, log, pytest_args, gpus)
+        shared, alone = [], []
     if args.phase in ("all", "shared") and shared:
         multi = [u for u in shared if u.gpus > 1]
         dealt, _ = deal([u for u in shared if u.gpus <= 1], gpus * args.per_gpu)

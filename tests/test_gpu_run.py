@@ -105,3 +105,20 @@ def test_each_gpus_processes_get_their_own_share_of_the_cpu_cores(monkeypatch):
     shares = [gpu_run.cpu_share(str(k), 4) for k in range(4)]
     assert all(len(s) == 16 for s in shares) and set().union(*shares) == set(range(64))
     assert gpu_run.cpu_share(None, 4) is None and gpu_run.cpu_share("0", 1) is None
+
+
+def test_lanes_let_other_gpus_start_their_benchmarks_while_one_runs_a_long_shared_item():
+    def unit(key, cost, alone=False):
+        return gpu_run.Unit(key=key, items=[{"id": key, "alone": alone, "gpus": 1}], cost=cost)
+    shared = [unit("racecheck", 250), *(unit(f"check{i}", 20) for i in range(12))]
+    alone = [unit("attention bench", 450, True), unit("mnist 64", 280, True), unit("mnist 256", 200, True),
+             unit("mnist 1024", 210, True), unit("small", 40, True)]
+    lanes, left = gpu_run.plan_lanes(shared, alone, gpus=4, per_gpu=4, capacity=515)
+    assert left == []
+    by_gpu = {a.gpu: ([u.key for s in sh for u in s.units], [u.key for u in a.units]) for sh, a in lanes}
+    racecheck_gpu = next(g for g, (sh, _) in by_gpu.items() if "racecheck" in sh)
+    assert "attention bench" not in by_gpu[racecheck_gpu][1]  # it goes to a GPU that is free sooner
+    assert sorted(k for _, (_, a) in by_gpu.items() for k in a) == sorted(u.key for u in alone)
+    # A unit that fits no lane within the capacity is left for the next command.
+    _, left = gpu_run.plan_lanes(shared, [unit("huge", 600, True)], gpus=4, per_gpu=4, capacity=515)
+    assert [u.key for u in left] == ["huge"]

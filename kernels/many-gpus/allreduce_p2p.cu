@@ -22,7 +22,6 @@
 // course: run --count 1 --seed 12
 // course: run --count 4099 --seed 13
 // course: bench --bench
-// course: measured algbw_gbps busbw_gbps busbw_gbps_2gpus busbw_gbps_4gpus
 #include <cuda/atomic>
 
 #include <algorithm>

@@ -8,11 +8,11 @@
 // per batch entry, optional causal mask. Gradients out in bf16, as PyTorch's.
 //   bwd_delta (flash_bwd_common.cuh)  delta_i = rowsum(dO_i o O_i)
 //   bwd v3    one block per 128 keys: a producer warpgroup (one thread issuing TMA for the Q and dO
-//             tiles of 64 query rows, 2 stages; one warp staging the rows' logsumexp and delta) and two
-//             consumer warpgroups of 64 keys each. Per query tile: S^T = K Q^T and dP^T = V dO^T (wgmma,
-//             both operands in shared memory), P^T and dS^T in registers, dV += P^T dO and dK += dS^T Q
-//             (wgmma with A from registers, B transposed by the instruction), dS^T to shared memory and
-//             dQ = dS K (wgmma, both operands transposed) added to an fp32 buffer with atomics
+//             tiles of 64 query rows, 2 stages) and two consumer warpgroups of 64 keys each. Per query
+//             tile: S^T = K Q^T and dP^T = V dO^T (wgmma, both operands in shared memory), P^T and
+//             dS^T in registers, dV += P^T dO and dK += dS^T Q (wgmma with A from registers, B
+//             transposed by the instruction), dS^T to shared memory and dQ = dS K (wgmma, both operands
+//             transposed) added to an fp32 buffer with atomics
 //   bwd_dq_convert (flash_bwd_common.cuh)  dQ = scale * the fp32 buffer, rounded to bf16
 // Build: nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o build/attention/flash_hopper_bwd
 //        kernels/attention/flash_hopper_bwd.cu
@@ -101,8 +101,8 @@ __device__ __forceinline__ void fence_registers(unsigned* r, int n) {  // see fe
 // forward's tiles, so that P^T and dS^T are already the A operands of dV = P^T dO and dK = dS^T Q.
 template <int D>
 __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, const bf16* sV, const bf16* sQ,
-                                        const bf16* sdO, bf16* sdS, const float (*lse_log2)[kBlockRows],
-                                        const float (*delta)[kBlockRows], uint64_t* kv_full, uint64_t* full,
+                                        const bf16* sdO, bf16* sdS, float (*lse_s)[kBlockRows],
+                                        float (*delta_s)[kBlockRows], uint64_t* kv_full, uint64_t* full,
                                         uint64_t* empty, int cw, int bh, int j0, int key_len, int first_row,
                                         int n_tiles) {
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -119,7 +119,19 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) dk[i] = 0.0f, dv[i] = 0.0f;
 
-  if (n_tiles > 0) mbar_wait(kv_full, 0);
+  // Each query tile's logsumexp (times log2 e; +inf past the sequence: P = 0) and delta, staged in shared
+  // memory by the first consumer warpgroup, double-buffered: tile n + 1's are written while tile n is
+  // computed, and the consumers' named barrier of each tile orders the writes and the reads.
+  auto stage_rows = [&](int n) {
+    const int r = threadIdx.x % 64, row = first_row + n * kBlockRows + r;
+    if (cw == 0 && warp < 2) lse_s[n % 2][r] = row < p.seq ? p.lse[head + row] * flash::kLog2e : INFINITY;
+    if (cw == 0 && warp >= 2) delta_s[n % 2][r] = row < p.seq ? p.delta[head + row] : 0.0f;
+  };
+  if (n_tiles > 0) {
+    stage_rows(0);
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");
+    mbar_wait(kv_full, 0);
+  }
   for (int n = 0; n < n_tiles; ++n) {
     const int st = n % kStages, i0 = first_row + n * kBlockRows;
     const bf16* q = sQ + st * kBlockRows * D;
@@ -140,6 +152,9 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
       wgmma_64x64x16_ss<0, 0>(dp, smem_desc(v_w + (kk / 4) * kKeyPanel + (kk % 4) * 16),
                               smem_desc(d_out + (kk / 4) * kRowPanel + (kk % 4) * 16), kk > 0);
     wgmma_commit();
+    if (n + 1 < n_tiles) stage_rows(n + 1);  // the next tile's L and delta, while the products run
+    const float* lse_log2 = lse_s[n % 2];
+    const float* delta = delta_s[n % 2];
 
     // P^T = exp2(S^T scale log2(e) - L log2(e)) while dP^T is still on the tensor cores; 0 where masked
     // (a fully masked row, and a row past the sequence, has L = +inf: P = 0 without a test).
@@ -151,23 +166,21 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int key = j0 + 64 * cw + 16 * warp + g + 8 * (e / 2), col = 8 * j + 2 * t + (e & 1);
-        const float prob = fast_exp2(fmaf(s[4 * j + e], scale_log2, -lse_log2[st][col]));
+        const float prob = fast_exp2(fmaf(s[4 * j + e], scale_log2, -lse_log2[col]));
         const bool allowed = key < key_len && (!p.causal || key <= i0 + col);
         s[4 * j + e] = !needs_mask || allowed ? prob : 0.0f;
       }
     }
-    unsigned pb[16], dsb[16];  // P^T and dS^T as bf16 pairs: the A fragments of 4 k-steps of 16 queries
-#pragma unroll
-    for (int i = 0; i < 16; ++i) pb[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
     // dS^T = P^T o (dP^T - delta), rounded to bf16, and stored to shared memory for dQ: key row r, query
     // columns 8j + 2t, +1 go to 16-byte chunk j ^ (r % 8) of the row's 128 bytes (the 128-byte swizzle).
     wgmma_wait<0>();
     fence_accumulators<32>(dp);
+    unsigned pb[16], dsb[16];  // P^T and dS^T as bf16 pairs: the A fragments of 4 k-steps of 16 queries
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
+      pb[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
       const int col = 8 * (i / 2) + 2 * t;
-      dsb[i] = pack_bf16(s[2 * i] * (dp[2 * i] - delta[st][col]),
-                         s[2 * i + 1] * (dp[2 * i + 1] - delta[st][col + 1]));
+      dsb[i] = pack_bf16(s[2 * i] * (dp[2 * i] - delta[col]), s[2 * i + 1] * (dp[2 * i + 1] - delta[col + 1]));
       const int r = 64 * cw + 16 * warp + g + 8 * (i % 2), j = i / 2;
       *reinterpret_cast<unsigned*>(reinterpret_cast<char*>(ds_t) + r * 128 + ((j ^ (r % 8)) * 16) + 4 * t) = dsb[i];
     }
@@ -202,7 +215,7 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
     fence_accumulators<32>(dq);
     fence_registers(pb, 16);
     fence_registers(dsb, 16);
-    if (lane == 0) mbar_arrive(&empty[st]);  // this warp no longer reads the stage's Q, dO, L, delta
+    if (lane == 0) mbar_arrive(&empty[st]);  // this warp's wgmma no longer read the stage's Q and dO
 
     // Add this warpgroup's part of dQ to the fp32 buffer: 8-byte atomic adds (red.global.add.v2.f32).
 #pragma unroll
@@ -238,9 +251,7 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
 // first, which under a causal mask see the most query rows, so that the short blocks fill the gaps at the
 // end. Under a causal mask the query tiles before j0 see none of the block's keys and are skipped.
 // Producer warpgroup: thread 0 loads K and V once and then walks Q and dO through the ring (wait until a
-// stage is empty, announce its bytes, issue the copies; TMA zero-fills rows past the sequence); warp 1
-// stages each tile's logsumexp (times log2 e, +inf past the sequence) and delta, and arrives on the same
-// full barrier.
+// stage is empty, announce its bytes, issue the copies; TMA zero-fills rows past the sequence).
 template <int D>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_bwd_hopper(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
@@ -253,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   bf16* sQ = sV + kBlockKeys * D;           // kStages tiles
   bf16* sdO = sQ + kStages * kBlockRows * D;  // kStages tiles
   bf16* sdS = sdO + kStages * kBlockRows * D;  // 2 buffers
-  __shared__ float lse_log2[kStages][kBlockRows], delta[kStages][kBlockRows];
+  __shared__ float lse_s[2][kBlockRows], delta_s[2][kBlockRows];  // per query tile, double-buffered
   __shared__ __align__(8) uint64_t kv_full, full[kStages], empty[kStages];
 
   const int bh = blockIdx.x % bh_count, j0 = static_cast<int>(blockIdx.x) / bh_count * kBlockKeys;
@@ -265,7 +276,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     mbar_init(&kv_full, 1);
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(&full[s], 1 + 32);         // thread 0's arrive (+ the TMA bytes) and warp 1's 32 lanes
+      mbar_init(&full[s], 1);                // the producer's arrive (+ the TMA bytes)
       mbar_init(&empty[s], kConsumers * 4);  // one arrive per consumer warp
     }
     fence_mbarrier_init();
@@ -275,8 +286,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     setmaxnreg_dec<kProducerRegs>();
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (warp == 0 && lane == 0 && n_tiles > 0) {
+    if (threadIdx.x == 0 && n_tiles > 0) {
       mbar_expect_bytes(&kv_full, 2 * kKeyTileBytes);
       for (int c = 0; c < D; c += kPanelCols) {
         tma_load_3d(sK + c * kBlockKeys, &tm_k, c, j0, bh, &kv_full);
@@ -291,22 +301,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           tma_load_3d(sdO + st * kBlockRows * D + c * kBlockRows, &tm_do, c, i0, bh, &full[st]);
         }
       }
-    } else if (warp == 1 && n_tiles > 0) {
-      const long long head = 1LL * bh * p.seq;
-      for (int n = 0; n < n_tiles; ++n) {
-        const int st = n % kStages, i0 = first_row + n * kBlockRows;
-        mbar_wait(&empty[st], ((n / kStages) & 1) ^ 1);
-        for (int r = lane; r < kBlockRows; r += 32) {
-          const bool in = i0 + r < p.seq;
-          lse_log2[st][r] = in ? p.lse[head + i0 + r] * flash::kLog2e : INFINITY;
-          delta[st][r] = in ? p.delta[head + i0 + r] : 0.0f;
-        }
-        mbar_arrive(&full[st]);
-      }
     }
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    consume<D>(p, sK, sV, sQ, sdO, sdS, lse_log2, delta, &kv_full, full, empty, wg - 1, bh, j0, key_len, first_row,
+    consume<D>(p, sK, sV, sQ, sdO, sdS, lse_s, delta_s, &kv_full, full, empty, wg - 1, bh, j0, key_len, first_row,
                n_tiles);
   }
 #else

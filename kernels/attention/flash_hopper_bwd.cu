@@ -381,7 +381,7 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plan
                   course::hopper::make_kmajor_map_3d(din.v, bh, s.seq, s.dim, kBlockKeys),
                   course::hopper::make_kmajor_map_3d(d_out_dev, bh, s.seq, s.dim, kBlockRows)};
   // At the benchmark's size a quarter of flash_bwd.cu's reference budget (2 of the 64 (batch, head)s
-  // without the mask, 4 with it, first and last included) keeps the run short; the checked runs get all.
+  // without the mask, 4 with it, first and last included) keeps the run short; checked runs keep it all.
   const ReferenceGradients ref = reference_gradients(s, in, d_out, repeats > 0 ? 5e9 : 2e10);
   const std::string name = attn::case_name(s) + attn::padded_suffix(s);
 

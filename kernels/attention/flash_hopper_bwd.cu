@@ -54,7 +54,6 @@ using bf16 = __nv_bfloat16;
 // panels of rows x 64 columns with the 128-byte swizzle (64 bf16 = 128 bytes, the widest swizzled row).
 // dS^T, written by the consumers, is one 128-key x 64-query panel in the same layout, double-buffered.
 constexpr int kBlockKeys = 128, kBlockRows = 64, kStages = 2, kConsumers = 2, kThreads = (kConsumers + 1) * 128;
-constexpr int kPanelCols = course::hopper::kSwizzleElems;
 template <int D>  // K, V, 2 stages of Q and of dO, 2 dS^T buffers, + 1 KiB for the alignment
 constexpr size_t kSmemBytes = (2 * kBlockKeys * D + 2 * kStages * kBlockRows * D + 2 * kBlockKeys * kBlockRows) *
                                   sizeof(bf16) + 1024;
@@ -69,6 +68,8 @@ static_assert(128 * kProducerRegs + kConsumers * 128 * kConsumerRegs <= 65536, "
 using namespace course::hopper;
 using flash::fast_exp2;
 using flash::pack_bf16;
+
+constexpr int kPanelCols = kSwizzleElems;  // the columns of one 128-byte-swizzled panel
 
 // --8<-- [start:wgmma_ss]
 // D (64 x 64, fp32: 32 registers per thread) = A (64 x 16) B (64 x 16)^T, + D when `accumulate`, both from

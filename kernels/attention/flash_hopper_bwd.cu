@@ -32,6 +32,7 @@
 // course: run --batch 2 --heads 2 --seq 1 --dim 64 --padding
 // course: run --batch 1 --heads 2 --seq 777 --dim 128 --causal
 // course: run --batch 2 --heads 2 --seq 1000 --dim 64 --causal --padding
+// course: run --batch 1 --heads 2 --seq 4097 --dim 128 --causal --padding
 // course: run --batch 4 --heads 16 --seq 4096 --dim 128 --plant zeros-small
 // course: run --batch 4 --heads 16 --seq 4096 --dim 128 --causal --plant tile
 // course: bench --bench

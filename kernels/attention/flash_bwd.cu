@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "attention_common.cuh"
+#include "flash_bwd_common.cuh"
 #include "flash_fwd.cuh"
 
 using flash::bf16;
@@ -50,19 +51,6 @@ using flash::bf16;
 //             dK = scale dS^T Q, and the gradients rounded to bf16 on the way out.
 // --8<-- [end:tolerances]
 
-struct BwdParams {
-  const bf16 *q, *k, *v, *o, *d_out;
-  const float* lse;  // from the forward, natural log, +inf for a fully masked row
-  const int* key_len;
-  float* delta;                      // rowsum(dO o O), from bwd_delta
-  float *dq, *dk, *dv;               // version 1's outputs (fp32)
-  bf16 *dq_bf16, *dk_bf16, *dv_bf16;  // version 2's outputs (bf16, as PyTorch's)
-  float* dq_accum;                   // version 2's fp32 sum of dQ over key tiles
-  int heads, seq;
-  float scale;
-  bool causal;
-};
-
 constexpr int kWarps = 8, kTile = 32;
 
 __device__ inline float dot_warp(const float* a, const float* b, int per_lane) {
@@ -71,19 +59,6 @@ __device__ inline float dot_warp(const float* a, const float* b, int per_lane) {
   return warp_add(x);  // softmax.cuh's butterfly: every lane gets the sum
 }
 
-// --8<-- [start:delta]
-template <int D>
-__global__ void __launch_bounds__(kWarps * 32) bwd_delta(BwdParams p, long long rows) {
-  const long long r = blockIdx.x * 1LL * kWarps + threadIdx.x / 32;
-  if (r >= rows) return;
-  const int lane = threadIdx.x % 32;
-  float x = 0.0f;
-  for (int c = lane; c < D; c += 32)
-    x += __bfloat162float(p.d_out[r * D + c]) * __bfloat162float(p.o[r * D + c]);
-  x = warp_add(x);
-  if (lane == 0) p.delta[r] = x;
-}
-// --8<-- [end:delta]
 
 // --8<-- [start:dkdv]
 // One warp per key j (lane owns columns lane, lane + 32, ...); the block's kWarps keys share tiles
@@ -398,11 +373,6 @@ __global__ void __launch_bounds__(kV2Warps * 32, 1) bwd_v2(BwdParams p) {
 }
 // --8<-- [end:v2]
 
-// dQ = scale * (the fp32 sum of every key tile's part), rounded to bf16.
-__global__ void bwd_dq_convert(const float* __restrict__ dq_accum, bf16* __restrict__ dq, float scale, long long n) {
-  for (long long e = blockIdx.x * 1LL * blockDim.x + threadIdx.x; e < n; e += 1LL * gridDim.x * blockDim.x)
-    dq[e] = __float2bfloat16(dq_accum[e] * scale);
-}
 
 // --8<-- [start:launch]
 // Version 1: delta, then the dK/dV and dQ kernels (FP32). Version 2: delta, the fp32 dQ buffer
@@ -411,7 +381,7 @@ template <int D>
 void backward_d(int version, const BwdParams& p, int batch) {
   const int bh = batch * p.heads;
   const long long rows = 1LL * bh * p.seq;
-  bwd_delta<D><<<static_cast<unsigned>(course::ceil_div(rows, 1LL * kWarps)), kWarps * 32>>>(p, rows);
+  bwd_delta<D><<<static_cast<unsigned>(course::ceil_div(rows, 1LL * kDeltaWarps)), kDeltaWarps * 32>>>(p, rows);
   CUDA_CHECK_LAUNCH();
   if (version == 1) {
     bwd_dkdv<D><<<dim3(course::ceil_div(p.seq, kWarps), bh), kWarps * 32>>>(p);
@@ -453,86 +423,7 @@ struct BwdBuffers {
   }
 };
 
-// The float64 reference gradients of the (batch, head)s to check, computed once per shape on every
-// CPU core: every (batch, head) where the budget allows (query rows x keys x dim, about 4 times the
-// forward reference's work per unit), otherwise evenly spaced ones, the first and last included: 9
-// of the 64 at the benchmark's size without the mask, 18 with it (a benchmark's repeat timing
-// process checks the first and last: course::is_timing_repeat). Each comes exact, and rounded as
-// version 1 and as version 2 compute (attention_common.cuh's reference_backward).
-struct ReferenceGradients {
-  std::vector<long long> heads;
-  std::vector<double> exact[3], fp32[3], bf16[3];  // dQ, dK, dV of the checked heads, one after the other
-};
 
-ReferenceGradients reference_gradients(const attn::Shape& s, const attn::Inputs& in, const std::vector<float>& d_out,
-                                       double budget = 2e10) {
-  ReferenceGradients ref;
-  if (course::is_timing_repeat()) budget /= 16;
-  const long long bh_count = 1LL * s.batch * s.heads, per_head = 1LL * s.seq * s.dim;
-  const double head_cost = 1.0 * s.seq * s.seq * s.dim * (s.causal ? 0.5 : 1.0);
-  const long long count = std::min(bh_count, std::max(2LL, static_cast<long long>(budget / head_cost)));
-  for (long long t = 0; t < count; ++t) ref.heads.push_back(count == 1 ? 0 : t * (bh_count - 1) / (count - 1));
-  ref.heads.erase(std::unique(ref.heads.begin(), ref.heads.end()), ref.heads.end());
-  const size_t total = ref.heads.size() * per_head;
-  for (int g = 0; g < 3; ++g) ref.exact[g].resize(total), ref.fp32[g].resize(total), ref.bf16[g].resize(total);
-  // Each head's query rows are split into `parts` slices, one task each, with private sums (dK and dV
-  // gather over rows) that are added up afterwards: every core busy even when few heads are checked.
-  const long long cores = static_cast<long long>(course::cpu_threads()), heads = ref.heads.size();
-  const int parts = static_cast<int>(std::min<long long>(s.seq, std::max(1LL, (2 * cores + heads - 1) / heads)));
-  std::vector<std::vector<double>> partial(heads * parts);
-  attn::parallel_for(heads * parts, [&](long long task) {
-    const long long h = task / parts;
-    const int part = static_cast<int>(task % parts);
-    std::vector<double>& buf = partial[task];
-    buf.assign(9 * per_head, 0.0);
-    double* x = buf.data();
-    const attn::Gradients exact{x, x + per_head, x + 2 * per_head};
-    const attn::Gradients fp32{x + 3 * per_head, x + 4 * per_head, x + 5 * per_head};
-    const attn::Gradients bf16{x + 6 * per_head, x + 7 * per_head, x + 8 * per_head};
-    attn::reference_backward(s, in.q.data(), in.k.data(), in.v.data(), d_out.data(), ref.heads[h], exact, &fp32,
-                             &bf16, static_cast<int>(1LL * s.seq * part / parts),
-                             static_cast<int>(1LL * s.seq * (part + 1) / parts));
-  });
-  attn::parallel_for(heads, [&](long long h) {
-    const long long at = h * per_head;
-    for (int part = 0; part < parts; ++part) {
-      const std::vector<double>& buf = partial[h * parts + part];
-      for (int g = 0; g < 3; ++g)
-        for (long long e = 0; e < per_head; ++e) {
-          ref.exact[g][at + e] += buf[g * per_head + e];
-          ref.fp32[g][at + e] += buf[(3 + g) * per_head + e];
-          ref.bf16[g][at + e] += buf[(6 + g) * per_head + e];
-        }
-      std::vector<double>().swap(partial[h * parts + part]);
-    }
-    const attn::Gradients exact{&ref.exact[0][at], &ref.exact[1][at], &ref.exact[2][at]};
-    const attn::Gradients fp32{&ref.fp32[0][at], &ref.fp32[1][at], &ref.fp32[2][at]};
-    const attn::Gradients bf16{&ref.bf16[0][at], &ref.bf16[1][at], &ref.bf16[2][at]};
-    attn::round_gradients(per_head, exact, &fp32, &bf16);
-  });
-  return ref;
-}
-
-// One gradient (0 dQ, 1 dK, 2 dV) of the checked heads against the reference: version 1's fp32 or
-// version 2's bf16 output. With a plant, only the planted verdict is printed.
-template <typename T>
-bool check_gradient(int which, const std::string& prefix, const std::string& name, const attn::Shape& s,
-                    const ReferenceGradients& ref, const T* device, attn::Plant plant) {
-  static const char* kNames[] = {"dQ", "dK", "dV"};
-  const std::vector<T> got_all = attn::to_host(device, s.elements());
-  const long long per_head = 1LL * s.seq * s.dim;
-  std::vector<float> got;
-  for (long long bh : ref.heads)
-    for (long long e = bh * per_head; e < (bh + 1) * per_head; ++e) got.push_back(static_cast<float>(got_all[e]));
-  const std::vector<double>& exact = ref.exact[which];
-  const std::vector<double>& rounded = std::is_same<T, float>::value ? ref.fp32[which] : ref.bf16[which];
-  if (plant != attn::Plant::kNone)
-    return attn::report_planted(plant, std::string("_") + kNames[which], got, exact.data(), rounded.data(), s.dim,
-                                attn::kOldAtolGrad);
-  const attn::Verdict v = attn::compare_scaled(got.data(), exact.data(), rounded.data(), got.size(),
-                                               attn::kGroupRows * s.dim);
-  return attn::report(prefix + kNames[which] + " " + name, v);
-}
 
 // Runs the forward (v2) once, then for each version: poison its outputs, run the backward, check dQ,
 // dK, dV against the float64 reference, and with repeats > 0 time the backward alone.

@@ -1,10 +1,11 @@
 // flash_hopper.cu: fused attention forward for Hopper (sm_90a), O = softmax(scale * Q K^T + mask) V
-// and each row's logsumexp, built on TMA, mbarriers and wgmma: the first two steps of FlashAttention-3
-// (warp specialisation, and the softmax overlapped with the tensor cores), checked against the chapter's
-// float64 reference and timed on the chapter's benchmark.
+// and each row's logsumexp, built on TMA, mbarriers and wgmma: FlashAttention-3's warp specialisation,
+// the softmax overlapped with the tensor cores, and its persistent grid with a TMA store of O, checked
+// against the chapter's float64 reference and timed on the chapter's benchmark.
 //
-// Taught in docs/attention/hopper.md, after docs/attention/flash-forward.md (the mma.sync kernels, v1 to
-// v3) and docs/fast-matmul-fft/hopper-gemm.md (TMA, mbarriers, wgmma, setmaxnreg). Layout and masks as
+// Taught in docs/attention/hopper-kernel.md, after docs/attention/hopper.md, docs/attention/flash-forward.md
+// (the mma.sync kernels, v1 to v3) and docs/fast-matmul-fft/hopper-gemm.md (TMA, mbarriers, wgmma,
+// setmaxnreg); kernels/attention/hopper_attention_ncu.py profiles v4 ping-pong and v5. Layout and masks as
 // in attention_common.cuh: bf16 Q, K, V, O of [batch][heads][seq][dim], dim 64 or 128, key padding per
 // batch entry, optional causal mask; a fully masked row gets zeros and logsumexp +inf.
 //   v4 plain     one block = 128 query rows: a producer warpgroup (one thread issuing TMA) and two
@@ -15,12 +16,18 @@
 //                P V of tile n, and the softmax of tile n+1 runs while P V of tile n is on the tensor cores
 //   v4 ping-pong the overlapped loop, and the two consumer warpgroups take turns issuing their wgmma
 //                (named barriers), so that one's softmax runs while the other's products do
+//   v5 persistent the ping-pong consumers in a persistent grid: one block per SM walks the query tiles
+//                (static schedule, heaviest first), the producer loads the next tile's Q (its own
+//                full/empty barriers) and K/V while the consumers finish the current one, O is rescaled
+//                outside the ping-pong turn, and O goes out through shared memory by TMA store
 // Build: nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o build/attention/flash_hopper
 //        kernels/attention/flash_hopper.cu
 // Run:   ./build/attention/flash_hopper --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
 //        ./build/attention/flash_hopper --bench     (b4 h16 s4096 d128, causal and not)
 //        ./build/attention/flash_hopper --batch 4 --heads 16 --seq 4096 --plant zeros-small   (or tile:
 //        the ping-pong kernel's output corrupted after the run; passes only if the check rejects it)
+//        ./build/attention/flash_hopper --profile persistent   (or pingpong: one unchecked launch on the
+//        benchmark's non-causal case, for ncu)
 // It runs only on compute capability 9.0 (H100, H200) and waives itself elsewhere: wgmma and setmaxnreg
 // are sm_90a instructions. The device code exists only in the compute_90a pass, so the file also builds
 // for sm_75 to sm_100, where the kernels are empty stubs that main never launches.
@@ -61,16 +68,6 @@ using bf16 = __nv_bfloat16;
 // V stage) is 128 rows x D, stored by TMA as D / 64 panels of 128 rows x 64 columns: 64 bf16 = 128 bytes
 // is the widest row the 128-byte swizzle takes.
 constexpr int kBlockM = 128, kBlockN = 128, kStages = 2, kConsumers = 2, kThreads = (kConsumers + 1) * 128;
-// v5's key tiles without a mask: longer, so that each tile's fixed costs (the rescale of O, the row
-// maxima's shuffles, the barriers) are spread over more keys; 160 keys is the most that its shared memory
-// holds (below). Under the causal mask, longer tiles would compute more masked scores on the diagonal.
-#ifndef FLASH_V5_BLOCK_N
-#define FLASH_V5_BLOCK_N 160
-#endif
-#ifndef FLASH_V5_BLOCK_N_CAUSAL
-#define FLASH_V5_BLOCK_N_CAUSAL 128
-#endif
-constexpr int kBlockN5 = FLASH_V5_BLOCK_N, kBlockN5Causal = FLASH_V5_BLOCK_N_CAUSAL;
 template <int D>
 constexpr int kTileElems = 128 * D;
 template <int D>  // Q + 2 stages of K + 2 of V, + 1 KiB: swizzled tiles start on a 1 KiB boundary
@@ -83,7 +80,9 @@ static_assert(128 * kProducerRegs + kConsumers * 128 * kConsumerRegs <= 65536, "
 
 // v5 (kPersistent) runs the ping-pong consumers inside a persistent block with a TMA-store epilogue.
 enum class Schedule { kPlain, kOverlap, kPingPong, kPersistent };
-__host__ __device__ constexpr bool takes_turns(Schedule s) { return s == Schedule::kPingPong || s == Schedule::kPersistent; }
+__host__ __device__ constexpr bool takes_turns(Schedule s) {
+  return s == Schedule::kPingPong || s == Schedule::kPersistent;
+}
 
 struct Params {
   bf16* o;
@@ -107,28 +106,6 @@ __device__ __forceinline__ void fence_registers(unsigned* r, int n) {  // see fe
   for (int i = 0; i < n; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
 
-// S (64 x N, fp32: N / 2 registers per thread) = Q (64 x 16) K (N x 16)^T, + S when `accumulate`, both
-// operands K-major in shared memory: hopper.cuh's wgmma_64x128x16_ss for N = 128, and the same
-// instruction at N = 160 for v5's longer key tiles.
-template <int N>
-__device__ __forceinline__ void wgmma_scores(float* d, uint64_t desc_a, uint64_t desc_b, bool accumulate) {
-  static_assert(N == 128 || N == 160, "wgmma_scores: N is 128 or 160");
-  if constexpr (N == 128) {
-    wgmma_64x128x16_ss(d, desc_a, desc_b, accumulate);
-  } else {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %82, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 {" HOPPER_REGS_0_63
-        ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
-        "}, %80, %81, p, 1, 1, 0, 0;\n"
-        "}\n"
-        : HOPPER_ACC64(d, 0), HOPPER_ACC8(d, 64), HOPPER_ACC8(d, 72)
-        : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)));
-  }
-}
-
 // --8<-- [start:consumer]
 // O *= alpha, row by row (the rescale before the next P V).
 template <int N>
@@ -138,10 +115,9 @@ __device__ __forceinline__ void scale_rows(float (&o)[N], const float (&alpha)[2
 }
 // P to bf16 in the A-operand layout: the accumulator registers of two neighbouring 8-key blocks are,
 // element for element, the A fragment of one 16-key k-step (rows l/4 and +8, keys 2(l%4), +1, +8, +9).
-template <int N>
-__device__ __forceinline__ void to_bf16_pairs(const float (&s)[N / 2], unsigned (&pf)[N / 4]) {
+__device__ __forceinline__ void to_bf16_pairs(const float (&s)[64], unsigned (&pf)[32]) {
 #pragma unroll
-  for (int i = 0; i < N / 4; ++i) pf[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+  for (int i = 0; i < 32; ++i) pf[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
 }
 // Wait for the Q tile (its phase: how many Q tiles this block has loaded before, mod 2); in ping-pong,
 // warpgroup 0 takes the block's first turn.
@@ -193,16 +169,15 @@ __device__ __forceinline__ void store_rows(const Params& p, const float (&o)[D /
 // factor O must be multiplied by before this tile's P V) are updated. The maximum is taken over the raw
 // scores (the scale is positive, so it commutes with max) and the scale is folded into one fused
 // multiply-add per score: exp2(fma(s, scale_log2, -m)).
-template <int N>  // keys per tile
 __device__ __forceinline__ void online_softmax(const Params& p, int n, int key_len, int wg_row0, int r_lo, int r_hi,
-                                               int t, float (&s)[N / 2], float (&m)[2], float (&l)[2],
+                                               int t, float (&s)[64], float (&m)[2], float (&l)[2],
                                                float (&alpha)[2]) {
-  const int j0 = n * N;
+  const int j0 = n * kBlockN;
   // Only tiles that cross the padding or the diagonal need the per-element test.
-  const bool needs_mask = j0 + N > key_len || (p.causal && j0 + N - 1 > wg_row0);
+  const bool needs_mask = j0 + kBlockN > key_len || (p.causal && j0 + kBlockN - 1 > wg_row0);
   float mx[2] = {SOFTMAX_NEG_INF, SOFTMAX_NEG_INF};
 #pragma unroll
-  for (int j = 0; j < N / 8; ++j) {
+  for (int j = 0; j < 16; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = e < 2 ? r_lo : r_hi, key = j0 + 8 * j + 2 * t + (e & 1);
@@ -222,7 +197,7 @@ __device__ __forceinline__ void online_softmax(const Params& p, int n, int key_l
   }
   float sum[2] = {0.0f, 0.0f};
 #pragma unroll
-  for (int i = 0; i < N / 2; ++i) {
+  for (int i = 0; i < 64; ++i) {
     s[i] = fast_exp2(fmaf(s[i], p.scale_log2, neg_base[(i / 2) % 2]));  // masked: exp2(-inf) = 0
     sum[(i / 2) % 2] += s[i];
   }
@@ -245,7 +220,7 @@ struct TileTurns {
 // Thread layout of every 64 x N wgmma accumulator (mma.sync's, repeated): warp w holds rows 16w..16w+15;
 // for each 8-column block j, lane l holds row l/4 columns 8j + 2(l%4) and +1 in d[4j], d[4j+1], and the
 // same columns 8 rows down in d[4j+2], d[4j+3].
-template <int D, int N, Schedule kSchedule, typename Epilogue>  // N: keys per K/V tile
+template <int D, Schedule kSchedule, typename Epilogue>
 __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const bf16* sK, const bf16* sV,
                                         uint64_t* q_full, uint64_t* q_empty, uint64_t* k_full, uint64_t* k_empty,
                                         uint64_t* v_full, uint64_t* v_empty, int cw, int row0, int key_len,
@@ -253,9 +228,9 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int r_lo = row0 + cw * 64 + warp * 16 + g, r_hi = r_lo + 8;  // the two rows this thread holds
   const int wg_row0 = row0 + cw * 64;                                 // this warpgroup's first row
-  float s[N / 2];     // S (then P in fp32): 64 x N fp32
-  float o[D / 2];     // O: 64 x D fp32
-  unsigned pf[N / 4]; // P in bf16, the A operand of O += P V: N / 16 k-steps of 16 keys x 4 registers
+  float s[64];      // S (then P in fp32): 64 x 128 fp32
+  float o[D / 2];   // O: 64 x D fp32
+  unsigned pf[32];  // P in bf16, the A operand of O += P V: 8 k-steps of 16 keys x 4 registers
   float m[2] = {SOFTMAX_NEG_INF, SOFTMAX_NEG_INF};  // running maxima of rows r_lo, r_hi (log2 units)
   float l[2] = {0.0f, 0.0f};        // this thread's part of the running sums
   float alpha[2] = {1.0f, 1.0f};    // the rescale the next P V needs first
@@ -265,23 +240,22 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
   // S = Q K^T for stage `st`: D / 16 wgmma of k = 16, the first one overwriting S (scale-d 0).
   auto issue_s = [&](int st) {
     const bf16* q = sQ + cw * 64 * kPanelCols;  // this warpgroup's 64 rows: 8 KiB into each Q panel
-    const bf16* k = sK + st * N * D;
+    const bf16* k = sK + st * kTileElems<D>;
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      const int in_row = (kk % 4) * 16;  // panel kk / 4, then +32 bytes inside the rows
-      wgmma_scores<N>(s, smem_desc(q + (kk / 4) * kPanelElems + in_row),
-                      smem_desc(k + (kk / 4) * N * kPanelCols + in_row), kk > 0);
+      const int off = (kk / 4) * kPanelElems + (kk % 4) * 16;  // panel, then +32 bytes inside the rows
+      wgmma_64x128x16_ss(s, smem_desc(q + off), smem_desc(k + off), kk > 0);
     }
     wgmma_commit();
   };
   // O += P V for stage `st`: 8 wgmma of k = 16 keys, A = P from registers, B = V (N-major, see below).
   auto issue_pv = [&](int st) {
-    const bf16* v = sV + st * N * D;
+    const bf16* v = sV + st * kTileElems<D>;
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < N / 16; ++kk)
-      wgmma_64xNx16_rs<D>(o, &pf[4 * kk], smem_desc_mn(v + kk * 16 * kPanelCols, N * kPanelCols * sizeof(bf16)));
+    for (int kk = 0; kk < kBlockN / 16; ++kk)
+      wgmma_64xNx16_rs<D>(o, &pf[4 * kk], smem_desc_mn(v + kk * 16 * kPanelCols, kPanelElems * sizeof(bf16)));
     wgmma_commit();
   };
   // K/V tile n of this query tile sits in stage (ring + n) % kStages, in that stage's phase below.
@@ -295,16 +269,13 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
     release(&k_empty[stage(n)]);
     if (q_empty != nullptr && n == n_tiles - 1) release(q_empty);
   };
-  auto softmax = [&](int n) { online_softmax<N>(p, n, key_len, wg_row0, r_lo, r_hi, t, s, m, l, alpha); };
+  auto softmax = [&](int n) { online_softmax(p, n, key_len, wg_row0, r_lo, r_hi, t, s, m, l, alpha); };
   auto rescale_o = [&] { scale_rows<D / 2>(o, alpha); };
-  auto convert_p = [&] { to_bf16_pairs<N>(s, pf); };
+  auto convert_p = [&] { to_bf16_pairs(s, pf); };
   auto turn_begin = [&] { pingpong_turn_begin<kSchedule>(cw); };
-  // v5 rescales O outside the turn, as soon as P_{n-1} V_{n-1} is done (the other warpgroup's products
-  // are then not held up by it); v4 just before P_{n-1} V_{n-1} is issued, inside the turn.
-#ifndef FLASH_V5_RESCALE_AFTER_WAIT
-#define FLASH_V5_RESCALE_AFTER_WAIT 1
-#endif
-  constexpr bool kRescaleAfterWait = kSchedule == Schedule::kPersistent && FLASH_V5_RESCALE_AFTER_WAIT;
+  // v5 rescales O as soon as P_{n-1} V_{n-1} is done, outside the turn, so that the other warpgroup's
+  // products do not wait for it; v4 rescales it inside the turn, just before P_{n-1} V_{n-1} is issued.
+  constexpr bool kRescaleAfterWait = kSchedule == Schedule::kPersistent;
   auto turn_end = [&](int n) { pingpong_turn_end<kSchedule>(cw, turns.last && n == n_tiles - 1); };
   if (n_tiles > 0) wait_for_q<kSchedule>(q_full, turns.q_phase, cw, turns.first);
   if constexpr (kSchedule == Schedule::kPlain) {
@@ -312,7 +283,7 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
       mbar_wait(&k_full[stage(n)], phase(n));
       issue_s(stage(n));
       wgmma_wait<0>();
-      fence_accumulators<N / 2>(s);
+      fence_accumulators<64>(s);
       release_k(n);
       softmax(n);
       rescale_o();
@@ -321,7 +292,7 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
       issue_pv(stage(n));
       wgmma_wait<0>();
       fence_accumulators<D / 2>(o);
-      fence_registers(pf, N / 4);
+      fence_registers(pf, 32);
       release(&v_empty[stage(n)]);
     }
   } else if (n_tiles > 0) {
@@ -334,7 +305,7 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
     issue_s(stage(0));
     turn_end(0);
     wgmma_wait<0>();
-    fence_accumulators<N / 2>(s);
+    fence_accumulators<64>(s);
     release_k(0);
     softmax(0);
     convert_p();
@@ -342,19 +313,19 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
       turn_begin();
       mbar_wait(&k_full[stage(n)], phase(n));
       issue_s(stage(n));
-      if constexpr (!kRescaleAfterWait) rescale_o();  // O holds every tile before n - 1, at the maximum before tile n - 1's
+      if constexpr (!kRescaleAfterWait) rescale_o();  // O holds the tiles before n - 1, at the maximum before n - 1's
       mbar_wait(&v_full[stage(n - 1)], phase(n - 1));
       issue_pv(stage(n - 1));
       turn_end(n);
       wgmma_wait<1>();  // S_n is done (P_{n-1} V_{n-1} may still run)
-      fence_accumulators<N / 2>(s);
+      fence_accumulators<64>(s);
       release_k(n);
       softmax(n);
       wgmma_wait<0>();  // P_{n-1} V_{n-1} is done: its V stage and the bf16 P registers are free
       fence_accumulators<D / 2>(o);
-      fence_registers(pf, N / 4);
+      fence_registers(pf, 32);
       release(&v_empty[stage(n - 1)]);
-      if constexpr (kRescaleAfterWait) rescale_o();  // O holds every tile before n, now at tile n's maximum
+      if constexpr (kRescaleAfterWait) rescale_o();  // O holds the tiles before n, now at tile n's maximum
       convert_p();
     }
     const int last = n_tiles - 1;
@@ -363,7 +334,7 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
     issue_pv(stage(last));
     wgmma_wait<0>();
     fence_accumulators<D / 2>(o);
-    fence_registers(pf, N / 4);
+    fence_registers(pf, 32);
     release(&v_empty[stage(last)]);
     // --8<-- [end:overlap]
   }
@@ -380,14 +351,13 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
 struct TileWork {
   int bh, row0, key_len, n_tiles;  // n_tiles: K/V tiles to visit, 0 for an empty sequence
 };
-template <int N>  // keys per K/V tile
 __device__ __forceinline__ TileWork tile_work(const Params& p, int tile) {
   TileWork w;
   w.bh = tile % p.bh_count;
   w.row0 = (p.q_tiles - 1 - tile / p.bh_count) * kBlockM;
   w.key_len = p.key_len[w.bh / p.heads];
   const int kv_end = p.causal ? min(w.key_len, w.row0 + kBlockM) : w.key_len;  // no tile wholly above the diagonal
-  w.n_tiles = (kv_end + N - 1) / N;
+  w.n_tiles = (kv_end + kBlockN - 1) / kBlockN;
   return w;
 }
 
@@ -395,26 +365,26 @@ __device__ __forceinline__ TileWork tile_work(const Params& p, int tile) {
 // The producer's part of one query tile (one thread): Q, then the K and V tiles through the rings: wait
 // until a stage is empty, announce its bytes on the stage's full barrier, issue the copies. TMA zero-fills
 // rows past the sequence. q_empty (v5 only, else null): wait until the consumers are done with the last Q.
-template <int D, int N>  // N: keys per K/V tile
+template <int D>
 __device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorMap* tm_k, const CUtensorMap* tm_v,
                                         bf16* sQ, bf16* sK, bf16* sV, uint64_t* q_full, uint64_t* q_empty,
                                         uint64_t* k_full, uint64_t* k_empty, uint64_t* v_full, uint64_t* v_empty,
                                         const TileWork& w, const TileTurns& turns) {
-  constexpr unsigned kQBytes = kTileElems<D> * sizeof(bf16), kKVBytes = N * D * sizeof(bf16);
+  constexpr unsigned kTileBytes = kTileElems<D> * sizeof(bf16);
   if (q_empty != nullptr) mbar_wait(q_empty, turns.q_phase ^ 1);  // passes at once for the first Q
-  mbar_expect_bytes(q_full, kQBytes);
+  mbar_expect_bytes(q_full, kTileBytes);
   for (int c = 0; c < D; c += kPanelCols) tma_load_3d(sQ + c * 128, tm_q, c, w.row0, w.bh, q_full);
   for (int n = 0; n < w.n_tiles; ++n) {
     const int st = (turns.ring + n) % kStages;
     const unsigned free_phase = (((turns.ring + n) / kStages) & 1) ^ 1;  // passes at once in the first round
-    bf16* k = sK + st * N * D;
-    bf16* v = sV + st * N * D;
+    bf16* k = sK + st * kTileElems<D>;
+    bf16* v = sV + st * kTileElems<D>;
     mbar_wait(&k_empty[st], free_phase);
-    mbar_expect_bytes(&k_full[st], kKVBytes);
-    for (int c = 0; c < D; c += kPanelCols) tma_load_3d(k + c * N, tm_k, c, n * N, w.bh, &k_full[st]);
+    mbar_expect_bytes(&k_full[st], kTileBytes);
+    for (int c = 0; c < D; c += kPanelCols) tma_load_3d(k + c * 128, tm_k, c, n * kBlockN, w.bh, &k_full[st]);
     mbar_wait(&v_empty[st], free_phase);
-    mbar_expect_bytes(&v_full[st], kKVBytes);
-    for (int c = 0; c < D; c += kPanelCols) tma_load_3d(v + c * N, tm_v, c, n * N, w.bh, &v_full[st]);
+    mbar_expect_bytes(&v_full[st], kTileBytes);
+    for (int c = 0; c < D; c += kPanelCols) tma_load_3d(v + c * 128, tm_v, c, n * kBlockN, w.bh, &v_full[st]);
   }
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -432,7 +402,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   bf16* sV = sK + kStages * kTileElems<D>;  // kStages tiles
   __shared__ __align__(8) uint64_t q_full, k_full[kStages], k_empty[kStages], v_full[kStages], v_empty[kStages];
 
-  const TileWork w = tile_work<kBlockN>(p, blockIdx.x);
+  const TileWork w = tile_work(p, blockIdx.x);
   const TileTurns one_tile{0, 0, true, true};
 
   if (threadIdx.x == 0) {
@@ -451,10 +421,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (wg == 0) {
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0 && w.n_tiles > 0)
-      produce<D, kBlockN>(&tm_q, &tm_k, &tm_v, sQ, sK, sV, &q_full, nullptr, k_full, k_empty, v_full, v_empty, w, one_tile);
+      produce<D>(&tm_q, &tm_k, &tm_v, sQ, sK, sV, &q_full, nullptr, k_full, k_empty, v_full, v_empty, w, one_tile);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    consume<D, kBlockN, kSchedule>(p, sQ, sK, sV, &q_full, nullptr, k_full, k_empty, v_full, v_empty, wg - 1, w.row0,
+    consume<D, kSchedule>(p, sQ, sK, sV, &q_full, nullptr, k_full, k_empty, v_full, v_empty, wg - 1, w.row0,
                           w.key_len, w.n_tiles, one_tile, [&](auto& o, auto& l, auto& m, int r_lo, int r_hi) {
                             store_rows<D>(p, o, l, m, w.bh, r_lo, r_hi, threadIdx.x % 4);
                           });
@@ -468,11 +438,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 // --8<-- [start:persistent]
 // v5 adds a staging tile for O to the shared memory: 128 rows x D, each consumer warpgroup's 64 rows stored
 // as D / 64 panels of 64 x 64 with the 128-byte swizzle, the layout its TMA store reads.
-template <int D, int N>  // Q and the O staging tile (128 rows each), 2 stages of K and of V (N rows each)
-constexpr size_t kPersistentSmemBytes = (2 * kTileElems<D> + 2 * kStages * N * D) * sizeof(bf16) + 1024;
-static_assert(kPersistentSmemBytes<128, kBlockN5> <= 227 * 1024 &&
-                  kPersistentSmemBytes<128, kBlockN5Causal> <= 227 * 1024,
-              "v5 needs more shared memory than a Hopper block has");
+template <int D>
+constexpr size_t kPersistentSmemBytes = kSmemBytes<D> + kTileElems<D> * sizeof(bf16);
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // A TMA store of the box at (c0, c1, c2) of a 3-D tensor from shared memory: hopper.cuh's tma_store_2d
@@ -530,7 +497,7 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const CUtensorMa
 // on across tiles: the producer loads the next tile's Q as soon as the consumers' last S = Q K^T is done
 // (q_empty) and its first K/V tiles as stages free up, while the consumers still run the last P V and
 // the epilogue of the current tile.
-template <int D, int N>  // N: keys per K/V tile
+template <int D>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_fwd_persistent(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                          const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
@@ -538,9 +505,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];
   bf16* sQ = align_1k(smem_raw);
-  bf16* sK = sQ + kTileElems<D>;       // kStages tiles of N rows
-  bf16* sV = sK + kStages * N * D;     // kStages tiles of N rows
-  bf16* sO = sV + kStages * N * D;     // the staging tile of the epilogue
+  bf16* sK = sQ + kTileElems<D>;            // kStages tiles
+  bf16* sV = sK + kStages * kTileElems<D>;  // kStages tiles
+  bf16* sO = sV + kStages * kTileElems<D>;  // the staging tile of the epilogue
   __shared__ __align__(8) uint64_t q_full, q_empty, k_full[kStages], k_empty[kStages], v_full[kStages],
       v_empty[kStages];
   const int total = p.q_tiles * p.bh_count;
@@ -563,10 +530,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto walk = [&](auto&& body) {
     TileTurns turns{0, 0, true, false};
     for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
-      const TileWork w = tile_work<N>(p, tile);
+      const TileWork w = tile_work(p, tile);
       turns.last = true;
       for (int next = tile + gridDim.x; next < total && turns.last; next += gridDim.x)
-        turns.last = tile_work<N>(p, next).n_tiles == 0;
+        turns.last = tile_work(p, next).n_tiles == 0;
       body(w, turns);
       if (w.n_tiles > 0) {
         turns.ring += w.n_tiles;
@@ -582,17 +549,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0)
       walk([&](const TileWork& w, const TileTurns& turns) {
         if (w.n_tiles > 0)
-          produce<D, N>(&tm_q, &tm_k, &tm_v, sQ, sK, sV, &q_full, &q_empty, k_full, k_empty, v_full, v_empty, w, turns);
+          produce<D>(&tm_q, &tm_k, &tm_v, sQ, sK, sV, &q_full, &q_empty, k_full, k_empty, v_full, v_empty, w, turns);
       });
   } else {
     setmaxnreg_inc<kConsumerRegs>();
     const int cw = wg - 1;
     walk([&](const TileWork& w, const TileTurns& turns) {
-      consume<D, N, Schedule::kPersistent>(p, sQ, sK, sV, &q_full, &q_empty, k_full, k_empty, v_full, v_empty, cw,
-                                           w.row0, w.key_len, w.n_tiles, turns,
-                                           [&](auto& o, auto& l, auto& m, int r_lo, int r_hi) {
-                                             store_tile_tma<D>(p, &tm_o, sO, o, l, m, cw, w.bh, w.row0, r_lo, r_hi);
-                                           });
+      consume<D, Schedule::kPersistent>(p, sQ, sK, sV, &q_full, &q_empty, k_full, k_empty, v_full, v_empty, cw,
+                                        w.row0, w.key_len, w.n_tiles, turns,
+                                        [&](auto& o, auto& l, auto& m, int r_lo, int r_hi) {
+                                          store_tile_tma<D>(p, &tm_o, sO, o, l, m, cw, w.bh, w.row0, r_lo, r_hi);
+                                        });
     });
     if (threadIdx.x % 128 == 0) tma_store_wait_all();  // the block's last stores finish before it exits
   }
@@ -625,7 +592,6 @@ constexpr Schedule kSchedules[] = {Schedule::kPlain, Schedule::kOverlap, Schedul
 // writes O through (boxes of 64 rows: one consumer warpgroup's).
 struct DeviceBuffers : attn::ForwardBuffers {
   CUtensorMap tm_q{}, tm_k{}, tm_v{}, tm_o{};  // built once per problem, outside the timed launches
-  CUtensorMap tm_k5{}, tm_v5{};                 // v5's K and V, in tiles of v5_block_n keys
 };
 
 DeviceBuffers upload_with_maps(const attn::Shape& s, const attn::Inputs& in) {
@@ -635,9 +601,6 @@ DeviceBuffers upload_with_maps(const attn::Shape& s, const attn::Inputs& in) {
   d.tm_k = course::hopper::make_kmajor_map_3d(d.in.k, bh, s.seq, s.dim, kBlockN);
   d.tm_v = course::hopper::make_kmajor_map_3d(d.in.v, bh, s.seq, s.dim, kBlockN);
   d.tm_o = course::hopper::make_kmajor_map_3d(d.o, bh, s.seq, s.dim, kBlockM / kConsumers);
-  const int n5 = s.causal ? kBlockN5Causal : kBlockN5;
-  d.tm_k5 = course::hopper::make_kmajor_map_3d(d.in.k, bh, s.seq, s.dim, n5);
-  d.tm_v5 = course::hopper::make_kmajor_map_3d(d.in.v, bh, s.seq, s.dim, n5);
   return d;
 }
 
@@ -651,11 +614,8 @@ void opt_in() {
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_hopper<D, Schedule::kPingPong>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_persistent<D, kBlockN5>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(kPersistentSmemBytes<D, kBlockN5>)));
-  CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_persistent<D, kBlockN5Causal>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(kPersistentSmemBytes<D, kBlockN5Causal>)));
+  CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_persistent<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kPersistentSmemBytes<D>)));
 }
 
 // v5's grid: one block per SM (fewer when there are fewer query tiles).
@@ -680,12 +640,9 @@ void launch_d(Schedule schedule, const DeviceBuffers& d, const Params& p) {
   else if (schedule == Schedule::kPingPong)
     flash_fwd_hopper<D, Schedule::kPingPong><<<grid, block, smem>>>(d.tm_q, d.tm_k, d.tm_v, p);
   else {
+    constexpr size_t persistent_smem = kPersistentSmemBytes<D>;
     const dim3 blocks(persistent_blocks(p.q_tiles * p.bh_count));
-    constexpr size_t smem_causal = kPersistentSmemBytes<D, kBlockN5Causal>, smem_full = kPersistentSmemBytes<D, kBlockN5>;
-    if (p.causal)
-      flash_fwd_persistent<D, kBlockN5Causal><<<blocks, block, smem_causal>>>(d.tm_q, d.tm_k5, d.tm_v5, d.tm_o, p);
-    else
-      flash_fwd_persistent<D, kBlockN5><<<blocks, block, smem_full>>>(d.tm_q, d.tm_k5, d.tm_v5, d.tm_o, p);
+    flash_fwd_persistent<D><<<blocks, block, persistent_smem>>>(d.tm_q, d.tm_k, d.tm_v, d.tm_o, p);
   }
   CUDA_CHECK_LAUNCH();
 }

@@ -104,6 +104,9 @@ def main():
     for v, impl, r in rows:  # one BENCH row per version: the page's sentences read these fields by name
         fields = {k: round(r[k], 4) for k in ["tensor_pct", "occupancy_pct", "sm_busy_pct", "dram_pct", "registers",
                                               "grid", *[f"stall_{s}" for s in STALLS]] if r.get(k) is not None}
+        for k in ("dram_read", "dram_write"):  # in MB, as the table prints them
+            if r.get(k) is not None:
+                fields[f"{k}_mb"] = round(r[k] / 1e6, 1)
         dram = (r.get("dram_read") or 0) + (r.get("dram_write") or 0)
         course_tools.bench(f"ncu {CASE}", impl, (r.get("time_us") or 0) / 1e3, dram, FLOPS, **fields)
     print(f"CHECK PASS ncu_metrics n={values} versions={len(rows)}")

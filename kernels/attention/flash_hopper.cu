@@ -208,10 +208,10 @@ __device__ __forceinline__ void online_softmax(const Params& p, int n, int key_l
 // Where one query tile's work sits in the block's sequence of tiles: v4 blocks have one tile; a persistent
 // block (v5) runs many, and its K/V rings, its Q barrier and the ping-pong turns carry on from tile to tile.
 struct TileTurns {
-  unsigned ring;    // K/V tiles this block has consumed before this query tile: the rings' position
-  unsigned q_phase; // Q tiles loaded before this one, mod 2
-  bool first;       // the block's first query tile with work (ping-pong: warpgroup 1 hands warpgroup 0 the first turn)
-  bool last;        // the block's last query tile with work (warpgroup 1's last turn hands over to no one)
+  unsigned ring;     // K/V tiles this block has consumed before this query tile: the rings' position
+  unsigned q_phase;  // Q tiles loaded before this one, mod 2
+  bool first;        // the block's first query tile with work (warpgroup 1 hands warpgroup 0 the first turn)
+  bool last;         // the block's last query tile with work (warpgroup 1's last turn hands over to no one)
 };
 
 // One consumer warpgroup: 64 query rows (rows row0 + 64 cw ...) against the tile's n_tiles K/V tiles,

@@ -1,10 +1,11 @@
 // flash_hopper.cu: fused attention forward for Hopper (sm_90a), O = softmax(scale * Q K^T + mask) V
-// and each row's logsumexp, built on TMA, mbarriers and wgmma: the first two steps of FlashAttention-3
-// (warp specialisation, and the softmax overlapped with the tensor cores), checked against the chapter's
-// float64 reference and timed on the chapter's benchmark.
+// and each row's logsumexp, built on TMA, mbarriers and wgmma: FlashAttention-3's warp specialisation,
+// the softmax overlapped with the tensor cores, and its persistent grid with a TMA store of O, checked
+// against the chapter's float64 reference and timed on the chapter's benchmark.
 //
-// Taught in docs/attention/hopper.md, after docs/attention/flash-forward.md (the mma.sync kernels, v1 to
-// v3) and docs/fast-matmul-fft/hopper-gemm.md (TMA, mbarriers, wgmma, setmaxnreg). Layout and masks as
+// Taught in docs/attention/hopper-kernel.md, after docs/attention/hopper.md, docs/attention/flash-forward.md
+// (the mma.sync kernels, v1 to v3) and docs/fast-matmul-fft/hopper-gemm.md (TMA, mbarriers, wgmma,
+// setmaxnreg); kernels/attention/hopper_attention_ncu.py profiles v4 ping-pong and v5. Layout and masks as
 // in attention_common.cuh: bf16 Q, K, V, O of [batch][heads][seq][dim], dim 64 or 128, key padding per
 // batch entry, optional causal mask; a fully masked row gets zeros and logsumexp +inf.
 //   v4 plain     one block = 128 query rows: a producer warpgroup (one thread issuing TMA) and two
@@ -15,12 +16,18 @@
 //                P V of tile n, and the softmax of tile n+1 runs while P V of tile n is on the tensor cores
 //   v4 ping-pong the overlapped loop, and the two consumer warpgroups take turns issuing their wgmma
 //                (named barriers), so that one's softmax runs while the other's products do
+//   v5 persistent the ping-pong consumers in a persistent grid: one block per SM walks the query tiles
+//                (static schedule, heaviest first), the producer loads the next tile's Q (its own
+//                full/empty barriers) and K/V while the consumers finish the current one, O is rescaled
+//                outside the ping-pong turn, and O goes out through shared memory by TMA store
 // Build: nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o build/attention/flash_hopper
 //        kernels/attention/flash_hopper.cu
 // Run:   ./build/attention/flash_hopper --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
 //        ./build/attention/flash_hopper --bench     (b4 h16 s4096 d128, causal and not)
 //        ./build/attention/flash_hopper --batch 4 --heads 16 --seq 4096 --plant zeros-small   (or tile:
 //        the ping-pong kernel's output corrupted after the run; passes only if the check rejects it)
+//        ./build/attention/flash_hopper --profile persistent   (or pingpong: one unchecked launch on the
+//        benchmark's non-causal case, for ncu)
 // It runs only on compute capability 9.0 (H100, H200) and waives itself elsewhere: wgmma and setmaxnreg
 // are sm_90a instructions. The device code exists only in the compute_90a pass, so the file also builds
 // for sm_75 to sm_100, where the kernels are empty stubs that main never launches.
@@ -34,6 +41,8 @@
 // course: run --batch 2 --heads 2 --seq 1000 --dim 64
 // course: run --batch 1 --heads 2 --seq 4097 --dim 128 --causal
 // course: run --batch 2 --heads 1 --seq 4097 --dim 128
+// course: run --batch 6 --heads 8 --seq 700 --dim 128 --causal --padding
+// course: run --batch 6 --heads 8 --seq 500 --dim 64 --padding
 // course: run --batch 4 --heads 16 --seq 4096 --dim 128 --plant zeros-small
 // course: run --batch 4 --heads 16 --seq 4096 --dim 128 --causal --plant tile
 // course: bench --bench
@@ -41,6 +50,8 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "../common/hopper.cuh"
@@ -67,13 +78,17 @@ constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 static_assert(128 * kProducerRegs + kConsumers * 128 * kConsumerRegs <= 65536, "more registers than an SM has");
 // --8<-- [end:sizes]
 
-enum class Schedule { kPlain, kOverlap, kPingPong };
+// v5 (kPersistent) runs the ping-pong consumers inside a persistent block with a TMA-store epilogue.
+enum class Schedule { kPlain, kOverlap, kPingPong, kPersistent };
+__host__ __device__ constexpr bool takes_turns(Schedule s) {
+  return s == Schedule::kPingPong || s == Schedule::kPersistent;
+}
 
 struct Params {
   bf16* o;
   float* lse;          // natural-log logsumexp of each row's scaled scores, +inf for a fully masked row
   const int* key_len;  // per batch entry
-  int heads, seq, bh_count, q_tiles;
+  int heads, seq, bh_count, q_tiles;  // q_tiles: 128-row query tiles per sequence
   float scale_log2;    // scale * log2(e): the scores go straight into exp2
   bool causal;
 };
@@ -104,24 +119,25 @@ __device__ __forceinline__ void to_bf16_pairs(const float (&s)[64], unsigned (&p
 #pragma unroll
   for (int i = 0; i < 32; ++i) pf[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
 }
-// Wait for the Q tile; in ping-pong, warpgroup 0 takes the first turn.
+// Wait for the Q tile (its phase: how many Q tiles this block has loaded before, mod 2); in ping-pong,
+// warpgroup 0 takes the block's first turn.
 template <Schedule kSchedule>
-__device__ __forceinline__ void wait_for_q(uint64_t* q_full, int cw) {
-  mbar_wait(q_full, 0);
-  if constexpr (kSchedule == Schedule::kPingPong)
-    if (cw == 1) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+__device__ __forceinline__ void wait_for_q(uint64_t* q_full, unsigned q_phase, int cw, bool first_turn) {
+  mbar_wait(q_full, q_phase);
+  if constexpr (takes_turns(kSchedule))
+    if (cw == 1 && first_turn) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
 }
 // Ping-pong: warpgroup cw may issue its wgmma once the other has issued theirs. Named barrier 1 + cw
 // counts 256 threads: this warpgroup's 128 waiting and the other's 128 arriving.
 template <Schedule kSchedule>
 __device__ __forceinline__ void pingpong_turn_begin(int cw) {
-  if constexpr (kSchedule == Schedule::kPingPong)
+  if constexpr (takes_turns(kSchedule))
     asm volatile("bar.sync %0, 256;\n" ::"r"(1 + cw) : "memory");
 }
 template <Schedule kSchedule>
 __device__ __forceinline__ void pingpong_turn_end(int cw, bool last) {
-  // warpgroup 1's last turn has no one to hand over to
-  if constexpr (kSchedule == Schedule::kPingPong)
+  // warpgroup 1's last turn in the block has no one to hand over to
+  if constexpr (takes_turns(kSchedule))
     if (!(cw == 1 && last)) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - cw) : "memory");
 }
 
@@ -189,14 +205,26 @@ __device__ __forceinline__ void online_softmax(const Params& p, int n, int key_l
   for (int h = 0; h < 2; ++h) l[h] = l[h] * alpha[h] + sum[h];
 }
 
-// One consumer warpgroup: 64 query rows (rows row0 + 64 cw ...) against the block's n_tiles K/V tiles.
+// Where one query tile's work sits in the block's sequence of tiles: v4 blocks have one tile; a persistent
+// block (v5) runs many, and its K/V rings, its Q barrier and the ping-pong turns carry on from tile to tile.
+struct TileTurns {
+  unsigned ring;     // K/V tiles this block has consumed before this query tile: the rings' position
+  unsigned q_phase;  // Q tiles loaded before this one, mod 2
+  bool first;        // the block's first query tile with work (warpgroup 1 hands warpgroup 0 the first turn)
+  bool last;         // the block's last query tile with work (warpgroup 1's last turn hands over to no one)
+};
+
+// One consumer warpgroup: 64 query rows (rows row0 + 64 cw ...) against the tile's n_tiles K/V tiles,
+// then `epilogue(o, l, m, r_lo, r_hi)` writes them. q_empty (v5 only, else null) is released as soon
+// as the last S = Q K^T is done, so that the producer can load the next tile's Q during the last P V.
 // Thread layout of every 64 x N wgmma accumulator (mma.sync's, repeated): warp w holds rows 16w..16w+15;
 // for each 8-column block j, lane l holds row l/4 columns 8j + 2(l%4) and +1 in d[4j], d[4j+1], and the
 // same columns 8 rows down in d[4j+2], d[4j+3].
-template <int D, Schedule kSchedule>
+template <int D, Schedule kSchedule, typename Epilogue>
 __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const bf16* sK, const bf16* sV,
-                                        uint64_t* q_full, uint64_t* k_full, uint64_t* k_empty, uint64_t* v_full,
-                                        uint64_t* v_empty, int cw, int row0, int bh, int key_len, int n_tiles) {
+                                        uint64_t* q_full, uint64_t* q_empty, uint64_t* k_full, uint64_t* k_empty,
+                                        uint64_t* v_full, uint64_t* v_empty, int cw, int row0, int key_len,
+                                        int n_tiles, const TileTurns& turns, const Epilogue& epilogue) {
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int r_lo = row0 + cw * 64 + warp * 16 + g, r_hi = r_lo + 8;  // the two rows this thread holds
   const int wg_row0 = row0 + cw * 64;                                 // this warpgroup's first row
@@ -230,34 +258,42 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
       wgmma_64xNx16_rs<D>(o, &pf[4 * kk], smem_desc_mn(v + kk * 16 * kPanelCols, kPanelElems * sizeof(bf16)));
     wgmma_commit();
   };
+  // K/V tile n of this query tile sits in stage (ring + n) % kStages, in that stage's phase below.
+  auto stage = [&](int n) { return static_cast<int>((turns.ring + n) % kStages); };
+  auto phase = [&](int n) { return ((turns.ring + n) / kStages) & 1; };
   // This warp no longer reads stage `st` of a ring: one arrival per consumer warp.
   auto release = [&](uint64_t* empty) {
     if (lane == 0) mbar_arrive(empty);
+  };
+  auto release_k = [&](int n) {  // after S_n; after the last S, Q is free too
+    release(&k_empty[stage(n)]);
+    if (q_empty != nullptr && n == n_tiles - 1) release(q_empty);
   };
   auto softmax = [&](int n) { online_softmax(p, n, key_len, wg_row0, r_lo, r_hi, t, s, m, l, alpha); };
   auto rescale_o = [&] { scale_rows<D / 2>(o, alpha); };
   auto convert_p = [&] { to_bf16_pairs(s, pf); };
   auto turn_begin = [&] { pingpong_turn_begin<kSchedule>(cw); };
-  auto turn_end = [&](bool last) { pingpong_turn_end<kSchedule>(cw, last); };
-  if (n_tiles > 0) wait_for_q<kSchedule>(q_full, cw);
+  // v5 rescales O as soon as P_{n-1} V_{n-1} is done, outside the turn, so that the other warpgroup's
+  // products do not wait for it; v4 rescales it inside the turn, just before P_{n-1} V_{n-1} is issued.
+  constexpr bool kRescaleAfterWait = kSchedule == Schedule::kPersistent;
+  auto turn_end = [&](int n) { pingpong_turn_end<kSchedule>(cw, turns.last && n == n_tiles - 1); };
+  if (n_tiles > 0) wait_for_q<kSchedule>(q_full, turns.q_phase, cw, turns.first);
   if constexpr (kSchedule == Schedule::kPlain) {
     for (int n = 0; n < n_tiles; ++n) {
-      const int st = n % kStages;
-      const unsigned phase = (n / kStages) & 1;
-      mbar_wait(&k_full[st], phase);
-      issue_s(st);
+      mbar_wait(&k_full[stage(n)], phase(n));
+      issue_s(stage(n));
       wgmma_wait<0>();
       fence_accumulators<64>(s);
-      release(&k_empty[st]);
+      release_k(n);
       softmax(n);
       rescale_o();
       convert_p();
-      mbar_wait(&v_full[st], phase);
-      issue_pv(st);
+      mbar_wait(&v_full[stage(n)], phase(n));
+      issue_pv(stage(n));
       wgmma_wait<0>();
       fence_accumulators<D / 2>(o);
       fence_registers(pf, 32);
-      release(&v_empty[st]);
+      release(&v_empty[stage(n)]);
     }
   } else if (n_tiles > 0) {
     // --8<-- [start:overlap]
@@ -265,55 +301,96 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
     // and compute tile n's softmax while that product runs. P_{n-1} is still being read by the tensor
     // cores until the second wait, so the new P goes to the bf16 registers only after it.
     turn_begin();
-    mbar_wait(&k_full[0], 0);
-    issue_s(0);
-    turn_end(n_tiles == 1);
+    mbar_wait(&k_full[stage(0)], phase(0));
+    issue_s(stage(0));
+    turn_end(0);
     wgmma_wait<0>();
     fence_accumulators<64>(s);
-    release(&k_empty[0]);
+    release_k(0);
     softmax(0);
     convert_p();
     for (int n = 1; n < n_tiles; ++n) {
-      const int st = n % kStages, prev = (n - 1) % kStages;
       turn_begin();
-      mbar_wait(&k_full[st], (n / kStages) & 1);
-      issue_s(st);
-      rescale_o();  // O holds every tile before n - 1, at the maximum before tile n - 1's
-      mbar_wait(&v_full[prev], ((n - 1) / kStages) & 1);
-      issue_pv(prev);
-      turn_end(n == n_tiles - 1);
+      mbar_wait(&k_full[stage(n)], phase(n));
+      issue_s(stage(n));
+      if constexpr (!kRescaleAfterWait) rescale_o();  // O holds the tiles before n - 1, at the maximum before n - 1's
+      mbar_wait(&v_full[stage(n - 1)], phase(n - 1));
+      issue_pv(stage(n - 1));
+      turn_end(n);
       wgmma_wait<1>();  // S_n is done (P_{n-1} V_{n-1} may still run)
       fence_accumulators<64>(s);
-      release(&k_empty[st]);
+      release_k(n);
       softmax(n);
       wgmma_wait<0>();  // P_{n-1} V_{n-1} is done: its V stage and the bf16 P registers are free
       fence_accumulators<D / 2>(o);
       fence_registers(pf, 32);
-      release(&v_empty[prev]);
+      release(&v_empty[stage(n - 1)]);
+      if constexpr (kRescaleAfterWait) rescale_o();  // O holds the tiles before n, now at tile n's maximum
       convert_p();
     }
-    const int last = (n_tiles - 1) % kStages;
-    rescale_o();
-    mbar_wait(&v_full[last], ((n_tiles - 1) / kStages) & 1);
-    issue_pv(last);
+    const int last = n_tiles - 1;
+    if constexpr (!kRescaleAfterWait) rescale_o();
+    mbar_wait(&v_full[stage(last)], phase(last));
+    issue_pv(stage(last));
     wgmma_wait<0>();
     fence_accumulators<D / 2>(o);
     fence_registers(pf, 32);
-    release(&v_empty[last]);
+    release(&v_empty[stage(last)]);
     // --8<-- [end:overlap]
   }
 
-  store_rows<D>(p, o, l, m, bh, r_lo, r_hi, t);
+  epilogue(o, l, m, r_lo, r_hi);
 }
 // --8<-- [end:consumer]
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 // --8<-- [start:kernel]
-// One block per (128-row query tile, batch x head). Block b takes query tile q_tiles - 1 - b / bh_count:
+// The work of query tile `tile`: tile t is query tile q_tiles - 1 - t / bh_count of head t % bh_count,
 // every head's last tiles first, which under a causal mask are the longest, so that the short ones fill
-// the gaps at the end. The producer warpgroup gives its registers to the consumers; one of its threads
-// loads Q once and then walks the K and V tiles through the ring: wait until a stage is empty, announce
-// its bytes on the stage's full barrier, issue the copies. TMA zero-fills rows past the sequence.
+// the gaps at the end.
+struct TileWork {
+  int bh, row0, key_len, n_tiles;  // n_tiles: K/V tiles to visit, 0 for an empty sequence
+};
+__device__ __forceinline__ TileWork tile_work(const Params& p, int tile) {
+  TileWork w;
+  w.bh = tile % p.bh_count;
+  w.row0 = (p.q_tiles - 1 - tile / p.bh_count) * kBlockM;
+  w.key_len = p.key_len[w.bh / p.heads];
+  const int kv_end = p.causal ? min(w.key_len, w.row0 + kBlockM) : w.key_len;  // no tile wholly above the diagonal
+  w.n_tiles = (kv_end + kBlockN - 1) / kBlockN;
+  return w;
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The producer's part of one query tile (one thread): Q, then the K and V tiles through the rings: wait
+// until a stage is empty, announce its bytes on the stage's full barrier, issue the copies. TMA zero-fills
+// rows past the sequence. q_empty (v5 only, else null): wait until the consumers are done with the last Q.
+template <int D>
+__device__ __forceinline__ void produce(const CUtensorMap* tm_q, const CUtensorMap* tm_k, const CUtensorMap* tm_v,
+                                        bf16* sQ, bf16* sK, bf16* sV, uint64_t* q_full, uint64_t* q_empty,
+                                        uint64_t* k_full, uint64_t* k_empty, uint64_t* v_full, uint64_t* v_empty,
+                                        const TileWork& w, const TileTurns& turns) {
+  constexpr unsigned kTileBytes = kTileElems<D> * sizeof(bf16);
+  if (q_empty != nullptr) mbar_wait(q_empty, turns.q_phase ^ 1);  // passes at once for the first Q
+  mbar_expect_bytes(q_full, kTileBytes);
+  for (int c = 0; c < D; c += kPanelCols) tma_load_3d(sQ + c * 128, tm_q, c, w.row0, w.bh, q_full);
+  for (int n = 0; n < w.n_tiles; ++n) {
+    const int st = (turns.ring + n) % kStages;
+    const unsigned free_phase = (((turns.ring + n) / kStages) & 1) ^ 1;  // passes at once in the first round
+    bf16* k = sK + st * kTileElems<D>;
+    bf16* v = sV + st * kTileElems<D>;
+    mbar_wait(&k_empty[st], free_phase);
+    mbar_expect_bytes(&k_full[st], kTileBytes);
+    for (int c = 0; c < D; c += kPanelCols) tma_load_3d(k + c * 128, tm_k, c, n * kBlockN, w.bh, &k_full[st]);
+    mbar_wait(&v_empty[st], free_phase);
+    mbar_expect_bytes(&v_full[st], kTileBytes);
+    for (int c = 0; c < D; c += kPanelCols) tma_load_3d(v + c * 128, tm_v, c, n * kBlockN, w.bh, &v_full[st]);
+  }
+}
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// v4: one block per query tile (tile = blockIdx.x). The producer warpgroup gives its registers to the
+// consumers; one of its threads loads Q once and then walks the K and V tiles through the ring.
 template <int D, Schedule kSchedule>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_fwd_hopper(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
@@ -325,12 +402,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   bf16* sV = sK + kStages * kTileElems<D>;  // kStages tiles
   __shared__ __align__(8) uint64_t q_full, k_full[kStages], k_empty[kStages], v_full[kStages], v_empty[kStages];
 
-  const int bh = blockIdx.x % p.bh_count;
-  const int row0 = (p.q_tiles - 1 - static_cast<int>(blockIdx.x) / p.bh_count) * kBlockM;
-  const int key_len = p.key_len[bh / p.heads];
-  const int kv_end = p.causal ? min(key_len, row0 + kBlockM) : key_len;  // no tile wholly above the diagonal
-  const int n_tiles = (kv_end + kBlockN - 1) / kBlockN;                   // 0 for an empty sequence
-  constexpr unsigned kTileBytes = kTileElems<D> * sizeof(bf16);
+  const TileWork w = tile_work(p, blockIdx.x);
+  const TileTurns one_tile{0, 0, true, true};
 
   if (threadIdx.x == 0) {
     mbar_init(&q_full, 1);
@@ -347,26 +420,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x == 0 && n_tiles > 0) {
-      mbar_expect_bytes(&q_full, kTileBytes);
-      for (int c = 0; c < D; c += kPanelCols) tma_load_3d(sQ + c * 128, &tm_q, c, row0, bh, &q_full);
-      for (int n = 0; n < n_tiles; ++n) {
-        const int st = n % kStages;
-        const unsigned free_phase = ((n / kStages) & 1) ^ 1;  // passes at once in the first round
-        bf16* k = sK + st * kTileElems<D>;
-        bf16* v = sV + st * kTileElems<D>;
-        mbar_wait(&k_empty[st], free_phase);
-        mbar_expect_bytes(&k_full[st], kTileBytes);
-        for (int c = 0; c < D; c += kPanelCols) tma_load_3d(k + c * 128, &tm_k, c, n * kBlockN, bh, &k_full[st]);
-        mbar_wait(&v_empty[st], free_phase);
-        mbar_expect_bytes(&v_full[st], kTileBytes);
-        for (int c = 0; c < D; c += kPanelCols) tma_load_3d(v + c * 128, &tm_v, c, n * kBlockN, bh, &v_full[st]);
-      }
-    }
+    if (threadIdx.x == 0 && w.n_tiles > 0)
+      produce<D>(&tm_q, &tm_k, &tm_v, sQ, sK, sV, &q_full, nullptr, k_full, k_empty, v_full, v_empty, w, one_tile);
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    consume<D, kSchedule>(p, sQ, sK, sV, &q_full, k_full, k_empty, v_full, v_empty, wg - 1, row0, bh, key_len,
-                          n_tiles);
+    consume<D, kSchedule>(p, sQ, sK, sV, &q_full, nullptr, k_full, k_empty, v_full, v_empty, wg - 1, w.row0,
+                          w.key_len, w.n_tiles, one_tile, [&](auto& o, auto& l, auto& m, int r_lo, int r_hi) {
+                            store_rows<D>(p, o, l, m, w.bh, r_lo, r_hi, threadIdx.x % 4);
+                          });
   }
 #else
   (void)tm_q, (void)tm_k, (void)tm_v, (void)p;
@@ -374,19 +435,163 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 // --8<-- [end:kernel]
 
+// --8<-- [start:persistent]
+// v5 adds a staging tile for O to the shared memory: 128 rows x D, each consumer warpgroup's 64 rows stored
+// as D / 64 panels of 64 x 64 with the 128-byte swizzle, the layout its TMA store reads.
+template <int D>
+constexpr size_t kPersistentSmemBytes = kSmemBytes<D> + kTileElems<D> * sizeof(bf16);
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// A TMA store of the box at (c0, c1, c2) of a 3-D tensor from shared memory: hopper.cuh's tma_store_2d
+// with one more coordinate. Rows past the map's sequence length are not written.
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, const void* src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(map),
+               "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(src))
+               : "memory");
+}
+// The 128 threads of consumer warpgroup cw (named barriers 3 and 4; 1 and 2 are the ping-pong's).
+__device__ __forceinline__ void warpgroup_sync(int cw) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(3 + cw) : "memory");
+}
+
+// v5's epilogue for one warpgroup's 64 rows: O / l as bf16 into the staging tile (swizzled: 16-byte chunk
+// j of row r goes to chunk j ^ (r % 8), so the 32 lanes of a warp hit 32 different banks), then one
+// thread stores it with TMA, which writes whole 128-byte rows and skips rows past the sequence. The
+// staging tile is reused by the next query tile: that thread first waits until its previous store has
+// read it. The logsumexp is written as in v4.
+template <int D>
+__device__ __forceinline__ void store_tile_tma(const Params& p, const CUtensorMap* tm_o, bf16* sO,
+                                               const float (&o)[D / 2], float (&l)[2], const float (&m)[2],
+                                               int cw, int bh, int row0, int r_lo, int r_hi) {
+  const int tid = threadIdx.x % 128, warp = tid / 32, g = (tid % 32) / 4, t = tid % 4;
+  float inv[2];
+  flash::quad_row_sums(l, inv);  // fully masked row: l == 0, output zeros
+  unsigned char* half = reinterpret_cast<unsigned char*>(sO + cw * 64 * D);  // this warpgroup's D / 64 panels
+  if (tid == 0) tma_store_wait_read<0>();  // the previous tile's store has read the staging tile
+  warpgroup_sync(cw);
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {  // columns 8j + 2t, +1: panel j / 8, 16-byte chunk j % 8 of the row
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = warp * 16 + g + 8 * h;  // row % 8 == g
+      unsigned char* dst = half + (j / 8) * 64 * 128 + row * 128 + (((j % 8) ^ g) * 16) + 4 * t;
+      *reinterpret_cast<unsigned*>(dst) = pack_bf16(o[4 * j + 2 * h] * inv[h], o[4 * j + 2 * h + 1] * inv[h]);
+    }
+  }
+  fence_proxy_async_smem();  // make the ordinary stores visible to the TMA engine
+  warpgroup_sync(cw);
+  if (tid == 0 && row0 + 64 * cw < p.seq) {
+#pragma unroll
+    for (int c = 0; c < D; c += kPanelCols) tma_store_3d(tm_o, half + c * 128, c, row0 + 64 * cw, bh);
+    tma_store_commit();
+  }
+  if (t == 0) {
+    if (r_lo < p.seq) p.lse[1LL * bh * p.seq + r_lo] = l[0] == 0.0f ? INFINITY : (m[0] + log2f(l[0])) * kLn2;
+    if (r_hi < p.seq) p.lse[1LL * bh * p.seq + r_hi] = l[1] == 0.0f ? INFINITY : (m[1] + log2f(l[1])) * kLn2;
+  }
+}
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// v5: a persistent grid, one block per SM. Block b runs query tiles b, b + gridDim.x, ... (a static
+// schedule over tile_work's order, heaviest first). The rings, the Q barriers and the ping-pong turns run
+// on across tiles: the producer loads the next tile's Q as soon as the consumers' last S = Q K^T is done
+// (q_empty) and its first K/V tiles as stages free up, while the consumers still run the last P V and
+// the epilogue of the current tile.
+template <int D>
+__global__ void __launch_bounds__(kThreads, 1)
+    flash_fwd_persistent(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+                         const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_o,
+                         const Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ unsigned char smem_raw[];
+  bf16* sQ = align_1k(smem_raw);
+  bf16* sK = sQ + kTileElems<D>;            // kStages tiles
+  bf16* sV = sK + kStages * kTileElems<D>;  // kStages tiles
+  bf16* sO = sV + kStages * kTileElems<D>;  // the staging tile of the epilogue
+  __shared__ __align__(8) uint64_t q_full, q_empty, k_full[kStages], k_empty[kStages], v_full[kStages],
+      v_empty[kStages];
+  const int total = p.q_tiles * p.bh_count;
+
+  if (threadIdx.x == 0) {
+    mbar_init(&q_full, 1);
+    mbar_init(&q_empty, kConsumers * 4);  // one arrive per consumer warp
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&k_full[s], 1);
+      mbar_init(&v_full[s], 1);
+      mbar_init(&k_empty[s], kConsumers * 4);
+      mbar_init(&v_empty[s], kConsumers * 4);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  // Every role walks the same tiles and counts the same way; a tile with nothing to load (an empty
+  // sequence) moves no counter. `last` looks ahead for a later tile with work.
+  auto walk = [&](auto&& body) {
+    TileTurns turns{0, 0, true, false};
+    for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+      const TileWork w = tile_work(p, tile);
+      turns.last = true;
+      for (int next = tile + gridDim.x; next < total && turns.last; next += gridDim.x)
+        turns.last = tile_work(p, next).n_tiles == 0;
+      body(w, turns);
+      if (w.n_tiles > 0) {
+        turns.ring += w.n_tiles;
+        turns.q_phase ^= 1;
+        turns.first = false;
+      }
+    }
+  };
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x == 0)
+      walk([&](const TileWork& w, const TileTurns& turns) {
+        if (w.n_tiles > 0)
+          produce<D>(&tm_q, &tm_k, &tm_v, sQ, sK, sV, &q_full, &q_empty, k_full, k_empty, v_full, v_empty, w, turns);
+      });
+  } else {
+    setmaxnreg_inc<kConsumerRegs>();
+    const int cw = wg - 1;
+    walk([&](const TileWork& w, const TileTurns& turns) {
+      consume<D, Schedule::kPersistent>(p, sQ, sK, sV, &q_full, &q_empty, k_full, k_empty, v_full, v_empty, cw,
+                                        w.row0, w.key_len, w.n_tiles, turns,
+                                        [&](auto& o, auto& l, auto& m, int r_lo, int r_hi) {
+                                          store_tile_tma<D>(p, &tm_o, sO, o, l, m, cw, w.bh, w.row0, r_lo, r_hi);
+                                        });
+    });
+    if (threadIdx.x % 128 == 0) tma_store_wait_all();  // the block's last stores finish before it exits
+  }
+#else
+  (void)tm_q, (void)tm_k, (void)tm_v, (void)tm_o, (void)p;
+#endif
+}
+// --8<-- [end:persistent]
+
 // --8<-- [start:launch]
 const char* impl_name(Schedule schedule) {
   switch (schedule) {
     case Schedule::kPlain: return "flash v4 wgmma+TMA (bf16, fp32 acc)";
     case Schedule::kOverlap: return "flash v4 wgmma+TMA overlapped softmax (bf16, fp32 acc)";
-    default: return "flash v4 wgmma+TMA overlapped, ping-pong (bf16, fp32 acc)";
+    case Schedule::kPingPong: return "flash v4 wgmma+TMA overlapped, ping-pong (bf16, fp32 acc)";
+    default: return "flash v5 persistent ping-pong, TMA-store epilogue (bf16, fp32 acc)";
   }
 }
-constexpr Schedule kSchedules[] = {Schedule::kPlain, Schedule::kOverlap, Schedule::kPingPong};
+const char* variant_name(Schedule schedule) {  // the CHECK names' and --profile's word for each
+  switch (schedule) {
+    case Schedule::kPlain: return "v4 plain";
+    case Schedule::kOverlap: return "v4 overlap";
+    case Schedule::kPingPong: return "v4 pingpong";
+    default: return "v5 persistent";
+  }
+}
+constexpr Schedule kSchedules[] = {Schedule::kPlain, Schedule::kOverlap, Schedule::kPingPong, Schedule::kPersistent};
 
-// The forward's buffers (attention_common.cuh) plus the tensor maps TMA reads Q, K and V through.
+// The forward's buffers (attention_common.cuh) plus the tensor maps TMA reads Q, K and V through and v5
+// writes O through (boxes of 64 rows: one consumer warpgroup's).
 struct DeviceBuffers : attn::ForwardBuffers {
-  CUtensorMap tm_q{}, tm_k{}, tm_v{};  // built once per problem, outside the timed launches
+  CUtensorMap tm_q{}, tm_k{}, tm_v{}, tm_o{};  // built once per problem, outside the timed launches
 };
 
 DeviceBuffers upload_with_maps(const attn::Shape& s, const attn::Inputs& in) {
@@ -395,6 +600,7 @@ DeviceBuffers upload_with_maps(const attn::Shape& s, const attn::Inputs& in) {
   d.tm_q = course::hopper::make_kmajor_map_3d(d.in.q, bh, s.seq, s.dim, kBlockM);
   d.tm_k = course::hopper::make_kmajor_map_3d(d.in.k, bh, s.seq, s.dim, kBlockN);
   d.tm_v = course::hopper::make_kmajor_map_3d(d.in.v, bh, s.seq, s.dim, kBlockN);
+  d.tm_o = course::hopper::make_kmajor_map_3d(d.o, bh, s.seq, s.dim, kBlockM / kConsumers);
   return d;
 }
 
@@ -408,6 +614,19 @@ void opt_in() {
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_hopper<D, Schedule::kPingPong>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_persistent<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kPersistentSmemBytes<D>)));
+}
+
+// v5's grid: one block per SM (fewer when there are fewer query tiles).
+int persistent_blocks(int tiles) {
+  static const int sms = [] {
+    int device = 0, n = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+    return n;
+  }();
+  return std::max(1, std::min(sms, tiles));
 }
 
 template <int D>
@@ -418,8 +637,13 @@ void launch_d(Schedule schedule, const DeviceBuffers& d, const Params& p) {
     flash_fwd_hopper<D, Schedule::kPlain><<<grid, block, smem>>>(d.tm_q, d.tm_k, d.tm_v, p);
   else if (schedule == Schedule::kOverlap)
     flash_fwd_hopper<D, Schedule::kOverlap><<<grid, block, smem>>>(d.tm_q, d.tm_k, d.tm_v, p);
-  else
+  else if (schedule == Schedule::kPingPong)
     flash_fwd_hopper<D, Schedule::kPingPong><<<grid, block, smem>>>(d.tm_q, d.tm_k, d.tm_v, p);
+  else {
+    constexpr size_t persistent_smem = kPersistentSmemBytes<D>;
+    const dim3 blocks(persistent_blocks(p.q_tiles * p.bh_count));
+    flash_fwd_persistent<D><<<blocks, block, persistent_smem>>>(d.tm_q, d.tm_k, d.tm_v, d.tm_o, p);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
@@ -435,10 +659,7 @@ void launch(Schedule schedule, const attn::Shape& s, const DeviceBuffers& d) {
 // before P V, as in flash_fwd.cu's tensor-core versions: the same rounded reference.
 bool run_and_check(Schedule schedule, const attn::Shape& s, const attn::ForwardReference& ref, const DeviceBuffers& d,
                    attn::Plant plant) {
-  const char* variant = schedule == Schedule::kPlain     ? "plain"
-                        : schedule == Schedule::kOverlap ? "overlap"
-                                                         : "pingpong";
-  const std::string name = std::string("v4 ") + variant + " " + attn::case_name(s) + attn::padded_suffix(s);
+  const std::string name = std::string(variant_name(schedule)) + " " + attn::case_name(s) + attn::padded_suffix(s);
   return attn::run_and_check_forward(name, s, ref, d, true, plant, [&] { launch(schedule, s, d); });
 }
 
@@ -460,12 +681,45 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, bool bench, attn::Plant
   return ok;
 }
 
+// --profile pingpong|persistent: one unchecked launch of that kernel on the benchmark's non-causal case,
+// for Nsight Compute (hopper_attention_ncu.py). Taken out of argv before the chapter's options are read.
+int take_profile_option(int& argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--profile") != 0) continue;
+    const char* what = i + 1 < argc ? argv[i + 1] : "";
+    const int which = std::strcmp(what, "pingpong") == 0 ? 2 : std::strcmp(what, "persistent") == 0 ? 3 : -1;
+    if (which < 0) {
+      std::fprintf(stderr, "error: --profile expects pingpong or persistent, got '%s'\n", what);
+      std::exit(course::kExitFail);
+    }
+    for (int j = i; j + 2 < argc; ++j) argv[j] = argv[j + 2];
+    argc -= 2;
+    return which;
+  }
+  return -1;
+}
+
+void profile_once(Schedule schedule, uint64_t seed) {
+  const attn::Shape s = attn::bench_shape(false);
+  const DeviceBuffers d = upload_with_maps(s, attn::make_inputs(s, seed));
+  launch(schedule, s, d);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::printf("profiled one launch of %s on %s\n", variant_name(schedule), attn::case_name(s).c_str());
+  d.release();
+}
+
 int main(int argc, char** argv) {
+  const int profile = take_profile_option(argc, argv);
   const attn::Options opt = attn::parse_options(argc, argv, 1 << 17);
   course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA");
   course::hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
   opt_in<64>();
   opt_in<128>();
+
+  if (profile >= 0) {
+    profile_once(kSchedules[profile], opt.seed);
+    return 0;
+  }
 
   if (!opt.bench) return check_and_time(opt.shape, opt.seed, false, opt.plant) ? 0 : course::kExitFail;
   // --8<-- [start:bench]

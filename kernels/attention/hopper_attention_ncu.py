@@ -1,0 +1,116 @@
+# hopper_attention_ncu.py: what separates flash_hopper.cu's v4 ping-pong (one block per 128-row query tile)
+# from v5 (persistent: one block per SM walking the tiles, O stored by TMA) on the chapter's benchmark case
+# (b4 h16 s4096 d128, non-causal), as Nsight Compute (ncu) measures one launch of each: duration, the tensor
+# pipe's utilisation, achieved occupancy, how busy the SMs were over the launch, DRAM bytes and throughput,
+# and the warps' main stall reasons.
+#
+# Taught in docs/attention/hopper-kernel.md, which shows its recorded output and reads its BENCH rows (one per
+# version, case "ncu b4 h16 s4096 d128 non-causal"; time_ms is ncu's duration, bytes its DRAM bytes, and the
+# fields are the metrics below, stalls in warp-cycles per issued instruction).
+# It builds flash_hopper.cu with the harness's build command and runs `flash_hopper --profile V` under ncu.
+# Metrics this ncu does not know are left out (shown as "-").
+# Run: python kernels/attention/hopper_attention_ncu.py
+#
+# course: gpu
+# course: bench --bench
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+import course_tools  # noqa: E402
+import ncu_tools  # noqa: E402
+
+CASE = "b4 h16 s4096 d128 non-causal"  # flash_hopper.cu's --profile shape: the benchmark's non-causal case
+FLOPS = 4.0 * 4 * 16 * 4096 * 4096 * 128  # Q K^T and P V: 2 x 2 x batch x heads x seq^2 x dim
+# (name, --profile argument, the kernel ncu profiles, the BENCH row's impl)
+VERSIONS = [("v4", "pingpong", "regex:flash_fwd_hopper", "flash v4 ping-pong"),
+            ("v5", "persistent", "regex:flash_fwd_persistent", "flash v5 persistent")]
+STALLS = ["long_scoreboard", "barrier", "membar", "wait", "sleeping", "math_pipe_throttle", "dispatch_stall",
+          "short_scoreboard", "mio_throttle", "lg_throttle", "no_instruction", "branch_resolving", "misc",
+          "selected", "not_selected"]
+TOP_STALLS = 4  # the reasons printed per version, largest first
+# --8<-- [start:metrics]
+# Each quantity: the ncu metric names to try, the first this ncu knows is used (the tensor pipe's name
+# differs between ncu versions; Hopper's wgmma runs on the "gmma" pipe).
+METRICS = {
+    "time_us": ["gpu__time_duration.sum"],
+    "tensor_pct": ["sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+                   "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"],
+    "occupancy_pct": ["sm__warps_active.avg.pct_of_peak_sustained_active"],  # achieved occupancy
+    "sm_active_avg": ["sm__cycles_active.avg"],  # cycles an SM had work, averaged over the SMs
+    "sm_elapsed": ["sm__cycles_elapsed.max"],      # cycles of the launch
+    "dram_read": ["dram__bytes_read.sum"],
+    "dram_write": ["dram__bytes_write.sum"],
+    "dram_pct": ["dram__throughput.avg.pct_of_peak_sustained_elapsed"],
+    "grid": ["launch__grid_size"],
+    "registers": ["launch__registers_per_thread"],
+    **{f"stall_{r}": [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"] for r in STALLS},
+}
+# --8<-- [end:metrics]
+
+
+def choose(ncu):
+    """{key: the first known metric} for every quantity this ncu can measure."""
+    flat = {f"{k}#{i}": m for k, names in METRICS.items() for i, m in enumerate(names)}
+    known = ncu_tools.available(ncu, flat)
+    out = {}
+    for k, names in METRICS.items():
+        for i in range(len(names)):
+            if f"{k}#{i}" in known:
+                out[k] = names[i]
+                break
+    return out
+
+
+def main():
+    p = course_tools.parser("profile flash_hopper.cu's v4 ping-pong and v5 persistent kernels with Nsight Compute")
+    # The same profile; the harness records a --bench run's rows for the page's claims (course/bench.py).
+    p.add_argument("--bench", action="store_true", help="the recorded run whose rows the page's claims read")
+    p.parse_args()
+    course_tools.require_cuda("torch")  # a GPU must be visible before nvcc and ncu are run
+    ncu = ncu_tools.require_ncu()
+    exe = ncu_tools.ROOT / "build/attention/ncu/flash_hopper"
+    ncu_tools.build("kernels/attention/flash_hopper.cu", exe)
+    wanted = choose(ncu)
+    rows, values = [], 0
+    for v, which, kernel, impl in VERSIONS:
+        got = ncu_tools.profile_one(ncu, exe, wanted, kernel, ["--profile", which], v)
+        values += len(got)
+        r = ncu_tools.row(got, wanted)
+        if r.get("sm_active_avg") is not None and r.get("sm_elapsed"):
+            r["sm_busy_pct"] = 100.0 * r["sm_active_avg"] / r["sm_elapsed"]
+        rows.append((v, impl, r))
+
+    print(f"ncu metrics, flash_hopper.cu on {CASE}, one launch per version "
+          "(stalls: warp-cycles per issued instruction)")
+    lines = [("time us", "time_us", "{:.0f}"), ("tensor pipe %", "tensor_pct", "{:.1f}"),
+             ("achieved occupancy %", "occupancy_pct", "{:.1f}"), ("SMs busy %", "sm_busy_pct", "{:.1f}"),
+             ("DRAM read MB", "dram_read", "{:.0f}"), ("DRAM write MB", "dram_write", "{:.0f}"),
+             ("DRAM throughput %", "dram_pct", "{:.1f}"), ("grid (blocks)", "grid", "{:.0f}"),
+             ("registers", "registers", "{:.0f}")]
+    lines += [(f"stall {s.replace('_', ' ')}", f"stall_{s}", "{:.2f}") for s in STALLS]
+    scaled = {"dram_read": 1e6, "dram_write": 1e6}
+    print(f"{'':<26}" + "".join(f"{v:>12}" for v, _, _ in rows))
+    for label, key, fmt in lines:
+        cells = []
+        for _, _, r in rows:
+            x = r.get(key)
+            cells.append(fmt.format(x / scaled.get(key, 1)) if x is not None else "-")
+        print(f"{label:<26}" + "".join(f"{c:>12}" for c in cells))
+    for v, _, r in rows:  # the stall reasons that cost each version the most issue slots
+        top = sorted(((r[f"stall_{s}"], s) for s in STALLS if s not in ("selected", "not_selected")
+                      and r.get(f"stall_{s}") is not None), reverse=True)[:TOP_STALLS]
+        print(f"{v} top stalls: " + ", ".join(f"{s.replace('_', ' ')} {x:.2f}" for x, s in top))
+    for v, impl, r in rows:  # one BENCH row per version: the page's sentences read these fields by name
+        fields = {k: round(r[k], 4) for k in ["tensor_pct", "occupancy_pct", "sm_busy_pct", "dram_pct", "registers",
+                                              "grid", *[f"stall_{s}" for s in STALLS]] if r.get(k) is not None}
+        for k in ("dram_read", "dram_write"):  # in MB, as the table prints them
+            if r.get(k) is not None:
+                fields[f"{k}_mb"] = round(r[k] / 1e6, 1)
+        dram = (r.get("dram_read") or 0) + (r.get("dram_write") or 0)
+        course_tools.bench(f"ncu {CASE}", impl, (r.get("time_us") or 0) / 1e3, dram, FLOPS, **fields)
+    print(f"CHECK PASS ncu_metrics n={values} versions={len(rows)}")
+
+
+if __name__ == "__main__":
+    main()

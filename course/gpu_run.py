@@ -279,9 +279,13 @@ def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path,
 def plan_lanes(shared: list[Unit], alone: list[Unit], gpus: int, per_gpu: int,
                capacity: float | None) -> tuple[list[tuple[list[Slot], Slot]], list[Unit]]:
     """One lane per GPU for work that needs one GPU each: the GPU's shared slots side by side, then its
-    alone units one after another, without waiting for the other GPUs. Alone units are dealt longest
-    first to the lane that finishes its shared work first, within `capacity` seconds."""
-    dealt, _ = deal(shared, gpus * per_gpu)
+    alone units one after another, without waiting for the other GPUs. The shared units are dealt so
+    that the lanes with the most alone work get the least shared work (each slot starts at its lane's
+    alone load); then the alone units are dealt longest first to the lane that finishes its shared work
+    first, within `capacity` seconds."""
+    first, _ = deal(alone, gpus)
+    offsets = [sum(u.cost for u in first[k % gpus]) for k in range(gpus * per_gpu)]
+    dealt, _ = deal(shared, gpus * per_gpu, loads=offsets)
     slots = [Slot(f"shared-{k + 1}", str(k % gpus), d) for k, d in enumerate(dealt)]
     shared_s = [max([sum(u.cost for u in s.units) for s in slots if s.gpu == str(g)], default=0.0) for g in range(gpus)]
     alone_dealt, left = deal(alone, gpus, capacity=capacity, loads=shared_s)

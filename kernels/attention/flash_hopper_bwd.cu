@@ -305,6 +305,24 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
 // --8<-- [end:consumer]
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
+// --8<-- [start:order]
+// Version 4's block order: the (batch x head)s in groups of a few, each group's blocks together, and
+// inside a group version 3's order (every head's first keys first). Version 3 runs the first key block
+// of all the heads at once, so the blocks in flight read the Q, dO and dQ rows of every head, more
+// than L2 holds, and each key block fetches them from DRAM again. A group's heads (4 MB each at
+// s4096 d128: Q and dO in bf16, dQ's fp32 buffer) stay in L2 while all their key blocks pass. Under the
+// causal mask the group is larger, so that the long first blocks of the last group still start early
+// enough not to finish alone.
+__device__ __forceinline__ void block_order_grouped(int& bh, int& j0, int bh_count, int seq, bool causal) {
+  const int group_heads = causal ? 8 : 4, key_blocks = (seq + kBlockKeys - 1) / kBlockKeys;
+  const int group = static_cast<int>(blockIdx.x) / (group_heads * key_blocks);
+  const int first_head = group * group_heads, heads_here = min(group_heads, bh_count - first_head);
+  const int within = static_cast<int>(blockIdx.x) - first_head * key_blocks;
+  bh = first_head + within % heads_here;
+  j0 = within / heads_here * kBlockKeys;
+}
+// --8<-- [end:order]
+
 // --8<-- [start:kernel]
 // One block per (128 keys, batch x head). Block b takes key block b / bh_count: every head's first keys
 // first, which under a causal mask see the most query rows, so that the short blocks fill the gaps at the
@@ -327,7 +345,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   __shared__ float lse_s[2][kBlockRows], delta_s[2][kBlockRows];  // per query tile, double-buffered
   __shared__ __align__(8) uint64_t kv_full, full[kStages], empty[kStages];
 
-  const int bh = blockIdx.x % bh_count, j0 = static_cast<int>(blockIdx.x) / bh_count * kBlockKeys;
+  int bh = blockIdx.x % bh_count, j0 = static_cast<int>(blockIdx.x) / bh_count * kBlockKeys;
+  if constexpr (kBulkDq) block_order_grouped(bh, j0, bh_count, p.seq, p.causal);
   const int key_len = p.key_len[bh / p.heads];
   const int first_row = p.causal ? j0 : 0;  // j0 is a multiple of the 64-row tile
   const int n_tiles = j0 < key_len ? (p.seq - first_row + kBlockRows - 1) / kBlockRows : 0;

@@ -1,5 +1,5 @@
 // flash_hopper_bwd.cu: the backward pass of attention on Hopper (sm_90a): dQ, dK and dV from dO, the
-// forward's O and its logsumexp, with TMA, mbarriers and wgmma: the first rung of FlashAttention-3's
+// forward's O and its logsumexp, with TMA, mbarriers and wgmma: the first two rungs of FlashAttention-3's
 // backward, checked against the chapter's float64 reference and timed on the chapter's benchmark.
 //
 // Taught in docs/attention/hopper-backward.md, after docs/attention/backward.md (the algorithm and
@@ -14,6 +14,12 @@
 //             transposed by the instruction), dS^T to shared memory and dQ = dS K (wgmma, both operands
 //             transposed) added to an fp32 buffer with atomics
 //   bwd_dq_convert (flash_bwd_common.cuh)  dQ = scale * the fp32 buffer, rounded to bf16
+//   bwd v4    the same block, three changes: each consumer's dQ tile goes to shared memory and one thread
+//             adds it to a tiled fp32 buffer with one bulk reduction (cp.reduce.async.bulk .add.f32);
+//             dV = P^T dO is issued before dP^T is waited for; the blocks run in groups of heads whose
+//             Q, dO and dQ stay in L2
+//   bwd_dq_convert_tiled  version 4's dQ = scale * the tiled buffer, rounded to bf16
+// Every run checks versions 3 and 4 on the same inputs; --bench times both.
 // Build: nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o build/attention/flash_hopper_bwd
 //        kernels/attention/flash_hopper_bwd.cu
 // Run:   ./build/attention/flash_hopper_bwd --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
@@ -326,7 +332,8 @@ __device__ __forceinline__ void block_order_grouped(int& bh, int& j0, int bh_cou
 // --8<-- [start:kernel]
 // One block per (128 keys, batch x head). Block b takes key block b / bh_count: every head's first keys
 // first, which under a causal mask see the most query rows, so that the short blocks fill the gaps at the
-// end. Under a causal mask the query tiles before j0 see none of the block's keys and are skipped.
+// end (version 3; version 4 takes the same order inside groups of heads: block_order_grouped). Under a
+// causal mask the query tiles before j0 see none of the block's keys and are skipped.
 // Producer warpgroup: thread 0 loads K and V once and then walks Q and dO through the ring (wait until a
 // stage is empty, announce its bytes, issue the copies; TMA zero-fills rows past the sequence).
 template <int D, bool kBulkDq>

@@ -390,8 +390,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    consume<D, kBulkDq>(p, sK, sV, sQ, sdO, sdS, sdQ, lse_s, delta_s, &kv_full, full, empty, wg - 1, bh, j0, key_len, first_row,
-               n_tiles);
+    consume<D, kBulkDq>(p, sK, sV, sQ, sdO, sdS, sdQ, lse_s, delta_s, &kv_full, full, empty, wg - 1, bh, j0,
+                        key_len, first_row, n_tiles);
   }
 #else
   (void)tm_q, (void)tm_k, (void)tm_v, (void)tm_do, (void)p, (void)bh_count;

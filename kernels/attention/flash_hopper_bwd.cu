@@ -1,5 +1,5 @@
 // flash_hopper_bwd.cu: the backward pass of attention on Hopper (sm_90a): dQ, dK and dV from dO, the
-// forward's O and its logsumexp, with TMA, mbarriers and wgmma: the first rung of FlashAttention-3's
+// forward's O and its logsumexp, with TMA, mbarriers and wgmma: the first two rungs of FlashAttention-3's
 // backward, checked against the chapter's float64 reference and timed on the chapter's benchmark.
 //
 // Taught in docs/attention/hopper-backward.md, after docs/attention/backward.md (the algorithm and
@@ -14,6 +14,12 @@
 //             transposed by the instruction), dS^T to shared memory and dQ = dS K (wgmma, both operands
 //             transposed) added to an fp32 buffer with atomics
 //   bwd_dq_convert (flash_bwd_common.cuh)  dQ = scale * the fp32 buffer, rounded to bf16
+//   bwd v4    the same block, three changes: each consumer's dQ tile goes to shared memory and one thread
+//             adds it to a tiled fp32 buffer with one bulk reduction (cp.reduce.async.bulk .add.f32);
+//             dV = P^T dO is issued before dP^T is waited for; the blocks run in groups of heads whose
+//             Q, dO and dQ stay in L2
+//   bwd_dq_convert_tiled  version 4's dQ = scale * the tiled buffer, rounded to bf16
+// Every run checks versions 3 and 4 on the same inputs; --bench times both.
 // Build: nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o build/attention/flash_hopper_bwd
 //        kernels/attention/flash_hopper_bwd.cu
 // Run:   ./build/attention/flash_hopper_bwd --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
@@ -55,9 +61,12 @@ using bf16 = __nv_bfloat16;
 // panels of rows x 64 columns with the 128-byte swizzle (64 bf16 = 128 bytes, the widest swizzled row).
 // dS^T, written by the consumers, is one 128-key x 64-query panel in the same layout, double-buffered.
 constexpr int kBlockKeys = 128, kBlockRows = 64, kStages = 2, kConsumers = 2, kThreads = (kConsumers + 1) * 128;
-template <int D>  // K, V, 2 stages of Q and of dO, 2 dS^T buffers, + 1 KiB for the alignment
+// Version 4 adds one fp32 64 x 64 dQ tile per consumer: the staging buffer of its bulk reduction.
+constexpr size_t kDqTileFloats = 64 * 64;
+template <int D, bool kBulkDq>  // K, V, 2 stages of Q and of dO, 2 dS^T buffers, + 1 KiB for the alignment
 constexpr size_t kSmemBytes = (2 * kBlockKeys * D + 2 * kStages * kBlockRows * D + 2 * kBlockKeys * kBlockRows) *
-                                  sizeof(bf16) + 1024;
+                                  sizeof(bf16) +
+                              (kBulkDq ? kConsumers * kDqTileFloats * sizeof(float) : 0) + 1024;
 // Registers per thread after setmaxnreg: 128 x 24 + 256 x 240 = 64512 of the SM's 65536 (FlashAttention-3's
 // split). A consumer thread holds dK and dV (D / 2 fp32 each), S^T and dP^T (32 fp32 each), then P^T and
 // dS^T as bf16 pairs (16 registers each) and its part of dQ (32 fp32).
@@ -95,15 +104,26 @@ __device__ __forceinline__ void fence_registers(unsigned* r, int n) {  // see fe
   for (int i = 0; i < n; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
 
+// --8<-- [start:bulk_reduce]
+// Adds `bytes` of fp32 from shared memory to global memory, element by element, as one bulk copy of the
+// TMA engine (both addresses 16-byte aligned, the size a multiple of 16). Tracked in the issuing thread's
+// bulk groups like a TMA store: tma_store_commit, then tma_store_wait_read before the source is reused.
+__device__ __forceinline__ void bulk_reduce_add_f32(float* global_dst, const float* smem_src, unsigned bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(global_dst),
+               "r"(smem_u32(smem_src)), "r"(bytes)
+               : "memory");
+}
+// --8<-- [end:bulk_reduce]
+
 // --8<-- [start:consumer]
 // One consumer warpgroup: keys j0 + 64 cw .. + 63 against the block's query tiles. Every 64 x 64
 // accumulator has wgmma's layout (mma.sync's, repeated): warp w holds rows 16w..16w+15; for each 8-column
 // block j, lane l holds row l/4, columns 8j + 2(l%4) and +1 in d[4j], d[4j+1], and 8 rows down in d[4j+2],
 // d[4j+3]. Here rows are keys and columns query rows: S^T, P^T, dP^T, dS^T are the transposes of the
 // forward's tiles, so that P^T and dS^T are already the A operands of dV = P^T dO and dK = dS^T Q.
-template <int D>
+template <int D, bool kBulkDq>
 __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, const bf16* sV, const bf16* sQ,
-                                        const bf16* sdO, bf16* sdS, float (*lse_s)[kBlockRows],
+                                        const bf16* sdO, bf16* sdS, float* sdQ, float (*lse_s)[kBlockRows],
                                         float (*delta_s)[kBlockRows], uint64_t* kv_full, uint64_t* full,
                                         uint64_t* empty, int cw, int bh, int j0, int key_len, int first_row,
                                         int n_tiles) {
@@ -117,6 +137,7 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
   // D = 64 (one panel) it takes its own 64 keys and both add their parts.
   constexpr int kDqKeys = D == 128 ? kBlockKeys : 64;
   const int dq_panel = D == 128 ? cw : 0, dq_key0 = D == 128 ? 0 : 64 * cw;
+  const bool dq_issuer = threadIdx.x % 128 == 0;  // version 4: the thread that issues the bulk reduction
   float dk[D / 2], dv[D / 2];  // 64 keys x D, fp32
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) dk[i] = 0.0f, dv[i] = 0.0f;
@@ -173,25 +194,42 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
         s[4 * j + e] = !needs_mask || allowed ? prob : 0.0f;
       }
     }
-    // dS^T = P^T o (dP^T - delta), rounded to bf16, and stored to shared memory for dQ: key row r, query
-    // columns 8j + 2t, +1 go to 16-byte chunk j ^ (r % 8) of the row's 128 bytes (the 128-byte swizzle).
-    wgmma_wait<0>();
-    fence_accumulators<32>(dp);
     unsigned pb[16], dsb[16];  // P^T and dS^T as bf16 pairs: the A fragments of 4 k-steps of 16 queries
 #pragma unroll
+    for (int i = 0; i < 16; ++i) pb[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+    // --8<-- [start:early_dv]
+    // Version 4: dV += P^T dO goes to the tensor cores now, while dP^T may still be running and while
+    // dS^T is computed; the wait below (at most one batch pending: this one) is then for dP^T alone.
+    if constexpr (kBulkDq) {
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBlockRows / 16; ++kk)
+        wgmma_64xNx16_rs<D>(dv, &pb[4 * kk], smem_desc_mn(d_out + kk * 16 * kPanelCols, kRowPanel * sizeof(bf16)));
+      wgmma_commit();
+      wgmma_wait<1>();
+    } else {
+      wgmma_wait<0>();
+    }
+    // --8<-- [end:early_dv]
+    // dS^T = P^T o (dP^T - delta), rounded to bf16, and stored to shared memory for dQ: key row r, query
+    // columns 8j + 2t, +1 go to 16-byte chunk j ^ (r % 8) of the row's 128 bytes (the 128-byte swizzle).
+    fence_accumulators<32>(dp);
+#pragma unroll
     for (int i = 0; i < 16; ++i) {
-      pb[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
       const int col = 8 * (i / 2) + 2 * t;
       dsb[i] = pack_bf16(s[2 * i] * (dp[2 * i] - delta[col]), s[2 * i + 1] * (dp[2 * i + 1] - delta[col + 1]));
       const int r = 64 * cw + 16 * warp + g + 8 * (i % 2), j = i / 2;
       *reinterpret_cast<unsigned*>(reinterpret_cast<char*>(ds_t) + r * 128 + ((j ^ (r % 8)) * 16) + 4 * t) = dsb[i];
     }
 
-    // dV += P^T dO and dK += dS^T Q: A from registers, B (dO, Q) stored [query][dim], i.e. MN-major.
+    // dV += P^T dO (version 3 here) and dK += dS^T Q: A from registers, B (dO, Q) stored [query][dim],
+    // i.e. MN-major.
     wgmma_fence();
+    if constexpr (!kBulkDq) {
 #pragma unroll
-    for (int kk = 0; kk < kBlockRows / 16; ++kk)
-      wgmma_64xNx16_rs<D>(dv, &pb[4 * kk], smem_desc_mn(d_out + kk * 16 * kPanelCols, kRowPanel * sizeof(bf16)));
+      for (int kk = 0; kk < kBlockRows / 16; ++kk)
+        wgmma_64xNx16_rs<D>(dv, &pb[4 * kk], smem_desc_mn(d_out + kk * 16 * kPanelCols, kRowPanel * sizeof(bf16)));
+    }
 #pragma unroll
     for (int kk = 0; kk < kBlockRows / 16; ++kk)
       wgmma_64xNx16_rs<D>(dk, &dsb[4 * kk], smem_desc_mn(q + kk * 16 * kPanelCols, kRowPanel * sizeof(bf16)));
@@ -199,7 +237,10 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
 
     // dQ_tile = dS K: every consumer's dS^T must be in shared memory (and visible to the tensor cores'
     // async proxy) first. A = dS^T (query-major), B = K (dim-major): both transposed by the instruction.
+    // Version 4's issuing thread also waits here until its previous bulk reduction has read the dQ
+    // staging tile, so that the barrier frees the tile for this query tile's stores.
     fence_proxy_async_smem();
+    if (kBulkDq && dq_issuer) tma_store_wait_read<0>();
     asm volatile("bar.sync 1, 256;\n" ::: "memory");
     float dq[32];
     wgmma_fence();
@@ -219,17 +260,39 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
     fence_registers(dsb, 16);
     if (lane == 0) mbar_arrive(&empty[st]);  // this warp's wgmma no longer read the stage's Q and dO
 
-    // Add this warpgroup's part of dQ to the fp32 buffer: 8-byte atomic adds (red.global.add.v2.f32).
+    if constexpr (kBulkDq) {
+      // --8<-- [start:bulk_dq]
+      // Version 4: the warpgroup's 64 x 64 part of dQ goes to its fp32 staging tile in the order the
+      // registers hold it (thread x's float4 i at float4 index 128 i + x: consecutive threads, consecutive
+      // 16 bytes, no bank conflicts), and one thread adds the whole tile, 16 KiB, to the fp32 buffer with
+      // one bulk reduction. The buffer uses the same order, tile by tile; bwd_dq_convert_tiled undoes it.
+      float4* tile = reinterpret_cast<float4*>(sdQ + cw * kDqTileFloats);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = i0 + 16 * warp + g + 8 * h;
-      if (row >= p.seq) continue;
-      float* out = p.dq_accum + (head + row) * D + dq_panel * kPanelCols + 2 * t;
+      for (int i = 0; i < 8; ++i)
+        tile[128 * i + threadIdx.x % 128] = make_float4(dq[4 * i], dq[4 * i + 1], dq[4 * i + 2], dq[4 * i + 3]);
+      fence_proxy_async_smem();  // the stores, visible to the bulk copy's async proxy
+      asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+      if (dq_issuer) {
+        const long long row_tiles = (p.seq + kBlockRows - 1) / kBlockRows;
+        float* out = p.dq_accum + ((bh * row_tiles + i0 / kBlockRows) * (D / 64) + dq_panel) * kDqTileFloats;
+        bulk_reduce_add_f32(out, sdQ + cw * kDqTileFloats, kDqTileFloats * sizeof(float));
+        tma_store_commit();
+      }
+      // --8<-- [end:bulk_dq]
+    } else {
+      // Add this warpgroup's part of dQ to the fp32 buffer: 8-byte atomic adds (red.global.add.v2.f32).
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
-        atomicAdd(reinterpret_cast<float2*>(out + 8 * j), make_float2(dq[4 * j + 2 * h], dq[4 * j + 2 * h + 1]));
+      for (int h = 0; h < 2; ++h) {
+        const int row = i0 + 16 * warp + g + 8 * h;
+        if (row >= p.seq) continue;
+        float* out = p.dq_accum + (head + row) * D + dq_panel * kPanelCols + 2 * t;
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          atomicAdd(reinterpret_cast<float2*>(out + 8 * j), make_float2(dq[4 * j + 2 * h], dq[4 * j + 2 * h + 1]));
+      }
     }
   }
+  if (kBulkDq && dq_issuer) tma_store_wait_all();  // the last reduction has finished with shared memory
 
   // dK = scale dS^T Q and dV, rounded to bf16; keys past the padding get zeros (every output is written).
 #pragma unroll
@@ -248,13 +311,32 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
 // --8<-- [end:consumer]
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
+// --8<-- [start:order]
+// Version 4's block order: the (batch x head)s in groups of a few, each group's blocks together, and
+// inside a group version 3's order (every head's first keys first). Version 3 runs the first key block
+// of all the heads at once, so the blocks in flight read the Q, dO and dQ rows of every head, more
+// than L2 holds, and each key block fetches them from DRAM again. A group's heads (4 MB each at
+// s4096 d128: Q and dO in bf16, dQ's fp32 buffer) stay in L2 while all their key blocks pass. Under the
+// causal mask the group is larger, so that the long first blocks of the last group still start early
+// enough not to finish alone.
+__device__ __forceinline__ void block_order_grouped(int& bh, int& j0, int bh_count, int seq, bool causal) {
+  const int group_heads = causal ? 8 : 4, key_blocks = (seq + kBlockKeys - 1) / kBlockKeys;
+  const int group = static_cast<int>(blockIdx.x) / (group_heads * key_blocks);
+  const int first_head = group * group_heads, heads_here = min(group_heads, bh_count - first_head);
+  const int within = static_cast<int>(blockIdx.x) - first_head * key_blocks;
+  bh = first_head + within % heads_here;
+  j0 = within / heads_here * kBlockKeys;
+}
+// --8<-- [end:order]
+
 // --8<-- [start:kernel]
 // One block per (128 keys, batch x head). Block b takes key block b / bh_count: every head's first keys
 // first, which under a causal mask see the most query rows, so that the short blocks fill the gaps at the
-// end. Under a causal mask the query tiles before j0 see none of the block's keys and are skipped.
+// end (version 3; version 4 takes the same order inside groups of heads: block_order_grouped). Under a
+// causal mask the query tiles before j0 see none of the block's keys and are skipped.
 // Producer warpgroup: thread 0 loads K and V once and then walks Q and dO through the ring (wait until a
 // stage is empty, announce its bytes, issue the copies; TMA zero-fills rows past the sequence).
-template <int D>
+template <int D, bool kBulkDq>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_bwd_hopper(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                      const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_do,
@@ -266,10 +348,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   bf16* sQ = sV + kBlockKeys * D;           // kStages tiles
   bf16* sdO = sQ + kStages * kBlockRows * D;  // kStages tiles
   bf16* sdS = sdO + kStages * kBlockRows * D;  // 2 buffers
+  float* sdQ = reinterpret_cast<float*>(sdS + 2 * kBlockKeys * kBlockRows);  // version 4: a tile per consumer
   __shared__ float lse_s[2][kBlockRows], delta_s[2][kBlockRows];  // per query tile, double-buffered
   __shared__ __align__(8) uint64_t kv_full, full[kStages], empty[kStages];
 
-  const int bh = blockIdx.x % bh_count, j0 = static_cast<int>(blockIdx.x) / bh_count * kBlockKeys;
+  int bh = blockIdx.x % bh_count, j0 = static_cast<int>(blockIdx.x) / bh_count * kBlockKeys;
+  if constexpr (kBulkDq) block_order_grouped(bh, j0, bh_count, p.seq, p.causal);
   const int key_len = p.key_len[bh / p.heads];
   const int first_row = p.causal ? j0 : 0;  // j0 is a multiple of the 64-row tile
   const int n_tiles = j0 < key_len ? (p.seq - first_row + kBlockRows - 1) / kBlockRows : 0;
@@ -306,8 +390,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    consume<D>(p, sK, sV, sQ, sdO, sdS, lse_s, delta_s, &kv_full, full, empty, wg - 1, bh, j0, key_len, first_row,
-               n_tiles);
+    consume<D, kBulkDq>(p, sK, sV, sQ, sdO, sdS, sdQ, lse_s, delta_s, &kv_full, full, empty, wg - 1, bh, j0,
+                        key_len, first_row, n_tiles);
   }
 #else
   (void)tm_q, (void)tm_k, (void)tm_v, (void)tm_do, (void)p, (void)bh_count;
@@ -324,38 +408,73 @@ struct Maps {
 // Shared memory beyond the default 48 KB: opt in once per kernel, outside any timing.
 template <int D>
 void opt_in() {
-  CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_hopper<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(kSmemBytes<D>)));
+  CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_hopper<D, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kSmemBytes<D, false>)));
+  CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_hopper<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kSmemBytes<D, true>)));
+}
+
+// Version 4's fp32 dQ buffer: per (batch x head, 64-row query tile, 64-column panel) one 64 x 64 tile in
+// the consumers' register order (see bulk_dq), the rows past the sequence included, then dQ = scale *
+// the buffer in bf16: each thread reads one float4 (two rows, two columns) and writes two bf16 pairs.
+long long tiled_dq_floats(int bh, int seq, int dim) {
+  return 1LL * bh * course::ceil_div(seq, kBlockRows) * (dim / 64) * kDqTileFloats;
+}
+__global__ void bwd_dq_convert_tiled(const float4* __restrict__ dq_accum, bf16* __restrict__ dq, float scale,
+                                     int seq, int dim, long long n4) {
+  const int row_tiles = (seq + kBlockRows - 1) / kBlockRows, panels = dim / 64;
+  for (long long e = blockIdx.x * 1LL * blockDim.x + threadIdx.x; e < n4; e += 1LL * gridDim.x * blockDim.x) {
+    const long long tile = e / (kDqTileFloats / 4);
+    const int in_tile = static_cast<int>(e % (kDqTileFloats / 4)), i = in_tile / 128, x = in_tile % 128;
+    const int panel = static_cast<int>(tile % panels), row_tile = static_cast<int>(tile / panels % row_tiles);
+    const long long bh = tile / panels / row_tiles;
+    const int lane = x % 32, row = row_tile * kBlockRows + 16 * (x / 32) + lane / 4;
+    const int col = panel * 64 + 8 * i + 2 * (lane % 4);
+    const float4 v = dq_accum[e];
+    if (row < seq)
+      *reinterpret_cast<unsigned*>(dq + (bh * seq + row) * dim + col) = flash::pack_bf16(v.x * scale, v.y * scale);
+    if (row + 8 < seq)
+      *reinterpret_cast<unsigned*>(dq + (bh * seq + row + 8) * dim + col) =
+          flash::pack_bf16(v.z * scale, v.w * scale);
+  }
 }
 
 // delta, the fp32 dQ buffer zeroed, the main kernel, the dQ conversion: every launch is part of the
-// timed backward.
-template <int D>
+// timed backward. Version 3 (bulk_dq false) adds dQ with atomics into a [row][dim] buffer, version 4
+// (true) with bulk reductions into the tiled one.
+template <int D, bool kBulkDq>
 void backward_d(const BwdParams& p, const Maps& m, int batch) {
   const int bh = batch * p.heads;
   const long long rows = 1LL * bh * p.seq;
   bwd_delta<D><<<static_cast<unsigned>(course::ceil_div(rows, 1LL * kDeltaWarps)), kDeltaWarps * 32>>>(p, rows);
   CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, rows * D * sizeof(float)));
+  const long long accum_floats = kBulkDq ? tiled_dq_floats(bh, p.seq, D) : rows * D;
+  CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, accum_floats * sizeof(float)));
   const unsigned blocks = static_cast<unsigned>(course::ceil_div(p.seq, kBlockKeys) * bh);
-  constexpr size_t smem = kSmemBytes<D>;
-  flash_bwd_hopper<D><<<blocks, kThreads, smem>>>(m.q, m.k, m.v, m.d_out, p, bh);
+  constexpr size_t smem = kSmemBytes<D, kBulkDq>;
+  flash_bwd_hopper<D, kBulkDq><<<blocks, kThreads, smem>>>(m.q, m.k, m.v, m.d_out, p, bh);
   CUDA_CHECK_LAUNCH();
-  bwd_dq_convert<<<2048, 256>>>(p.dq_accum, p.dq_bf16, p.scale, rows * D);
+  if constexpr (kBulkDq)
+    bwd_dq_convert_tiled<<<2048, 256>>>(reinterpret_cast<const float4*>(p.dq_accum), p.dq_bf16, p.scale, p.seq, D,
+                                        accum_floats / 4);
+  else
+    bwd_dq_convert<<<2048, 256>>>(p.dq_accum, p.dq_bf16, p.scale, rows * D);
   CUDA_CHECK_LAUNCH();
 }
 
-void backward(const BwdParams& p, const Maps& m, int batch, int dim) {
-  if (dim == 64) backward_d<64>(p, m, batch);
-  else backward_d<128>(p, m, batch);
+void backward(int version, const BwdParams& p, const Maps& m, int batch, int dim) {
+  if (version == 3) dim == 64 ? backward_d<64, false>(p, m, batch) : backward_d<128, false>(p, m, batch);
+  else dim == 64 ? backward_d<64, true>(p, m, batch) : backward_d<128, true>(p, m, batch);
 }
 // --8<-- [end:launch]
 
-constexpr const char* kImpl = "flash bwd v3 wgmma (bf16, fp32 acc)";
+constexpr const char* kImpl[] = {"flash bwd v3 wgmma (bf16, fp32 acc)",
+                                  "flash bwd v4 wgmma, bulk-reduce dQ (bf16, fp32 acc)"};
 
-// Runs the forward (flash_fwd.cuh's v2) once for O and the logsumexp, poisons the outputs, runs the
-// backward, checks dQ, dK, dV against the float64 reference (rounded as version 2 rounds: P and dS to bf16
-// before their products, the gradients on the way out), and with repeats > 0 times the backward alone.
+// Runs the forward (flash_fwd.cuh's v2) once for O and the logsumexp, then for versions 3 and 4 in turn:
+// poisons the outputs, runs the backward, checks dQ, dK, dV against the float64 reference (rounded as
+// version 2 rounds: P and dS to bf16 before their products, the gradients on the way out), and with
+// repeats > 0 times the backward alone.
 bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plant plant = attn::Plant::kNone) {
   const attn::Inputs in = attn::make_inputs(s, seed);
   std::vector<float> d_out(s.elements());
@@ -363,12 +482,14 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plan
   course::fill_uniform(d_out, seed + 3, -1.0f, 1.0f);
   attn::round_to_bf16(d_out, d_out_b);
   const size_t n = s.elements() * sizeof(bf16), nr = s.rows() * sizeof(float);
+  const int bh = s.batch * s.heads;
+  const size_t accum_bytes = std::max<long long>(s.elements(), tiled_dq_floats(bh, s.seq, s.dim)) * sizeof(float);
   const attn::DeviceInputs din = attn::upload(s, in);
   bf16 *o = attn::device_alloc<bf16>(s.elements()), *d_out_dev = attn::to_device(d_out_b);
   bf16 *dq = attn::device_alloc<bf16>(s.elements()), *dk = attn::device_alloc<bf16>(s.elements());
   bf16* dv = attn::device_alloc<bf16>(s.elements());
   float *lse = attn::device_alloc<float>(s.rows()), *delta = attn::device_alloc<float>(s.rows());
-  float* dq_accum = attn::device_alloc<float>(s.elements());
+  float* dq_accum = attn::device_alloc<float>(accum_bytes / sizeof(float));
   course::poison(o, n);
   course::poison(lse, nr);
   const flash::Params fwd{din.q, din.k, din.v, o, lse, din.key_len, s.heads, s.seq,
@@ -377,7 +498,6 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plan
   const BwdParams p{din.q, din.k,    din.v,   o,  d_out_dev, lse,      din.key_len, delta,
                     nullptr, nullptr, nullptr, dq, dk,        dv,       dq_accum,    s.heads,
                     s.seq,  static_cast<float>(s.scale()), s.causal};
-  const int bh = s.batch * s.heads;
   const Maps maps{course::hopper::make_kmajor_map_3d(din.q, bh, s.seq, s.dim, kBlockRows),
                   course::hopper::make_kmajor_map_3d(din.k, bh, s.seq, s.dim, kBlockKeys),
                   course::hopper::make_kmajor_map_3d(din.v, bh, s.seq, s.dim, kBlockKeys),
@@ -387,22 +507,28 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plan
   const ReferenceGradients ref = reference_gradients(s, in, d_out, repeats > 0 ? 5e9 : 2e10);
   const std::string name = attn::case_name(s) + attn::padded_suffix(s);
 
-  course::poison(delta, nr);
-  course::poison(dq_accum, s.elements() * sizeof(float));
-  for (bf16* ptr : {dq, dk, dv}) course::poison(ptr, n);
-  backward(p, maps, s.batch, s.dim);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  bool ok = check_gradient(0, "v3 ", name, s, ref, dq, plant);
-  ok = check_gradient(1, "v3 ", name, s, ref, dk, plant) && ok;
-  ok = check_gradient(2, "v3 ", name, s, ref, dv, plant) && ok;
-  if (repeats > 0 && ok) {
-    const double ms = course::time_kernel_ms([&] { backward(p, maps, s.batch, s.dim); }, 1, 4 * repeats);
-    // The same counts as flash_bwd.cu's version 2: reads Q, K, V, O, dO and the logsumexp, writes bf16 dQ,
-    // dK, dV; 2.5 times the forward's arithmetic (five matrix products instead of two).
-    const double bytes = 5.0 * n + nr + 3.0 * n;
-    const double alloc = din.bytes + 2.0 * n + 2.0 * nr + 3.0 * n + s.elements() * sizeof(float);
-    attn::print_bench_row((attn::case_name(s) + " backward").c_str(), kImpl, ms, bytes, 2.5 * s.forward_flops(),
-                          s.seq, alloc);
+  bool ok = true;
+  for (int version : {3, 4}) {
+    course::poison(delta, nr);
+    course::poison(dq_accum, accum_bytes);
+    for (bf16* ptr : {dq, dk, dv}) course::poison(ptr, n);
+    backward(version, p, maps, s.batch, s.dim);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const std::string prefix = "v" + std::to_string(version) + " ";
+    bool version_ok = check_gradient(0, prefix, name, s, ref, dq, plant);
+    version_ok = check_gradient(1, prefix, name, s, ref, dk, plant) && version_ok;
+    version_ok = check_gradient(2, prefix, name, s, ref, dv, plant) && version_ok;
+    if (repeats > 0 && version_ok) {
+      const double ms =
+          course::time_kernel_ms([&] { backward(version, p, maps, s.batch, s.dim); }, 1, 4 * repeats);
+      // The same counts as flash_bwd.cu's version 2: reads Q, K, V, O, dO and the logsumexp, writes bf16
+      // dQ, dK, dV; 2.5 times the forward's arithmetic (five matrix products instead of two).
+      const double bytes = 5.0 * n + nr + 3.0 * n;
+      const double alloc = din.bytes + 2.0 * n + 2.0 * nr + 3.0 * n + accum_bytes;
+      attn::print_bench_row((attn::case_name(s) + " backward").c_str(), kImpl[version - 3], ms, bytes,
+                            2.5 * s.forward_flops(), s.seq, alloc);
+    }
+    ok = version_ok && ok;
   }
   din.release();
   attn::device_free({o, d_out_dev, dq, dk, dv, lse, delta, dq_accum});

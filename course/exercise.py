@@ -43,6 +43,13 @@ ROOT = programs.ROOT
 SIMULATORS = {"numba": "NUMBA_ENABLE_CUDASIM", "triton": "TRITON_INTERPRET"}
 
 
+def registry_reduced_to(runner: str, ex: "Exercise") -> str:
+    """This file's text with the registry replaced by `ex`'s entry: what an exercise's hash reads of it."""
+    # The markers as they stand at the start of a line (inside this function they are mid-line).
+    start, end = runner.index("\n# --8<-- [start:registry]"), runner.index("\n# --8<-- [end:registry]")
+    return runner[:start] + "\n" + repr(ex) + runner[end:]
+
+
 @dataclass(frozen=True)
 class Exercise:
     name: str
@@ -92,11 +99,8 @@ class Exercise:
             made_of = programs.parse(path).sources() if path.suffix in programs.SOURCE_SUFFIXES else [path]
             found += [p for p in made_of if p not in found]
         found.append(ROOT / "course" / "mistakes.py")
-        runner = Path(__file__).read_text()
-        start, end = runner.index("# --8<-- [start:registry]"), runner.index("# --8<-- [end:registry]")
-        runner = runner[:start] + repr(self) + runner[end:]
         return [(p.relative_to(ROOT).as_posix(), p.read_bytes()) for p in found] + \
-            [("course/exercise.py", runner.encode())]
+            [("course/exercise.py", registry_reduced_to(Path(__file__).read_text(), self).encode())]
 
     @property
     def simulator(self) -> str | None:

@@ -124,6 +124,18 @@ def test_exercise_files_exist_and_its_page_shows_them(ex):
     assert f"python -m course.exercise {ex.name}" in page, f"docs/{ex.chapter}/exercises.md lacks the command"
 
 
+def test_a_new_registry_entry_leaves_other_exercises_hashes_alone():
+    # Adding or editing one exercise's entry must not re-stale every other exercise's GPU items.
+    runner = (programs.ROOT / "course" / "exercise.py").read_text()
+    first = exercise.EXERCISES[0]
+    marker = "\n# --8<-- [end:registry]"
+    grown = runner.replace(marker, '\n    Exercise("another", "serving", "Another", "cuda", "kernels/serving/exercises"),' + marker, 1)
+    assert grown != runner
+    assert exercise.registry_reduced_to(grown, first) == exercise.registry_reduced_to(runner, first)
+    assert repr(first) in exercise.registry_reduced_to(runner, first)
+    assert "Exercise(\"another\"" not in exercise.registry_reduced_to(grown, first)
+
+
 @pytest.mark.parametrize("ex", exercise.EXERCISES, ids=_id)
 def test_gpu_items_hash_their_own_exercise_only(ex):
     # Of the exercise folders, an item's hash reads only its own exercise's files: a fix to another

@@ -5,9 +5,9 @@
 //
 // Taught in docs/attention/hopper-kernel.md, after docs/attention/hopper.md, docs/attention/flash-forward.md
 // (the mma.sync kernels, v1 to v3) and docs/fast-matmul-fft/hopper-gemm.md (TMA, mbarriers, wgmma,
-// setmaxnreg); kernels/attention/hopper_attention_ncu.py profiles v4 ping-pong and v5. Layout and masks as
-// in attention_common.cuh: bf16 Q, K, V, O of [batch][heads][seq][dim], dim 64 or 128, key padding per
-// batch entry, optional causal mask; a fully masked row gets zeros and logsumexp +inf.
+// setmaxnreg); kernels/attention/hopper_attention_ncu.py profiles v4 ping-pong and v5 (both tile orders).
+// Layout and masks as in attention_common.cuh: bf16 Q, K, V, O of [batch][heads][seq][dim], dim 64 or 128,
+// key padding per batch entry, optional causal mask; a fully masked row gets zeros and logsumexp +inf.
 //   v4 plain     one block = 128 query rows: a producer warpgroup (one thread issuing TMA) and two
 //                consumer warpgroups of 64 rows; K and V tiles of 128 keys in a 2-stage ring; per tile
 //                S = Q K^T (wgmma, both operands in shared memory), softmax in registers, O += P V
@@ -17,17 +17,20 @@
 //   v4 ping-pong the overlapped loop, and the two consumer warpgroups take turns issuing their wgmma
 //                (named barriers), so that one's softmax runs while the other's products do
 //   v5 persistent the ping-pong consumers in a persistent grid: one block per SM walks the query tiles
-//                (static schedule, heaviest first), the producer loads the next tile's Q (its own
+//                (static schedule, head after head so that K and V stay in L2; under the causal mask in
+//                pairs of a long and a short tile), the producer loads the next tile's Q (its own
 //                full/empty barriers) and K/V while the consumers finish the current one, O is rescaled
 //                outside the ping-pong turn, and O goes out through shared memory by TMA store
+//   v5 interleaved the same kernel in v5's first tile order, every head at once (longest tiles first),
+//                kept to measure the L2-aware order against
 // Build: nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o build/attention/flash_hopper
 //        kernels/attention/flash_hopper.cu
 // Run:   ./build/attention/flash_hopper --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
 //        ./build/attention/flash_hopper --bench     (b4 h16 s4096 d128, causal and not)
 //        ./build/attention/flash_hopper --batch 4 --heads 16 --seq 4096 --plant zeros-small   (or tile:
 //        the ping-pong kernel's output corrupted after the run; passes only if the check rejects it)
-//        ./build/attention/flash_hopper --profile persistent   (or pingpong: one unchecked launch on the
-//        benchmark's non-causal case, for ncu)
+//        ./build/attention/flash_hopper --profile persistent   (or interleaved, pingpong: one unchecked
+//        launch on the benchmark's non-causal case, for ncu)
 // It runs only on compute capability 9.0 (H100, H200) and waives itself elsewhere: wgmma and setmaxnreg
 // are sm_90a instructions. The device code exists only in the compute_90a pass, so the file also builds
 // for sm_75 to sm_100, where the kernels are empty stubs that main never launches.
@@ -348,9 +351,9 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 // --8<-- [start:kernel]
-// The work of query tile `tile`: tile t is query tile q_tiles - 1 - t / bh_count of head t % bh_count,
-// every head's last tiles first, which under a causal mask are the longest, so that the short ones fill
-// the gaps at the end.
+// The work of query tile q_tile of head bh (tile_work_at), and of the tile numbered `tile` in v4's order
+// (tile_work): tile t is query tile q_tiles - 1 - t / bh_count of head t % bh_count, every head's last
+// tiles first, which under a causal mask are the longest, so that the short ones fill the gaps at the end.
 struct TileWork {
   int bh, row0, key_len, n_tiles;  // n_tiles: K/V tiles to visit, 0 for an empty sequence
 };

@@ -5,9 +5,9 @@
 //
 // Taught in docs/attention/hopper-kernel.md, after docs/attention/hopper.md, docs/attention/flash-forward.md
 // (the mma.sync kernels, v1 to v3) and docs/fast-matmul-fft/hopper-gemm.md (TMA, mbarriers, wgmma,
-// setmaxnreg); kernels/attention/hopper_attention_ncu.py profiles v4 ping-pong and v5. Layout and masks as
-// in attention_common.cuh: bf16 Q, K, V, O of [batch][heads][seq][dim], dim 64 or 128, key padding per
-// batch entry, optional causal mask; a fully masked row gets zeros and logsumexp +inf.
+// setmaxnreg); kernels/attention/hopper_attention_ncu.py profiles v4 ping-pong and v5 (both tile orders).
+// Layout and masks as in attention_common.cuh: bf16 Q, K, V, O of [batch][heads][seq][dim], dim 64 or 128,
+// key padding per batch entry, optional causal mask; a fully masked row gets zeros and logsumexp +inf.
 //   v4 plain     one block = 128 query rows: a producer warpgroup (one thread issuing TMA) and two
 //                consumer warpgroups of 64 rows; K and V tiles of 128 keys in a 2-stage ring; per tile
 //                S = Q K^T (wgmma, both operands in shared memory), softmax in registers, O += P V
@@ -17,17 +17,20 @@
 //   v4 ping-pong the overlapped loop, and the two consumer warpgroups take turns issuing their wgmma
 //                (named barriers), so that one's softmax runs while the other's products do
 //   v5 persistent the ping-pong consumers in a persistent grid: one block per SM walks the query tiles
-//                (static schedule, heaviest first), the producer loads the next tile's Q (its own
+//                (static schedule, head after head so that K and V stay in L2; under the causal mask in
+//                pairs of a long and a short tile), the producer loads the next tile's Q (its own
 //                full/empty barriers) and K/V while the consumers finish the current one, O is rescaled
 //                outside the ping-pong turn, and O goes out through shared memory by TMA store
+//   v5 interleaved the same kernel in v5's first tile order, every head at once (longest tiles first),
+//                kept to measure the L2-aware order against
 // Build: nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o build/attention/flash_hopper
 //        kernels/attention/flash_hopper.cu
 // Run:   ./build/attention/flash_hopper --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
 //        ./build/attention/flash_hopper --bench     (b4 h16 s4096 d128, causal and not)
 //        ./build/attention/flash_hopper --batch 4 --heads 16 --seq 4096 --plant zeros-small   (or tile:
 //        the ping-pong kernel's output corrupted after the run; passes only if the check rejects it)
-//        ./build/attention/flash_hopper --profile persistent   (or pingpong: one unchecked launch on the
-//        benchmark's non-causal case, for ncu)
+//        ./build/attention/flash_hopper --profile persistent   (or interleaved, pingpong: one unchecked
+//        launch on the benchmark's non-causal case, for ncu)
 // It runs only on compute capability 9.0 (H100, H200) and waives itself elsewhere: wgmma and setmaxnreg
 // are sm_90a instructions. The device code exists only in the compute_90a pass, so the file also builds
 // for sm_75 to sm_100, where the kernels are empty stubs that main never launches.
@@ -78,8 +81,10 @@ constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 static_assert(128 * kProducerRegs + kConsumers * 128 * kConsumerRegs <= 65536, "more registers than an SM has");
 // --8<-- [end:sizes]
 
-// v5 (kPersistent) runs the ping-pong consumers inside a persistent block with a TMA-store epilogue.
-enum class Schedule { kPlain, kOverlap, kPingPong, kPersistent };
+// v5 (kPersistent) runs the ping-pong consumers inside a persistent block with a TMA-store epilogue;
+// kInterleaved is the same kernel walking the tiles in its first order (every head at once), kept to
+// measure the L2-aware order against.
+enum class Schedule { kPlain, kOverlap, kPingPong, kPersistent, kInterleaved };
 __host__ __device__ constexpr bool takes_turns(Schedule s) {
   return s == Schedule::kPingPong || s == Schedule::kPersistent;
 }
@@ -91,6 +96,7 @@ struct Params {
   int heads, seq, bh_count, q_tiles;  // q_tiles: 128-row query tiles per sequence
   float scale_log2;    // scale * log2(e): the scores go straight into exp2
   bool causal;
+  bool by_head;        // v5's tile order: head after head (else every head at once, v5's first order)
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -345,20 +351,23 @@ __device__ __forceinline__ void consume(const Params& p, const bf16* sQ, const b
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 // --8<-- [start:kernel]
-// The work of query tile `tile`: tile t is query tile q_tiles - 1 - t / bh_count of head t % bh_count,
-// every head's last tiles first, which under a causal mask are the longest, so that the short ones fill
-// the gaps at the end.
+// The work of query tile q_tile of head bh (tile_work_at), and of the tile numbered `tile` in v4's order
+// (tile_work): tile t is query tile q_tiles - 1 - t / bh_count of head t % bh_count, every head's last
+// tiles first, which under a causal mask are the longest, so that the short ones fill the gaps at the end.
 struct TileWork {
   int bh, row0, key_len, n_tiles;  // n_tiles: K/V tiles to visit, 0 for an empty sequence
 };
-__device__ __forceinline__ TileWork tile_work(const Params& p, int tile) {
+__device__ __forceinline__ TileWork tile_work_at(const Params& p, int bh, int q_tile) {
   TileWork w;
-  w.bh = tile % p.bh_count;
-  w.row0 = (p.q_tiles - 1 - tile / p.bh_count) * kBlockM;
+  w.bh = bh;
+  w.row0 = q_tile * kBlockM;
   w.key_len = p.key_len[w.bh / p.heads];
   const int kv_end = p.causal ? min(w.key_len, w.row0 + kBlockM) : w.key_len;  // no tile wholly above the diagonal
   w.n_tiles = (kv_end + kBlockN - 1) / kBlockN;
   return w;
+}
+__device__ __forceinline__ TileWork tile_work(const Params& p, int tile) {
+  return tile_work_at(p, tile % p.bh_count, p.q_tiles - 1 - tile / p.bh_count);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -492,8 +501,30 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const CUtensorMa
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-// v5: a persistent grid, one block per SM. Block b runs query tiles b, b + gridDim.x, ... (a static
-// schedule over tile_work's order, heaviest first). The rings, the Q barriers and the ping-pong turns run
+// v5's tile order: the k-th query tile of this block (bh = kPastLast past its last). Head after head, so
+// that the blocks in flight share the K and V of a few heads, which stay in L2. Without a mask every tile
+// costs the same and block b runs tiles b, b + gridDim.x, ... of that order. Under the causal mask the
+// tiles' costs run from 1 to q_tiles K/V tiles, so the order deals out pairs: pair j of a head is its
+// tile q_tiles - 1 - j (the longest) and tile j (the shortest), together about q_tiles + 1 K/V tiles,
+// and block b runs pair b, then pair b + gridDim.x, ..., the long tile first; the blocks move in step.
+// With an odd q_tiles the middle tile has no partner: bh = kNoTile marks the missing one. The interleaved
+// order (v5's first, kept to measure against) runs tiles b, b + gridDim.x, ... of tile_work's numbering.
+constexpr int kPastLast = -2, kNoTile = -1;
+__device__ __forceinline__ TileWork block_tile(const Params& p, int k) {
+  if (!p.by_head || !p.causal) {
+    const int tile = blockIdx.x + k * gridDim.x;
+    if (tile >= p.q_tiles * p.bh_count) return TileWork{kPastLast, 0, 0, 0};
+    return p.by_head ? tile_work_at(p, tile / p.q_tiles, tile % p.q_tiles) : tile_work(p, tile);
+  }
+  const int pairs_per_head = (p.q_tiles + 1) / 2, pair = blockIdx.x + (k / 2) * gridDim.x;
+  if (pair >= pairs_per_head * p.bh_count) return TileWork{kPastLast, 0, 0, 0};
+  const int j = pair % pairs_per_head, long_tile = p.q_tiles - 1 - j;
+  if (k % 2 == 1 && j == long_tile) return TileWork{kNoTile, 0, 0, 0};
+  return tile_work_at(p, pair / pairs_per_head, k % 2 == 0 ? long_tile : j);
+}
+
+// v5: a persistent grid, one block per SM, each walking its tiles in block_tile's order (a static
+// schedule). The rings, the Q barriers and the ping-pong turns run
 // on across tiles: the producer loads the next tile's Q as soon as the consumers' last S = Q K^T is done
 // (q_empty) and its first K/V tiles as stages free up, while the consumers still run the last P V and
 // the epilogue of the current tile.
@@ -510,7 +541,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   bf16* sO = sV + kStages * kTileElems<D>;  // the staging tile of the epilogue
   __shared__ __align__(8) uint64_t q_full, q_empty, k_full[kStages], k_empty[kStages], v_full[kStages],
       v_empty[kStages];
-  const int total = p.q_tiles * p.bh_count;
 
   if (threadIdx.x == 0) {
     mbar_init(&q_full, 1);
@@ -529,11 +559,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   // sequence) moves no counter. `last` looks ahead for a later tile with work.
   auto walk = [&](auto&& body) {
     TileTurns turns{0, 0, true, false};
-    for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
-      const TileWork w = tile_work(p, tile);
+    for (int k = 0;; ++k) {
+      const TileWork w = block_tile(p, k);
+      if (w.bh == kPastLast) break;
+      if (w.bh == kNoTile) continue;  // the missing partner of an odd q_tiles' middle tile
       turns.last = true;
-      for (int next = tile + gridDim.x; next < total && turns.last; next += gridDim.x)
-        turns.last = tile_work(p, next).n_tiles == 0;
+      for (int n = k + 1; turns.last; ++n) {
+        const TileWork later = block_tile(p, n);
+        if (later.bh == kPastLast) break;
+        turns.last = later.n_tiles == 0;
+      }
       body(w, turns);
       if (w.n_tiles > 0) {
         turns.ring += w.n_tiles;
@@ -575,7 +610,8 @@ const char* impl_name(Schedule schedule) {
     case Schedule::kPlain: return "flash v4 wgmma+TMA (bf16, fp32 acc)";
     case Schedule::kOverlap: return "flash v4 wgmma+TMA overlapped softmax (bf16, fp32 acc)";
     case Schedule::kPingPong: return "flash v4 wgmma+TMA overlapped, ping-pong (bf16, fp32 acc)";
-    default: return "flash v5 persistent ping-pong, TMA-store epilogue (bf16, fp32 acc)";
+    case Schedule::kPersistent: return "flash v5 persistent ping-pong, TMA-store epilogue (bf16, fp32 acc)";
+    default: return "flash v5 persistent, heads interleaved tile order (bf16, fp32 acc)";
   }
 }
 const char* variant_name(Schedule schedule) {  // the CHECK names' and --profile's word for each
@@ -583,10 +619,12 @@ const char* variant_name(Schedule schedule) {  // the CHECK names' and --profile
     case Schedule::kPlain: return "v4 plain";
     case Schedule::kOverlap: return "v4 overlap";
     case Schedule::kPingPong: return "v4 pingpong";
-    default: return "v5 persistent";
+    case Schedule::kPersistent: return "v5 persistent";
+    default: return "v5 interleaved";
   }
 }
-constexpr Schedule kSchedules[] = {Schedule::kPlain, Schedule::kOverlap, Schedule::kPingPong, Schedule::kPersistent};
+constexpr Schedule kSchedules[] = {Schedule::kPlain, Schedule::kOverlap, Schedule::kPingPong, Schedule::kPersistent,
+                                   Schedule::kInterleaved};
 
 // The forward's buffers (attention_common.cuh) plus the tensor maps TMA reads Q, K and V through and v5
 // writes O through (boxes of 64 rows: one consumer warpgroup's).
@@ -649,7 +687,7 @@ void launch_d(Schedule schedule, const DeviceBuffers& d, const Params& p) {
 
 void launch(Schedule schedule, const attn::Shape& s, const DeviceBuffers& d) {
   const Params p{d.o, d.lse, d.in.key_len, s.heads, s.seq, s.batch * s.heads, course::ceil_div(s.seq, kBlockM),
-                 static_cast<float>(s.scale()) * flash::kLog2e, s.causal};
+                 static_cast<float>(s.scale()) * flash::kLog2e, s.causal, schedule == Schedule::kPersistent};
   if (s.dim == 64) launch_d<64>(schedule, d, p);
   else launch_d<128>(schedule, d, p);
 }
@@ -681,15 +719,18 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, bool bench, attn::Plant
   return ok;
 }
 
-// --profile pingpong|persistent: one unchecked launch of that kernel on the benchmark's non-causal case,
+// --profile pingpong|persistent|interleaved: one unchecked launch of that kernel on the benchmark's non-causal case,
 // for Nsight Compute (hopper_attention_ncu.py). Taken out of argv before the chapter's options are read.
 int take_profile_option(int& argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--profile") != 0) continue;
     const char* what = i + 1 < argc ? argv[i + 1] : "";
-    const int which = std::strcmp(what, "pingpong") == 0 ? 2 : std::strcmp(what, "persistent") == 0 ? 3 : -1;
+    const int which = std::strcmp(what, "pingpong") == 0      ? 2
+                      : std::strcmp(what, "persistent") == 0  ? 3
+                      : std::strcmp(what, "interleaved") == 0 ? 4
+                                                              : -1;
     if (which < 0) {
-      std::fprintf(stderr, "error: --profile expects pingpong or persistent, got '%s'\n", what);
+      std::fprintf(stderr, "error: --profile expects pingpong, persistent or interleaved, got '%s'\n", what);
       std::exit(course::kExitFail);
     }
     for (int j = i; j + 2 < argc; ++j) argv[j] = argv[j + 2];

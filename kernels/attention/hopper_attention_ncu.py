@@ -1,5 +1,6 @@
 # hopper_attention_ncu.py: what separates flash_hopper.cu's v4 ping-pong (one block per 128-row query tile)
-# from v5 (persistent: one block per SM walking the tiles, O stored by TMA) on the chapter's benchmark case
+# from v5 (persistent: one block per SM walking the tiles, O stored by TMA), in its first tile order (every
+# head at once) and its L2-aware one (head after head), on the chapter's benchmark case
 # (b4 h16 s4096 d128, non-causal), as Nsight Compute (ncu) measures one launch of each: duration, the tensor
 # pipe's utilisation, achieved occupancy, how busy the SMs were over the launch, DRAM bytes and throughput,
 # and the warps' main stall reasons.
@@ -7,7 +8,8 @@
 # Taught in docs/attention/hopper-kernel.md, which shows its recorded output and reads its BENCH rows (one per
 # version, case "ncu b4 h16 s4096 d128 non-causal"; time_ms is ncu's duration, bytes its DRAM bytes, and the
 # fields are the metrics below, stalls in warp-cycles per issued instruction).
-# It builds flash_hopper.cu with the harness's build command and runs `flash_hopper --profile V` under ncu.
+# It builds flash_hopper.cu with the harness's build command and runs `flash_hopper --profile V` under ncu
+# (V: pingpong, interleaved or persistent).
 # Metrics this ncu does not know are left out (shown as "-").
 # Run: python kernels/attention/hopper_attention_ncu.py
 #
@@ -24,6 +26,7 @@ CASE = "b4 h16 s4096 d128 non-causal"  # flash_hopper.cu's --profile shape: the 
 FLOPS = 4.0 * 4 * 16 * 4096 * 4096 * 128  # Q K^T and P V: 2 x 2 x batch x heads x seq^2 x dim
 # (name, --profile argument, the kernel ncu profiles, the BENCH row's impl)
 VERSIONS = [("v4", "pingpong", "regex:flash_fwd_hopper", "flash v4 ping-pong"),
+            ("v5-interl", "interleaved", "regex:flash_fwd_persistent", "flash v5 heads interleaved"),
             ("v5", "persistent", "regex:flash_fwd_persistent", "flash v5 persistent")]
 STALLS = ["long_scoreboard", "barrier", "membar", "wait", "sleeping", "math_pipe_throttle", "dispatch_stall",
           "short_scoreboard", "mio_throttle", "lg_throttle", "no_instruction", "branch_resolving", "misc",
@@ -63,7 +66,8 @@ def choose(ncu):
 
 
 def main():
-    p = course_tools.parser("profile flash_hopper.cu's v4 ping-pong and v5 persistent kernels with Nsight Compute")
+    p = course_tools.parser("profile flash_hopper.cu's v4 ping-pong and v5 persistent kernels (both tile orders) "
+                            "with Nsight Compute")
     # The same profile; the harness records a --bench run's rows for the page's claims (course/bench.py).
     p.add_argument("--bench", action="store_true", help="the recorded run whose rows the page's claims read")
     p.parse_args()

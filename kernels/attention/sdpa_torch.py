@@ -21,7 +21,6 @@ Run: python kernels/attention/sdpa_torch.py            (checks every backend)
 # course: invariant faster causal non-causal "PyTorch SDPA efficient*" max-ratio=0.8
 # course: invariant grows seq "PyTorch SDPA flash*"
 # course: invariant grows seq "PyTorch SDPA math*"
-# course: measured alloc_bytes peak_bytes
 """
 
 import sys

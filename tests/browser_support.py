@@ -269,10 +269,17 @@ async ([selector, reveal, limitMs]) => {
   const texts = [];
   for (const button of document.querySelectorAll(`article :is(${selector})`)) {
     revealFn(button);
-    await bounded(navigator.clipboard.writeText("\u2400 nothing was copied"), "write");
+    const nothing = "\u2400 nothing was copied";
+    await bounded(navigator.clipboard.writeText(nothing), "write");
     button.click();
-    await new Promise(r => setTimeout(r, 0));
-    texts.push(await bounded(navigator.clipboard.readText(), "read"));
+    // The handler may write asynchronously: on a busy machine, read until the copy has arrived (or
+    // 2 s have passed, when the button copied nothing and the marker is what the check reports).
+    let text = nothing;
+    for (const until = Date.now() + 2000; text === nothing && Date.now() < until;) {
+      await new Promise(r => setTimeout(r, 10));
+      text = await bounded(navigator.clipboard.readText(), "read");
+    }
+    texts.push(text);
   }
   return texts;
 }
@@ -283,6 +290,13 @@ RENDERED_JS = r"""
 () => !document.querySelector("pre.mermaid")
   && Array.from(document.querySelectorAll(".arithmatex")).every(m => m.querySelector(".katex, .katex-error"))
 """
+
+# Wait until Material has given every code block of the content its copy button: on a busy machine its
+# scripts can still be at work after the load event (the print view is not checked for copy buttons).
+COPY_BUTTONS_READY_JS = r"""
+() => document.querySelectorAll("article pre > code").length
+      <= document.querySelectorAll("article :is(COPY_BUTTON)").length
+""".replace("COPY_BUTTON", COPY_BUTTON)
 
 # Code blocks that scroll sideways (after opening every fold, as a reader reading the answers would):
 # the longest line of each, in characters, and the block's width. Program output (`text` blocks: tables

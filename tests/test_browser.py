@@ -190,6 +190,10 @@ def _visit(page, base_url: str, path: str, info: dict) -> None:
         problem = _wait_rendered(page)
         if problem:
             info["problems"].append(problem)
+        try:  # a block still without its button is reported by the copy-button test, from COLLECT_JS
+            page.wait_for_function(bs.COPY_BUTTONS_READY_JS, timeout=8_000)
+        except Exception:  # noqa: BLE001 (Playwright's TimeoutError)
+            pass
     info.update(page.evaluate(bs.COLLECT_JS))
     if path == bs.PRINT_PAGE:  # every page again: its colours, blocks and layout are checked on their own
         info.update(contrast={}, copied=[], codeOverflow=[], phone={"scrollWidth": 0, "clientWidth": 0, "wide": []})

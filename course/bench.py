@@ -10,7 +10,7 @@ is the median of its medians.
 
 A program may print, beside the time, fields that each process measures for itself: a bandwidth or a
 share computed from its own time, a compile time, the accuracy a timed training reached. It declares
-them (`course: measured FIELD...`, course/programs.py), and a row that has them is taken whole from one
+them (`course: measured FIELD...`, names or globs such as `stall_*`, course/programs.py), and a row that has them is taken whole from one
 process, the one whose median is the lower middle of the medians (`statistics.median_low`: the lower
 of two, the middle of three), so that those fields agree with the row's `time_ms`. A numeric field
 that differs between processes without being declared fails the run: taken from one process beside a
@@ -42,6 +42,12 @@ def spread(medians: list[float]) -> float:
     return min((b - a) / a for a, b in zip(s, s[1:]))
 
 
+def is_measured(name: str, measured: tuple[str, ...] | list[str]) -> bool:
+    """Whether a row field is one the program declares as measured by each process: a declared name, or
+    one a declared glob matches (a profiler's fields: `stall_*`)."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in measured)
+
+
 def merge_rows(outputs: list[list[dict]], measured: tuple[str, ...] | list[str] = ()) -> list[dict]:
     """One row per (case, impl), in the first process's order, with every process's median; a row with
     `measured` fields comes whole from the process whose median is the median_low of them."""
@@ -55,7 +61,7 @@ def merge_rows(outputs: list[list[dict]], measured: tuple[str, ...] | list[str] 
             merged[key]["medians"].append(row["time_ms"])
             from_process.setdefault(key, []).append(row)
     for key, row in merged.items():
-        if any(f in row for f in measured):
+        if any(is_measured(f, measured) for f in row if f not in ("time_ms", "case", "impl", "medians")):
             chosen = statistics.median_low(row["medians"])
             row.update({k: v for k, v in from_process[key][row["medians"].index(chosen)].items()})
         else:
@@ -77,7 +83,8 @@ def undeclared_differences(outputs: list[list[dict]], measured: tuple[str, ...] 
     for rows in outputs:
         for row in rows:
             for name, value in row.items():
-                if name in ("time_ms", *measured) or isinstance(value, bool) or not isinstance(value, (int, float)):
+                if name == "time_ms" or is_measured(name, measured) or isinstance(value, bool) \
+                        or not isinstance(value, (int, float)):
                     continue
                 values.setdefault((row.get("case"), row.get("impl"), name), []).append(value)
     return [f"field {name!r} of row {impl!r} on {case!r} differs between timing processes ({', '.join(map(repr, v))}): "

@@ -32,7 +32,8 @@ Each program declares how it is built and run in `course:` comment lines near it
                                     rows of one impl whose cases differ only in numbers take no less
                                     time as <field> grows (a larger size is not faster)
     // course: measured <field>...   benchmark row fields each timing process measures for itself
-                                    (a bandwidth or share computed from its time, a compile time):
+                                    (a bandwidth or share computed from its time, a compile time,
+                                    a profiler's counters; a field may be a glob, `stall_*`):
                                     such a row is taken whole from one process (course/bench.py)
 
 Every compiled GPU program also runs under compute-sanitizer (memcheck, racecheck, initcheck,
@@ -47,6 +48,7 @@ a text names.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import inspect
 import json
@@ -294,7 +296,8 @@ def parse(path: Path) -> Program:
             words += ["*"] if len(words) == shapes[words[0]][0] else []
             prog.invariants.append(tuple(words) + ((float(ratio),) if words[0] == "faster" else ()))
         elif key == "measured":
-            if not value.split() or any(f in ("time_ms", "case", "impl") for f in value.split()):
+            if not value.split() or any(fnmatch.fnmatchcase(special, f) for f in value.split()
+                                        for special in ("time_ms", "case", "impl")):
                 raise ValueError(f"{path}: 'course: measured <field>...' names row fields other than time_ms, "
                                  f"case and impl, got {value!r}")
             prog.measured += value.split()

@@ -29,6 +29,12 @@ def test_a_row_with_measured_fields_comes_whole_from_one_process():
     # Undeclared, a field that differs between processes is a problem that fails the run.
     problem = bench.undeclared_differences(outputs)
     assert len(problem) == 1 and "'hidden_pct'" in problem[0] and "course: measured hidden_pct" in problem[0]
+    # A declared glob covers a profiler's many counters.
+    ncu = [[{"case": "ncu", "impl": "v5", "time_ms": t, "bytes": b, "stall_wait": w, "grid": 132}]
+           for t, b, w in ((0.93, 100, 1.5), (0.92, 104, 1.7))]
+    assert bench.undeclared_differences(ncu, measured=("bytes", "stall_*")) == []
+    assert [p.split("'")[1] for p in bench.undeclared_differences(ncu, measured=("bytes",))] == ["stall_wait"]
+    assert bench.merge_rows(ncu, measured=("bytes", "stall_*"))[0]["stall_wait"] == 1.7  # from the faster process
     # Fields that every process prints alike (sizes, byte counts) need no declaration.
     assert bench.undeclared_differences([rows(a=1.0), rows(a=1.02)]) == []
 
@@ -44,6 +50,15 @@ def test_measured_fields_are_declared_in_the_program(tmp_path):
         assert "course: measured" in str(e)
     else:
         raise AssertionError("'course: measured time_ms' was accepted")
+    src.write_text("# course: gpu\n# course: measured stall_* *_pct\n")
+    assert programs.parse(src).measured == ["stall_*", "*_pct"]
+    src.write_text("# course: gpu\n# course: measured time_*\n")
+    try:
+        programs.parse(src)
+    except ValueError as e:
+        assert "course: measured" in str(e)
+    else:
+        raise AssertionError("'course: measured time_*' (a glob that matches time_ms) was accepted")
 
 
 def test_disagreeing_or_single_medians_are_unstable():

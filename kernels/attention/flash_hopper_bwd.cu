@@ -19,7 +19,11 @@
 //             dV = P^T dO is issued before dP^T is waited for; the blocks run in groups of heads whose
 //             Q, dO and dQ stay in L2
 //   bwd_dq_convert_tiled  version 4's dQ = scale * the tiled buffer, rounded to bf16
-// Every run checks versions 3 and 4 on the same inputs; --bench times both.
+//   bwd v4 ordered  version 4 with a deterministic dQ: the key blocks of a head add their parts of a
+//             query tile in key order, each waiting for its turn on a counter per tile; blocks take
+//             their place in that order from a ticket, so a block only ever waits for one that runs
+// Every run checks versions 3, 4 and 4 ordered on the same inputs (the ordered one twice: the same bits);
+// --bench times all three.
 // Build: nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o build/attention/flash_hopper_bwd
 //        kernels/attention/flash_hopper_bwd.cu
 // Run:   ./build/attention/flash_hopper_bwd --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
@@ -46,6 +50,7 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 
+#include <cstring>
 #include <string>
 
 #include "../common/hopper.cuh"
@@ -115,18 +120,37 @@ __device__ __forceinline__ void bulk_reduce_add_f32(float* global_dst, const flo
 }
 // --8<-- [end:bulk_reduce]
 
+// --8<-- [start:turns]
+// The ordered dQ's turns: one counter per dQ tile, zeroed before the launch. The key block whose turn it
+// is adds its part and passes the turn on. The reduction is the async proxy's write and the counter an
+// ordinary one: the reduction must have completed (wait_group 0, not .read) and the proxies be fenced
+// before the release, and the next block fences again after its acquire before it issues its own.
+__device__ __forceinline__ void wait_turn(const int* turn, int mine) {
+  int seen;
+  do {
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(seen) : "l"(turn) : "memory");
+  } while (seen != mine);
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+__device__ __forceinline__ void pass_turn(int* turn) {
+  tma_store_wait_all();
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+  asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(turn) : "memory");
+}
+// --8<-- [end:turns]
+
 // --8<-- [start:consumer]
 // One consumer warpgroup: keys j0 + 64 cw .. + 63 against the block's query tiles. Every 64 x 64
 // accumulator has wgmma's layout (mma.sync's, repeated): warp w holds rows 16w..16w+15; for each 8-column
 // block j, lane l holds row l/4, columns 8j + 2(l%4) and +1 in d[4j], d[4j+1], and 8 rows down in d[4j+2],
 // d[4j+3]. Here rows are keys and columns query rows: S^T, P^T, dP^T, dS^T are the transposes of the
 // forward's tiles, so that P^T and dS^T are already the A operands of dV = P^T dO and dK = dS^T Q.
-template <int D, bool kBulkDq>
+template <int D, bool kBulkDq, bool kOrderedDq>
 __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, const bf16* sV, const bf16* sQ,
                                         const bf16* sdO, bf16* sdS, float* sdQ, float (*lse_s)[kBlockRows],
                                         float (*delta_s)[kBlockRows], uint64_t* kv_full, uint64_t* full,
-                                        uint64_t* empty, int cw, int bh, int j0, int key_len, int first_row,
-                                        int n_tiles) {
+                                        uint64_t* empty, int* dq_turns, int cw, int bh, int j0, int key_len,
+                                        int first_row, int n_tiles) {
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const long long head = 1LL * bh * p.seq;
   const float scale_log2 = p.scale * flash::kLog2e;
@@ -274,9 +298,15 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
       asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
       if (dq_issuer) {
         const long long row_tiles = (p.seq + kBlockRows - 1) / kBlockRows;
-        float* out = p.dq_accum + ((bh * row_tiles + i0 / kBlockRows) * (D / 64) + dq_panel) * kDqTileFloats;
+        const long long tile_index = (bh * row_tiles + i0 / kBlockRows) * (D / 64) + dq_panel;
+        float* out = p.dq_accum + tile_index * kDqTileFloats;
+        // The ordered variant: at D = 128 each tile has one part per key block, at D = 64 two (both
+        // consumers add to the one panel), taken in key order, consumer 0 first.
+        const int turn = D == 128 ? j0 / kBlockKeys : 2 * (j0 / kBlockKeys) + cw;
+        if constexpr (kOrderedDq) wait_turn(dq_turns + tile_index, turn);
         bulk_reduce_add_f32(out, sdQ + cw * kDqTileFloats, kDqTileFloats * sizeof(float));
         tma_store_commit();
+        if constexpr (kOrderedDq) pass_turn(dq_turns + tile_index);
       }
       // --8<-- [end:bulk_dq]
     } else {
@@ -319,11 +349,11 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
 // s4096 d128: Q and dO in bf16, dQ's fp32 buffer) stay in L2 while all their key blocks pass. Under the
 // causal mask the group is larger, so that the long first blocks of the last group still start early
 // enough not to finish alone.
-__device__ __forceinline__ void block_order_grouped(int& bh, int& j0, int bh_count, int seq, bool causal) {
+__device__ __forceinline__ void block_order_grouped(int block, int& bh, int& j0, int bh_count, int seq, bool causal) {
   const int group_heads = causal ? 8 : 4, key_blocks = (seq + kBlockKeys - 1) / kBlockKeys;
-  const int group = static_cast<int>(blockIdx.x) / (group_heads * key_blocks);
+  const int group = block / (group_heads * key_blocks);
   const int first_head = group * group_heads, heads_here = min(group_heads, bh_count - first_head);
-  const int within = static_cast<int>(blockIdx.x) - first_head * key_blocks;
+  const int within = block - first_head * key_blocks;
   bh = first_head + within % heads_here;
   j0 = within / heads_here * kBlockKeys;
 }
@@ -334,13 +364,17 @@ __device__ __forceinline__ void block_order_grouped(int& bh, int& j0, int bh_cou
 // first, which under a causal mask see the most query rows, so that the short blocks fill the gaps at the
 // end (version 3; version 4 takes the same order inside groups of heads: block_order_grouped). Under a
 // causal mask the query tiles before j0 see none of the block's keys and are skipped.
+// The ordered variant (kOrderedDq) takes its place in version 4's order from a ticket, not from blockIdx:
+// the blocks are not promised to start in blockIdx order, and a block that waited for the turn of one not
+// yet started could wait for ever. A ticket is taken by a running block, so every block before it in the
+// order is running or done, and the first unfinished block never waits.
 // Producer warpgroup: thread 0 loads K and V once and then walks Q and dO through the ring (wait until a
 // stage is empty, announce its bytes, issue the copies; TMA zero-fills rows past the sequence).
-template <int D, bool kBulkDq>
+template <int D, bool kBulkDq, bool kOrderedDq>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_bwd_hopper(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                      const __grid_constant__ CUtensorMap tm_v, const __grid_constant__ CUtensorMap tm_do,
-                     const BwdParams p, int bh_count) {
+                     const BwdParams p, int bh_count, int* dq_turns) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char smem_raw[];
   bf16* sK = align_1k(smem_raw);
@@ -351,9 +385,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   float* sdQ = reinterpret_cast<float*>(sdS + 2 * kBlockKeys * kBlockRows);  // version 4: a tile per consumer
   __shared__ float lse_s[2][kBlockRows], delta_s[2][kBlockRows];  // per query tile, double-buffered
   __shared__ __align__(8) uint64_t kv_full, full[kStages], empty[kStages];
+  __shared__ int ticket;
 
-  int bh = blockIdx.x % bh_count, j0 = static_cast<int>(blockIdx.x) / bh_count * kBlockKeys;
-  if constexpr (kBulkDq) block_order_grouped(bh, j0, bh_count, p.seq, p.causal);
+  int block = static_cast<int>(blockIdx.x);
+  if constexpr (kOrderedDq) {  // dq_turns[0] hands out the tickets; the tiles' turns follow it
+    if (threadIdx.x == 0) ticket = atomicAdd(dq_turns, 1);
+    __syncthreads();
+    block = ticket;
+  }
+  int bh = block % bh_count, j0 = block / bh_count * kBlockKeys;
+  if constexpr (kBulkDq) block_order_grouped(block, bh, j0, bh_count, p.seq, p.causal);
   const int key_len = p.key_len[bh / p.heads];
   const int first_row = p.causal ? j0 : 0;  // j0 is a multiple of the 64-row tile
   const int n_tiles = j0 < key_len ? (p.seq - first_row + kBlockRows - 1) / kBlockRows : 0;
@@ -390,11 +431,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   } else {
     setmaxnreg_inc<kConsumerRegs>();
-    consume<D, kBulkDq>(p, sK, sV, sQ, sdO, sdS, sdQ, lse_s, delta_s, &kv_full, full, empty, wg - 1, bh, j0,
-                        key_len, first_row, n_tiles);
+    consume<D, kBulkDq, kOrderedDq>(p, sK, sV, sQ, sdO, sdS, sdQ, lse_s, delta_s, &kv_full, full, empty,
+                                    dq_turns + 1, wg - 1, bh, j0, key_len, first_row, n_tiles);
   }
 #else
-  (void)tm_q, (void)tm_k, (void)tm_v, (void)tm_do, (void)p, (void)bh_count;
+  (void)tm_q, (void)tm_k, (void)tm_v, (void)tm_do, (void)p, (void)bh_count, (void)dq_turns;
 #endif
 }
 // --8<-- [end:kernel]
@@ -408,18 +449,19 @@ struct Maps {
 // Shared memory beyond the default 48 KB: opt in once per kernel, outside any timing.
 template <int D>
 void opt_in() {
-  CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_hopper<D, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_hopper<D, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(kSmemBytes<D, false>)));
-  CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_hopper<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_hopper<D, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kSmemBytes<D, true>)));
+  CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_hopper<D, true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(kSmemBytes<D, true>)));
 }
 
 // Version 4's fp32 dQ buffer: per (batch x head, 64-row query tile, 64-column panel) one 64 x 64 tile in
 // the consumers' register order (see bulk_dq), the rows past the sequence included, then dQ = scale *
 // the buffer in bf16: each thread reads one float4 (two rows, two columns) and writes two bf16 pairs.
-long long tiled_dq_floats(int bh, int seq, int dim) {
-  return 1LL * bh * course::ceil_div(seq, kBlockRows) * (dim / 64) * kDqTileFloats;
-}
+long long tiled_dq_tiles(int bh, int seq, int dim) { return 1LL * bh * course::ceil_div(seq, kBlockRows) * (dim / 64); }
+long long tiled_dq_floats(int bh, int seq, int dim) { return tiled_dq_tiles(bh, seq, dim) * kDqTileFloats; }
 __global__ void bwd_dq_convert_tiled(const float4* __restrict__ dq_accum, bf16* __restrict__ dq, float scale,
                                      int seq, int dim, long long n4) {
   const int row_tiles = (seq + kBlockRows - 1) / kBlockRows, panels = dim / 64;
@@ -441,18 +483,20 @@ __global__ void bwd_dq_convert_tiled(const float4* __restrict__ dq_accum, bf16* 
 
 // delta, the fp32 dQ buffer zeroed, the main kernel, the dQ conversion: every launch is part of the
 // timed backward. Version 3 (bulk_dq false) adds dQ with atomics into a [row][dim] buffer, version 4
-// (true) with bulk reductions into the tiled one.
-template <int D, bool kBulkDq>
-void backward_d(const BwdParams& p, const Maps& m, int batch) {
+// (true) with bulk reductions into the tiled one; the ordered variant also zeroes its ticket and turns.
+template <int D, bool kBulkDq, bool kOrderedDq>
+void backward_d(const BwdParams& p, const Maps& m, int batch, int* dq_turns) {
   const int bh = batch * p.heads;
   const long long rows = 1LL * bh * p.seq;
   bwd_delta<D><<<static_cast<unsigned>(course::ceil_div(rows, 1LL * kDeltaWarps)), kDeltaWarps * 32>>>(p, rows);
   CUDA_CHECK_LAUNCH();
   const long long accum_floats = kBulkDq ? tiled_dq_floats(bh, p.seq, D) : rows * D;
   CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, accum_floats * sizeof(float)));
+  if constexpr (kOrderedDq)
+    CUDA_CHECK(cudaMemsetAsync(dq_turns, 0, (1 + tiled_dq_tiles(bh, p.seq, D)) * sizeof(int)));
   const unsigned blocks = static_cast<unsigned>(course::ceil_div(p.seq, kBlockKeys) * bh);
   constexpr size_t smem = kSmemBytes<D, kBulkDq>;
-  flash_bwd_hopper<D, kBulkDq><<<blocks, kThreads, smem>>>(m.q, m.k, m.v, m.d_out, p, bh);
+  flash_bwd_hopper<D, kBulkDq, kOrderedDq><<<blocks, kThreads, smem>>>(m.q, m.k, m.v, m.d_out, p, bh, dq_turns);
   CUDA_CHECK_LAUNCH();
   if constexpr (kBulkDq)
     bwd_dq_convert_tiled<<<2048, 256>>>(reinterpret_cast<const float4*>(p.dq_accum), p.dq_bf16, p.scale, p.seq, D,
@@ -462,19 +506,28 @@ void backward_d(const BwdParams& p, const Maps& m, int batch) {
   CUDA_CHECK_LAUNCH();
 }
 
-void backward(int version, const BwdParams& p, const Maps& m, int batch, int dim) {
-  if (version == 3) dim == 64 ? backward_d<64, false>(p, m, batch) : backward_d<128, false>(p, m, batch);
-  else dim == 64 ? backward_d<64, true>(p, m, batch) : backward_d<128, true>(p, m, batch);
+enum class Version { kV3, kV4, kV4Ordered };
+void backward(Version v, const BwdParams& p, const Maps& m, int batch, int dim, int* dq_turns) {
+  if (v == Version::kV3)
+    dim == 64 ? backward_d<64, false, false>(p, m, batch, nullptr) : backward_d<128, false, false>(p, m, batch, nullptr);
+  else if (v == Version::kV4)
+    dim == 64 ? backward_d<64, true, false>(p, m, batch, nullptr) : backward_d<128, true, false>(p, m, batch, nullptr);
+  else
+    dim == 64 ? backward_d<64, true, true>(p, m, batch, dq_turns) : backward_d<128, true, true>(p, m, batch, dq_turns);
 }
 // --8<-- [end:launch]
 
+constexpr Version kVersions[] = {Version::kV3, Version::kV4, Version::kV4Ordered};
+constexpr const char* kPrefix[] = {"v3 ", "v4 ", "v4ordered "};
 constexpr const char* kImpl[] = {"flash bwd v3 wgmma (bf16, fp32 acc)",
-                                  "flash bwd v4 wgmma, bulk-reduce dQ (bf16, fp32 acc)"};
+                                  "flash bwd v4 wgmma, bulk-reduce dQ (bf16, fp32 acc)",
+                                  "flash bwd v4 wgmma, ordered (deterministic) dQ (bf16, fp32 acc)"};
 
-// Runs the forward (flash_fwd.cuh's v2) once for O and the logsumexp, then for versions 3 and 4 in turn:
+// Runs the forward (flash_fwd.cuh's v2) once for O and the logsumexp, then for each version in turn:
 // poisons the outputs, runs the backward, checks dQ, dK, dV against the float64 reference (rounded as
 // version 2 rounds: P and dS to bf16 before their products, the gradients on the way out), and with
-// repeats > 0 times the backward alone.
+// repeats > 0 times the backward alone. The ordered version runs a second time and must give the same
+// bits of dQ.
 bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plant plant = attn::Plant::kNone) {
   const attn::Inputs in = attn::make_inputs(s, seed);
   std::vector<float> d_out(s.elements());
@@ -490,6 +543,7 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plan
   bf16* dv = attn::device_alloc<bf16>(s.elements());
   float *lse = attn::device_alloc<float>(s.rows()), *delta = attn::device_alloc<float>(s.rows());
   float* dq_accum = attn::device_alloc<float>(accum_bytes / sizeof(float));
+  int* dq_turns = attn::device_alloc<int>(1 + tiled_dq_tiles(bh, s.seq, s.dim));
   course::poison(o, n);
   course::poison(lse, nr);
   const flash::Params fwd{din.q, din.k, din.v, o, lse, din.key_len, s.heads, s.seq,
@@ -508,30 +562,44 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plan
   const std::string name = attn::case_name(s) + attn::padded_suffix(s);
 
   bool ok = true;
-  for (int version : {3, 4}) {
-    course::poison(delta, nr);
-    course::poison(dq_accum, accum_bytes);
-    for (bf16* ptr : {dq, dk, dv}) course::poison(ptr, n);
-    backward(version, p, maps, s.batch, s.dim);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    const std::string prefix = "v" + std::to_string(version) + " ";
-    bool version_ok = check_gradient(0, prefix, name, s, ref, dq, plant);
-    version_ok = check_gradient(1, prefix, name, s, ref, dk, plant) && version_ok;
-    version_ok = check_gradient(2, prefix, name, s, ref, dv, plant) && version_ok;
+  for (int i = 0; i < 3; ++i) {
+    const Version version = kVersions[i];
+    auto run = [&] {
+      course::poison(delta, nr);
+      course::poison(dq_accum, accum_bytes);
+      for (bf16* ptr : {dq, dk, dv}) course::poison(ptr, n);
+      backward(version, p, maps, s.batch, s.dim, dq_turns);
+      CUDA_CHECK(cudaDeviceSynchronize());
+    };
+    run();
+    bool version_ok = check_gradient(0, kPrefix[i], name, s, ref, dq, plant);
+    version_ok = check_gradient(1, kPrefix[i], name, s, ref, dk, plant) && version_ok;
+    version_ok = check_gradient(2, kPrefix[i], name, s, ref, dv, plant) && version_ok;
+    if (version == Version::kV4Ordered && plant == attn::Plant::kNone) {
+      std::vector<bf16> first(s.elements()), second(s.elements());
+      CUDA_CHECK(cudaMemcpy(first.data(), dq, n, cudaMemcpyDeviceToHost));
+      run();
+      CUDA_CHECK(cudaMemcpy(second.data(), dq, n, cudaMemcpyDeviceToHost));
+      const bool same = std::memcmp(first.data(), second.data(), n) == 0;
+      version_ok = course::check_true(attn::check_label("v4ordered dQ_same_bits_twice " + name).c_str(), same, s.elements(),
+                                      same ? "" : "(two runs on the same inputs gave different dQ)") &&
+                   version_ok;
+    }
     if (repeats > 0 && version_ok) {
-      const double ms =
-          course::time_kernel_ms([&] { backward(version, p, maps, s.batch, s.dim); }, 1, 4 * repeats);
+      const double ms = course::time_kernel_ms([&] { backward(version, p, maps, s.batch, s.dim, dq_turns); }, 1,
+                                               4 * repeats);
       // The same counts as flash_bwd.cu's version 2: reads Q, K, V, O, dO and the logsumexp, writes bf16
       // dQ, dK, dV; 2.5 times the forward's arithmetic (five matrix products instead of two).
       const double bytes = 5.0 * n + nr + 3.0 * n;
       const double alloc = din.bytes + 2.0 * n + 2.0 * nr + 3.0 * n + accum_bytes;
-      attn::print_bench_row((attn::case_name(s) + " backward").c_str(), kImpl[version - 3], ms, bytes,
+      attn::print_bench_row((attn::case_name(s) + " backward").c_str(), kImpl[i], ms, bytes,
                             2.5 * s.forward_flops(), s.seq, alloc);
     }
     ok = version_ok && ok;
   }
   din.release();
   attn::device_free({o, d_out_dev, dq, dk, dv, lse, delta, dq_accum});
+  CUDA_CHECK(cudaFree(dq_turns));
   return ok;
 }
 

@@ -15,6 +15,7 @@
 #
 # course: gpu
 # course: bench --bench
+# course: measured bytes *_pct *_mb stall_*
 import sys
 from pathlib import Path
 

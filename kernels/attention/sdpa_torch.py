@@ -16,6 +16,7 @@ Run: python kernels/attention/sdpa_torch.py            (checks every backend)
 # course: gpu
 # course: run
 # course: bench --bench
+# course: measured peak_bytes alloc_bytes
 # course: invariant faster causal non-causal "PyTorch SDPA flash*" max-ratio=0.8
 # course: invariant faster causal non-causal "PyTorch SDPA cuDNN*" max-ratio=0.8
 # course: invariant faster causal non-causal "PyTorch SDPA efficient*" max-ratio=0.8

@@ -20,6 +20,7 @@
 // course: run --count 1000003
 // course: run --count 1
 // course: bench --bench
+// course: measured algbw_gbps busbw_gbps
 #include "../common/check_nccl.cuh"
 
 // Rank r's input element i: a value whose sum over ranks is known exactly in float (small

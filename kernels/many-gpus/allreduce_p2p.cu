@@ -22,6 +22,7 @@
 // course: run --count 1 --seed 12
 // course: run --count 4099 --seed 13
 // course: bench --bench
+// course: measured algbw_gbps busbw_gbps busbw_gbps_*
 #include <cuda/atomic>
 
 #include <algorithm>

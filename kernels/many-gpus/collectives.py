@@ -16,6 +16,7 @@ Run: python kernels/many-gpus/collectives.py                  (checks, on 2 GPUs
 # course: run --count 250001 --seed 11
 # course: run --count 1 --seed 12
 # course: bench --bench
+# course: measured algbw_gbps busbw_gbps busbw_gbps_*
 """
 
 import sys

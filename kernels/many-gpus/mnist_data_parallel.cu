@@ -23,6 +23,7 @@
 // course: run --no-overlap --eager --seed 2
 // course: run --plant skip-bucket --seed 3
 // course: bench --bench
+// course: measured efficiency_pct samples_per_s speedup step_ms
 // course: sanitizer-skip all a run trains whole epochs, too long under the sanitizer; mnist_check.cu runs the same
 //         step under all four tools, and nccl_allreduce.cu shows what the tools report inside libnccl
 #include <algorithm>

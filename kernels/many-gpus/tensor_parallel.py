@@ -32,6 +32,7 @@ Run: python kernels/many-gpus/tensor_parallel.py                    (checks, on 
 # course: run --tokens 840 --d-model 1024 --chunks 8 --seed 11
 # course: run --tokens 8192 --d-model 4096 --chunks 4 --seed 12
 # course: bench --bench
+# course: measured comm_ms compute_ms hidden_pct
 """
 
 import contextlib

@@ -13,6 +13,7 @@
 #
 # course: gpu
 # course: bench --bench
+# course: measured bytes l2_bytes *_pct stall_*
 import subprocess
 import sys
 from pathlib import Path

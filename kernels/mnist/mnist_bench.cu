@@ -15,6 +15,7 @@
 // course: bench --bench --batch 64
 // course: bench --bench --batch 256
 // course: bench --bench --batch 1024
+// course: measured epoch_s step_ms test_accuracy
 // course: sanitizer-skip all a run trains whole epochs, too long under the sanitizer; mnist_check.cu runs the same
 //         step (mnist_model.cuh) of every version under all four tools
 #include <algorithm>

@@ -22,6 +22,7 @@
 // course: run
 // course: run --train --version 4 --epochs 5 --save build/mnist/v4-weights.bin --predict build/mnist/v4-weights.bin
 // course: bench --bench --seeds 5 --epochs 3
+// course: measured test_accuracy
 // course: sanitizer-skip all a run trains whole epochs, too long under the sanitizer; mnist_check.cu runs the same
 //         step (mnist_model.cuh) of every version under all four tools
 #include <algorithm>

@@ -14,6 +14,7 @@
 # course: gpu
 # course: run --steps 1
 # course: bench --steps 3
+# course: measured bytes *_pct
 import csv
 import io
 import re

@@ -17,6 +17,9 @@
 //         communication, not in this program's buffers (the sums are exact)
 // course: sanitizer-skip synccheck the program aborts under synccheck inside libnccl's communicator initialisation
 //         (ncclCommInitAll), before any of this program's kernels run
+// The first run, on two GPUs, is the one the sanitizer runs repeat: on a four-GPU H100 machine (2026-11-27)
+// memcheck over four ranks did not finish within the GPU run's command; over two ranks it does.
+// course: run --count 1000003 --gpus 2
 // course: run --count 1000003
 // course: run --count 1
 // course: bench --bench

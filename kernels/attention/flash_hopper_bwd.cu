@@ -460,7 +460,9 @@ void opt_in() {
 // Version 4's fp32 dQ buffer: per (batch x head, 64-row query tile, 64-column panel) one 64 x 64 tile in
 // the consumers' register order (see bulk_dq), the rows past the sequence included, then dQ = scale *
 // the buffer in bf16: each thread reads one float4 (two rows, two columns) and writes two bf16 pairs.
-long long tiled_dq_tiles(int bh, int seq, int dim) { return 1LL * bh * course::ceil_div(seq, kBlockRows) * (dim / 64); }
+long long tiled_dq_tiles(int bh, int seq, int dim) {
+  return 1LL * bh * course::ceil_div(seq, kBlockRows) * (dim / 64);
+}
 long long tiled_dq_floats(int bh, int seq, int dim) { return tiled_dq_tiles(bh, seq, dim) * kDqTileFloats; }
 __global__ void bwd_dq_convert_tiled(const float4* __restrict__ dq_accum, bf16* __restrict__ dq, float scale,
                                      int seq, int dim, long long n4) {
@@ -507,13 +509,15 @@ void backward_d(const BwdParams& p, const Maps& m, int batch, int* dq_turns) {
 }
 
 enum class Version { kV3, kV4, kV4Ordered };
+template <bool kBulkDq, bool kOrderedDq>
+void backward_any_dim(const BwdParams& p, const Maps& m, int batch, int dim, int* dq_turns) {
+  if (dim == 64) backward_d<64, kBulkDq, kOrderedDq>(p, m, batch, dq_turns);
+  else backward_d<128, kBulkDq, kOrderedDq>(p, m, batch, dq_turns);
+}
 void backward(Version v, const BwdParams& p, const Maps& m, int batch, int dim, int* dq_turns) {
-  if (v == Version::kV3)
-    dim == 64 ? backward_d<64, false, false>(p, m, batch, nullptr) : backward_d<128, false, false>(p, m, batch, nullptr);
-  else if (v == Version::kV4)
-    dim == 64 ? backward_d<64, true, false>(p, m, batch, nullptr) : backward_d<128, true, false>(p, m, batch, nullptr);
-  else
-    dim == 64 ? backward_d<64, true, true>(p, m, batch, dq_turns) : backward_d<128, true, true>(p, m, batch, dq_turns);
+  if (v == Version::kV3) backward_any_dim<false, false>(p, m, batch, dim, nullptr);
+  else if (v == Version::kV4) backward_any_dim<true, false>(p, m, batch, dim, nullptr);
+  else backward_any_dim<true, true>(p, m, batch, dim, dq_turns);
 }
 // --8<-- [end:launch]
 
@@ -581,9 +585,9 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plan
       run();
       CUDA_CHECK(cudaMemcpy(second.data(), dq, n, cudaMemcpyDeviceToHost));
       const bool same = std::memcmp(first.data(), second.data(), n) == 0;
-      version_ok = course::check_true(attn::check_label("v4ordered dQ_same_bits_twice " + name).c_str(), same, s.elements(),
-                                      same ? "" : "(two runs on the same inputs gave different dQ)") &&
-                   version_ok;
+      const std::string label = attn::check_label("v4ordered dQ_same_bits_twice " + name);
+      const char* detail = same ? "" : "(two runs on the same inputs gave different dQ)";
+      version_ok = course::check_true(label.c_str(), same, s.elements(), detail) && version_ok;
     }
     if (repeats > 0 && version_ok) {
       const double ms = course::time_kernel_ms([&] { backward(version, p, maps, s.batch, s.dim, dq_turns); }, 1,

@@ -602,8 +602,7 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plan
     ok = version_ok && ok;
   }
   din.release();
-  attn::device_free({o, d_out_dev, dq, dk, dv, lse, delta, dq_accum});
-  CUDA_CHECK(cudaFree(dq_turns));
+  attn::device_free({o, d_out_dev, dq, dk, dv, lse, delta, dq_accum, dq_turns});
   return ok;
 }
 

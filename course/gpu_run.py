@@ -27,7 +27,10 @@ that host work on one GPU's behalf (a float64 reference, a CPU-bound eager loop)
 
 Units that will not fit in the time left are left for the next command; `--stale-only` then runs
 every unit that is not complete: an item without a passing entry for its current content, or a unit
-whose entries come from more than one sitting or GPU (it is run whole again).
+whose entries come from more than one sitting or GPU (it is run whole again). A unit that a time limit
+cut off, whose finished benchmarks were measured in this sitting (COURSE_SITTING) on a GPU of this
+machine (its UUID), is *resumed*: only its missing items run, on that GPU (`resumable`), so that its rows
+still come from one sitting on one GPU.
 """
 
 from __future__ import annotations
@@ -173,14 +176,35 @@ def is_complete(unit: Unit, rec: dict, since: str = "") -> bool:
     return len({record.measured_where(rec, e) for e in benches}) <= 1
 
 
-def deal(units: list[Unit], bins: int, capacity: float | None = None,
-         loads: list[float] | None = None) -> tuple[list[list[Unit]], list[Unit]]:
-    """Longest first to the least loaded bin (LPT), the bins starting at `loads` (default 0); with a
-    capacity, a unit that fits no bin is left over. Deterministic: the same units give the same deal."""
+def resumable(unit: Unit, rec: dict, sitting: str, gpu_by_uuid: dict[str, int],
+              since: str = "") -> tuple[int, Unit] | None:
+    """A unit cut off in an earlier command of this sitting: its finished benchmarks all measured in
+    `sitting` on one GPU of this machine. Returns that GPU's index and the unit's missing items (the
+    benchmarks and runs with no passing entry), which then complete it in the same sitting on the same
+    GPU; None for any other unit, which runs whole."""
+    entries = [record.entry(rec, it["hash"]) for it in unit.items]
+    passed = [e is not None and e["outcome"] == "passed" and record.run_info(rec, e).get("started", "") >= since
+              for e in entries]
+    missing = [it for it, ok in zip(unit.items, passed) if not ok]
+    wheres = {record.measured_where(rec, e) for it, e, ok in zip(unit.items, entries, passed) if ok and it["bench"]}
+    if not missing or len(missing) == len(unit.items) or len(wheres) != 1:
+        return None
+    (where_sitting, uuid), = wheres
+    if where_sitting != sitting or uuid not in gpu_by_uuid:
+        return None
+    return gpu_by_uuid[uuid], Unit(key=unit.key, items=missing, cost=sum(estimate(it, rec) for it in missing))
+
+
+def deal(units: list[Unit], bins: int, capacity: float | None = None, loads: list[float] | None = None,
+         pinned: dict[str, int] | None = None) -> tuple[list[list[Unit]], list[Unit]]:
+    """Longest first to the least loaded bin (LPT), the bins starting at `loads` (default 0); a unit named
+    in `pinned` goes to its bin (a resumed unit's GPU). With a capacity, a unit that does not fit is left
+    over. Deterministic: the same units give the same deal."""
     loads = list(loads) if loads is not None else [0.0] * bins
+    pinned = pinned or {}
     dealt, left = [[] for _ in range(bins)], []
     for u in sorted(units, key=lambda u: (-u.cost, u.key)):
-        k = loads.index(min(loads))
+        k = pinned[u.key] if u.key in pinned else loads.index(min(loads))
         if capacity is not None and loads[k] + u.cost > capacity:
             left.append(u)
             continue
@@ -190,6 +214,17 @@ def deal(units: list[Unit], bins: int, capacity: float | None = None,
 
 
 # ----------------------------------------------------------------------------- running
+
+
+def gpu_uuids() -> dict[str, int]:
+    """This machine's GPUs, UUID to index (nvidia-smi); {} without one."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    pairs = [line.split(",") for line in out.splitlines() if line.count(",") == 1]
+    return {uuid.strip(): int(index) for index, uuid in pairs if index.strip().isdigit()}
 
 
 def gpu_count() -> int:
@@ -276,19 +311,19 @@ def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path,
     return ok
 
 
-def plan_lanes(shared: list[Unit], alone: list[Unit], gpus: int, per_gpu: int,
-               capacity: float | None) -> tuple[list[tuple[list[Slot], Slot]], list[Unit]]:
+def plan_lanes(shared: list[Unit], alone: list[Unit], gpus: int, per_gpu: int, capacity: float | None,
+               pinned: dict[str, int] | None = None) -> tuple[list[tuple[list[Slot], Slot]], list[Unit]]:
     """One lane per GPU for work that needs one GPU each: the GPU's shared slots side by side, then its
     alone units one after another, without waiting for the other GPUs. The shared units are dealt so
     that the lanes with the most alone work get the least shared work (each slot starts at its lane's
     alone load); then the alone units are dealt longest first to the lane that finishes its shared work
     first, within `capacity` seconds."""
-    first, _ = deal(alone, gpus)
+    first, _ = deal(alone, gpus, pinned=pinned)
     offsets = [sum(u.cost for u in first[k % gpus]) for k in range(gpus * per_gpu)]
     dealt, _ = deal(shared, gpus * per_gpu, loads=offsets)
     slots = [Slot(f"shared-{k + 1}", str(k % gpus), d) for k, d in enumerate(dealt)]
     shared_s = [max([sum(u.cost for u in s.units) for s in slots if s.gpu == str(g)], default=0.0) for g in range(gpus)]
-    alone_dealt, left = deal(alone, gpus, capacity=capacity, loads=shared_s)
+    alone_dealt, left = deal(alone, gpus, capacity=capacity, loads=shared_s, pinned=pinned)
     lanes = [([s for s in slots if s.gpu == str(g)], Slot(f"alone-{g + 1}", str(g), alone_dealt[g])) for g in range(gpus)]
     return lanes, left
 
@@ -366,8 +401,16 @@ def main(argv: list[str] | None = None) -> int:
     items = json.loads(listing.read_text())
     rec = record.load(record_path)
     units = make_units(items, compared_programs(), rec)
+    pinned: dict[str, int] = {}
     if args.stale_only:
         units = [u for u in units if not is_complete(u, rec, args.since)]
+        machine = gpu_uuids()
+        for i, u in enumerate(units):
+            resumed = resumable(u, rec, os.environ["COURSE_SITTING"], machine, args.since)
+            if resumed:
+                pinned[u.key], units[i] = resumed
+                log(f"resuming {u.key} on GPU {resumed[0]}: {len(resumed[1].items)} of its {len(u.items)} items "
+                    f"left, the rest measured in this sitting on that GPU")
     shared = [u for u in units if not any(it["alone"] for it in u.items)]
     alone = [u for u in units if any(it["alone"] for it in u.items)]
     log(f"{len(items)} GPU items in {len(units)} units to run: {len(shared)} shared "
@@ -386,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         # Nothing needs several GPUs: each GPU goes on to its benchmarks as soon as its own shared work
         # is done (a long sanitizer run on one GPU no longer holds back the other GPUs' benchmarks).
         lanes, left = plan_lanes(shared, alone, gpus, args.per_gpu,
-                                 None if args.fill else max(0.0, deadline - time.time() - 30))
+                                 None if args.fill else max(0.0, deadline - time.time() - 30), pinned)
         for shared_slots, alone_slot in lanes:
             log(f"plan lane GPU {alone_slot.gpu}: {len(shared_slots)} shared processes, "
                 f"~{max([sum(u.cost for u in s.units) for s in shared_slots], default=0):.0f} s; then alone: "
@@ -418,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
             ok &= run_slots([Slot("alone-multi", None, multi)], deadline, record_path, work, log, pytest_args, gpus)
             left_s = deadline - time.time()
         dealt, left = deal([u for u in alone if u.gpus <= 1], gpus,
-                           capacity=None if args.fill else max(0.0, left_s - 30))
+                           capacity=None if args.fill else max(0.0, left_s - 30), pinned=pinned)
         for k, d in enumerate(dealt):
             log(f"plan alone-{k + 1} on GPU {k}: " + ", ".join(f"{u.key} (~{u.cost:.0f} s)" for u in d))
         if left:

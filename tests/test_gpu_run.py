@@ -122,3 +122,26 @@ def test_lanes_let_other_gpus_start_their_benchmarks_while_one_runs_a_long_share
     # A unit that fits no lane within the capacity is left for the next command.
     _, left = gpu_run.plan_lanes(shared, [unit("huge", 600, True)], gpus=4, per_gpu=4, capacity=515)
     assert [u.key for u in left] == ["huge"]
+
+
+def test_a_cut_off_unit_resumes_on_its_gpu_in_the_same_sitting():
+    a, b, c = bench("kernels/x/p.cu", "--bench"), bench("kernels/x/q.py", "--bench"), bench("kernels/x/r.cu", "--bench")
+    unit = gpu_run.Unit(key="u", items=[a, b, c])
+    runs = {"r1": {"sitting": "s1", "gpu_uuid": "GPU-aaa", "started": "2026-11-27T08:25"},
+            "r2": {"sitting": "s1", "gpu_uuid": "GPU-bbb", "started": "2026-11-27T08:25"}}
+    rec = {"schema": 1, "runs": runs, "items": {it["hash"]: {"id": it["id"], "outcome": "passed", "run": "r1"}
+                                                 for it in (a, b)}}
+    machine = {"GPU-zzz": 0, "GPU-aaa": 2}
+    gpu, rest = gpu_run.resumable(unit, rec, "s1", machine)
+    assert gpu == 2 and [it["id"] for it in rest.items] == [c["id"]] and rest.key == "u"
+    assert gpu_run.resumable(unit, rec, "s2", machine) is None            # another sitting: run it whole
+    assert gpu_run.resumable(unit, rec, "s1", {"GPU-zzz": 0}) is None     # another machine: run it whole
+    rec["items"][b["hash"]]["run"] = "r2"                                 # already split over two GPUs
+    assert gpu_run.resumable(unit, rec, "s1", {"GPU-aaa": 0, "GPU-bbb": 1}) is None
+    rec["items"][b["hash"]]["run"] = "r1"
+    rec["items"][c["hash"]] = {"id": c["id"], "outcome": "passed", "run": "r1"}
+    assert gpu_run.resumable(unit, rec, "s1", machine) is None            # complete: nothing to resume
+    # A resumed unit is dealt to its GPU, even where another lane is emptier.
+    other = gpu_run.Unit(key="big", cost=400)
+    dealt, left = gpu_run.deal([other, rest], 4, capacity=500, pinned={"u": 2})
+    assert left == [] and rest in dealt[2]

@@ -28,6 +28,8 @@
 //        kernels/attention/flash_hopper_bwd.cu
 // Run:   ./build/attention/flash_hopper_bwd --batch 3 --heads 2 --seq 333 --dim 128 --causal --padding
 //        ./build/attention/flash_hopper_bwd --bench     (b4 h16 s4096 d128, causal and not)
+//        ./build/attention/flash_hopper_bwd --profile v4   (or v3, ordered: one unchecked backward of the
+//        benchmark's non-causal case, for hopper_attention_ncu.py --part backward)
 //        ./build/attention/flash_hopper_bwd --batch 4 --heads 16 --seq 4096 --plant zeros-small   (or
 //        tile: the gradients corrupted after the run; passes only if the check rejects them)
 // It runs only on compute capability 9.0 (H100, H200) and waives itself elsewhere: wgmma and setmaxnreg
@@ -527,91 +529,151 @@ constexpr const char* kImpl[] = {"flash bwd v3 wgmma (bf16, fp32 acc)",
                                   "flash bwd v4 wgmma, bulk-reduce dQ (bf16, fp32 acc)",
                                   "flash bwd v4 wgmma, ordered (deterministic) dQ (bf16, fp32 acc)"};
 
-// Runs the forward (flash_fwd.cuh's v2) once for O and the logsumexp, then for each version in turn:
-// poisons the outputs, runs the backward, checks dQ, dK, dV against the float64 reference (rounded as
-// version 2 rounds: P and dS to bf16 before their products, the gradients on the way out), and with
-// repeats > 0 times the backward alone. The ordered version runs a second time and must give the same
-// bits of dQ.
-bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plant plant = attn::Plant::kNone) {
-  const attn::Inputs in = attn::make_inputs(s, seed);
-  std::vector<float> d_out(s.elements());
+// One problem on the device: the inputs and dO (bf16), the forward's O and logsumexp (flash_fwd.cuh's
+// v2, run once), every version's buffers, the backward's parameters and tensor maps; the host copies of
+// the inputs and dO stay for the reference.
+struct Problem {
+  attn::Inputs in;
+  std::vector<float> d_out;  // bf16 values held as floats
+  attn::DeviceInputs din;
+  bf16 *o, *d_out_dev, *dq, *dk, *dv;
+  float *lse, *delta, *dq_accum;
+  int* dq_turns;
+  size_t accum_bytes;
+  BwdParams p;
+  Maps maps;
+  void release() const {
+    din.release();
+    attn::device_free({o, d_out_dev, dq, dk, dv, lse, delta, dq_accum, dq_turns});
+  }
+};
+
+Problem make_problem(const attn::Shape& s, uint64_t seed) {
+  Problem pr;
+  pr.in = attn::make_inputs(s, seed);
   std::vector<bf16> d_out_b;
-  course::fill_uniform(d_out, seed + 3, -1.0f, 1.0f);
-  attn::round_to_bf16(d_out, d_out_b);
-  const size_t n = s.elements() * sizeof(bf16), nr = s.rows() * sizeof(float);
+  pr.d_out.resize(s.elements());
+  course::fill_uniform(pr.d_out, seed + 3, -1.0f, 1.0f);
+  attn::round_to_bf16(pr.d_out, d_out_b);
   const int bh = s.batch * s.heads;
-  const size_t accum_bytes = std::max<long long>(s.elements(), tiled_dq_floats(bh, s.seq, s.dim)) * sizeof(float);
-  const attn::DeviceInputs din = attn::upload(s, in);
-  bf16 *o = attn::device_alloc<bf16>(s.elements()), *d_out_dev = attn::to_device(d_out_b);
-  bf16 *dq = attn::device_alloc<bf16>(s.elements()), *dk = attn::device_alloc<bf16>(s.elements());
-  bf16* dv = attn::device_alloc<bf16>(s.elements());
-  float *lse = attn::device_alloc<float>(s.rows()), *delta = attn::device_alloc<float>(s.rows());
-  float* dq_accum = attn::device_alloc<float>(accum_bytes / sizeof(float));
-  int* dq_turns = attn::device_alloc<int>(1 + tiled_dq_tiles(bh, s.seq, s.dim));
-  course::poison(o, n);
-  course::poison(lse, nr);
-  const flash::Params fwd{din.q, din.k, din.v, o, lse, din.key_len, s.heads, s.seq,
+  pr.accum_bytes = std::max<long long>(s.elements(), tiled_dq_floats(bh, s.seq, s.dim)) * sizeof(float);
+  pr.din = attn::upload(s, pr.in);
+  pr.o = attn::device_alloc<bf16>(s.elements());
+  pr.d_out_dev = attn::to_device(d_out_b);
+  pr.dq = attn::device_alloc<bf16>(s.elements());
+  pr.dk = attn::device_alloc<bf16>(s.elements());
+  pr.dv = attn::device_alloc<bf16>(s.elements());
+  pr.lse = attn::device_alloc<float>(s.rows());
+  pr.delta = attn::device_alloc<float>(s.rows());
+  pr.dq_accum = attn::device_alloc<float>(pr.accum_bytes / sizeof(float));
+  pr.dq_turns = attn::device_alloc<int>(1 + tiled_dq_tiles(bh, s.seq, s.dim));
+  course::poison(pr.o, s.elements() * sizeof(bf16));
+  course::poison(pr.lse, s.rows() * sizeof(float));
+  const flash::Params fwd{pr.din.q, pr.din.k, pr.din.v, pr.o, pr.lse, pr.din.key_len, s.heads, s.seq,
                           static_cast<float>(s.scale()) * flash::kLog2e, s.causal};
   flash::launch(2, fwd, s.batch, s.dim);
-  const BwdParams p{din.q, din.k,    din.v,   o,  d_out_dev, lse,      din.key_len, delta,
-                    nullptr, nullptr, nullptr, dq, dk,        dv,       dq_accum,    s.heads,
-                    s.seq,  static_cast<float>(s.scale()), s.causal};
-  const Maps maps{course::hopper::make_kmajor_map_3d(din.q, bh, s.seq, s.dim, kBlockRows),
-                  course::hopper::make_kmajor_map_3d(din.k, bh, s.seq, s.dim, kBlockKeys),
-                  course::hopper::make_kmajor_map_3d(din.v, bh, s.seq, s.dim, kBlockKeys),
-                  course::hopper::make_kmajor_map_3d(d_out_dev, bh, s.seq, s.dim, kBlockRows)};
+  pr.p = BwdParams{pr.din.q, pr.din.k, pr.din.v, pr.o,     pr.d_out_dev, pr.lse,      pr.din.key_len,
+                   pr.delta, nullptr,   nullptr,  nullptr, pr.dq,        pr.dk,       pr.dv,
+                   pr.dq_accum, s.heads, s.seq,   static_cast<float>(s.scale()), s.causal};
+  pr.maps = Maps{course::hopper::make_kmajor_map_3d(pr.din.q, bh, s.seq, s.dim, kBlockRows),
+                 course::hopper::make_kmajor_map_3d(pr.din.k, bh, s.seq, s.dim, kBlockKeys),
+                 course::hopper::make_kmajor_map_3d(pr.din.v, bh, s.seq, s.dim, kBlockKeys),
+                 course::hopper::make_kmajor_map_3d(pr.d_out_dev, bh, s.seq, s.dim, kBlockRows)};
+  return pr;
+}
+
+// For each version in turn: poisons the outputs, runs the backward, checks dQ, dK, dV against the
+// float64 reference (rounded as version 2 rounds: P and dS to bf16 before their products, the gradients
+// on the way out), and with repeats > 0 times the backward alone. The ordered version runs a second time
+// and must give the same bits of dQ.
+bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plant plant = attn::Plant::kNone) {
+  const Problem pr = make_problem(s, seed);
+  const size_t n = s.elements() * sizeof(bf16), nr = s.rows() * sizeof(float);
   // At the benchmark's size a quarter of flash_bwd.cu's reference budget (2 of the 64 (batch, head)s
   // without the mask, 4 with it, first and last included) keeps the run short; checked runs keep it all.
-  const ReferenceGradients ref = reference_gradients(s, in, d_out, repeats > 0 ? 5e9 : 2e10);
+  const ReferenceGradients ref = reference_gradients(s, pr.in, pr.d_out, repeats > 0 ? 5e9 : 2e10);
   const std::string name = attn::case_name(s) + attn::padded_suffix(s);
 
   bool ok = true;
   for (int i = 0; i < 3; ++i) {
     const Version version = kVersions[i];
     auto run = [&] {
-      course::poison(delta, nr);
-      course::poison(dq_accum, accum_bytes);
-      for (bf16* ptr : {dq, dk, dv}) course::poison(ptr, n);
-      backward(version, p, maps, s.batch, s.dim, dq_turns);
+      course::poison(pr.delta, nr);
+      course::poison(pr.dq_accum, pr.accum_bytes);
+      for (bf16* ptr : {pr.dq, pr.dk, pr.dv}) course::poison(ptr, n);
+      backward(version, pr.p, pr.maps, s.batch, s.dim, pr.dq_turns);
       CUDA_CHECK(cudaDeviceSynchronize());
     };
     run();
-    bool version_ok = check_gradient(0, kPrefix[i], name, s, ref, dq, plant);
-    version_ok = check_gradient(1, kPrefix[i], name, s, ref, dk, plant) && version_ok;
-    version_ok = check_gradient(2, kPrefix[i], name, s, ref, dv, plant) && version_ok;
+    bool version_ok = check_gradient(0, kPrefix[i], name, s, ref, pr.dq, plant);
+    version_ok = check_gradient(1, kPrefix[i], name, s, ref, pr.dk, plant) && version_ok;
+    version_ok = check_gradient(2, kPrefix[i], name, s, ref, pr.dv, plant) && version_ok;
     if (version == Version::kV4Ordered && plant == attn::Plant::kNone) {
       std::vector<bf16> first(s.elements()), second(s.elements());
-      CUDA_CHECK(cudaMemcpy(first.data(), dq, n, cudaMemcpyDeviceToHost));
+      CUDA_CHECK(cudaMemcpy(first.data(), pr.dq, n, cudaMemcpyDeviceToHost));
       run();
-      CUDA_CHECK(cudaMemcpy(second.data(), dq, n, cudaMemcpyDeviceToHost));
+      CUDA_CHECK(cudaMemcpy(second.data(), pr.dq, n, cudaMemcpyDeviceToHost));
       const bool same = std::memcmp(first.data(), second.data(), n) == 0;
       const std::string label = attn::check_label("v4ordered dQ_same_bits_twice " + name);
       const char* detail = same ? "" : "(two runs on the same inputs gave different dQ)";
       version_ok = course::check_true(label.c_str(), same, s.elements(), detail) && version_ok;
     }
     if (repeats > 0 && version_ok) {
-      const double ms = course::time_kernel_ms([&] { backward(version, p, maps, s.batch, s.dim, dq_turns); }, 1,
-                                               4 * repeats);
+      const double ms = course::time_kernel_ms(
+          [&] { backward(version, pr.p, pr.maps, s.batch, s.dim, pr.dq_turns); }, 1, 4 * repeats);
       // The same counts as flash_bwd.cu's version 2: reads Q, K, V, O, dO and the logsumexp, writes bf16
       // dQ, dK, dV; 2.5 times the forward's arithmetic (five matrix products instead of two).
       const double bytes = 5.0 * n + nr + 3.0 * n;
-      const double alloc = din.bytes + 2.0 * n + 2.0 * nr + 3.0 * n + accum_bytes;
+      const double alloc = pr.din.bytes + 2.0 * n + 2.0 * nr + 3.0 * n + pr.accum_bytes;
       attn::print_bench_row((attn::case_name(s) + " backward").c_str(), kImpl[i], ms, bytes,
                             2.5 * s.forward_flops(), s.seq, alloc);
     }
     ok = version_ok && ok;
   }
-  din.release();
-  attn::device_free({o, d_out_dev, dq, dk, dv, lse, delta, dq_accum, dq_turns});
+  pr.release();
   return ok;
 }
 
+// --profile v3|v4|ordered: one unchecked backward of that version on the benchmark's non-causal case, for
+// Nsight Compute (hopper_attention_ncu.py --part backward). Taken out of argv before the chapter's
+// options are read.
+int take_profile_option(int& argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--profile") != 0) continue;
+    const char* what = i + 1 < argc ? argv[i + 1] : "";
+    const int which = std::strcmp(what, "v3") == 0 ? 0 : std::strcmp(what, "v4") == 0 ? 1
+                      : std::strcmp(what, "ordered") == 0 ? 2 : -1;
+    if (which < 0) {
+      std::fprintf(stderr, "error: --profile expects v3, v4 or ordered, got '%s'\n", what);
+      std::exit(course::kExitFail);
+    }
+    for (int j = i; j + 2 < argc; ++j) argv[j] = argv[j + 2];
+    argc -= 2;
+    return which;
+  }
+  return -1;
+}
+
+void profile_once(int i, uint64_t seed) {
+  const attn::Shape s = attn::bench_shape(false);
+  const Problem pr = make_problem(s, seed);
+  backward(kVersions[i], pr.p, pr.maps, s.batch, s.dim, pr.dq_turns);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::printf("profiled one backward of %s on %s\n", kImpl[i], attn::case_name(s).c_str());
+  pr.release();
+}
+
 int main(int argc, char** argv) {
+  const int profile = take_profile_option(argc, argv);
   const attn::Options opt = attn::parse_options(argc, argv);
   course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA");
   course::hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
   opt_in<64>();
   opt_in<128>();
+  if (profile >= 0) {
+    profile_once(profile, opt.seed);
+    return 0;
+  }
   if (!opt.bench) return check_and_time(opt.shape, opt.seed, 0, opt.plant) ? 0 : course::kExitFail;
   // The chapter's benchmark, the same cases as flash_bwd.cu's backward rows and sdpa_torch.py's: bf16,
   // batch 4 x 16 heads, sequence 4096, head dimension 128, causal and not.

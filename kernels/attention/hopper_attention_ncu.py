@@ -1,20 +1,26 @@
-# hopper_attention_ncu.py: what separates flash_hopper.cu's v4 ping-pong (one block per 128-row query tile)
-# from v5 (persistent: one block per SM walking the tiles, O stored by TMA), in its first tile order (every
-# head at once) and its L2-aware one (head after head), on the chapter's benchmark case
-# (b4 h16 s4096 d128, non-causal), as Nsight Compute (ncu) measures one launch of each: duration, the tensor
-# pipe's utilisation, achieved occupancy, how busy the SMs were over the launch, DRAM bytes and throughput,
-# and the warps' main stall reasons.
+# hopper_attention_ncu.py: the Hopper attention kernels as Nsight Compute (ncu) measures one launch of each
+# on the chapter's benchmark case (b4 h16 s4096 d128, non-causal): duration, the tensor pipe's utilisation,
+# achieved occupancy, how busy the SMs were over the launch, DRAM bytes and throughput, and the warps' main
+# stall reasons.
+#   --part forward   (default) what separates flash_hopper.cu's v4 ping-pong (one block per 128-row query
+#                    tile) from v5 (persistent: one block per SM walking the tiles, O stored by TMA), in its
+#                    first tile order (every head at once) and its L2-aware one (head after head)
+#   --part backward  flash_hopper_bwd.cu's main kernel in versions 3 (dQ by atomics), 4 (bulk reductions,
+#                    early dV, heads in groups) and 4 ordered (deterministic dQ)
 #
-# Taught in docs/attention/hopper-kernel.md, which shows its recorded output and reads its BENCH rows (one per
-# version, case "ncu b4 h16 s4096 d128 non-causal"; time_ms is ncu's duration, bytes its DRAM bytes, and the
-# fields are the metrics below, stalls in warp-cycles per issued instruction).
-# It builds flash_hopper.cu with the harness's build command and runs `flash_hopper --profile V` under ncu
-# (V: pingpong, interleaved or persistent).
+# Taught in docs/attention/hopper-kernel.md and docs/attention/hopper-backward.md, which show its recorded
+# output and read its BENCH rows (one per version, case "ncu b4 h16 s4096 d128 non-causal", + " backward"
+# for the backward; time_ms is ncu's duration, bytes its DRAM bytes, and the fields are the metrics below,
+# stalls in warp-cycles per issued instruction).
+# It builds the program with the harness's build command and runs it with `--profile V` under ncu.
 # Metrics this ncu does not know are left out (shown as "-").
-# Run: python kernels/attention/hopper_attention_ncu.py
+# Run: python kernels/attention/hopper_attention_ncu.py [--part backward]
 #
 # course: gpu
+# course: run
+# course: run --part backward
 # course: bench --bench
+# course: bench --bench --part backward
 # course: measured bytes *_pct *_mb stall_*
 import sys
 from pathlib import Path
@@ -23,12 +29,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 import course_tools  # noqa: E402
 import ncu_tools  # noqa: E402
 
-CASE = "b4 h16 s4096 d128 non-causal"  # flash_hopper.cu's --profile shape: the benchmark's non-causal case
+CASE = "b4 h16 s4096 d128 non-causal"  # the programs' --profile shape: the benchmark's non-causal case
 FLOPS = 4.0 * 4 * 16 * 4096 * 4096 * 128  # Q K^T and P V: 2 x 2 x batch x heads x seq^2 x dim
-# (name, --profile argument, the kernel ncu profiles, the BENCH row's impl)
-VERSIONS = [("v4", "pingpong", "regex:flash_fwd_hopper", "flash v4 ping-pong"),
-            ("v5-interl", "interleaved", "regex:flash_fwd_persistent", "flash v5 heads interleaved"),
-            ("v5", "persistent", "regex:flash_fwd_persistent", "flash v5 persistent")]
+# Per part: the program, the BENCH rows' case and arithmetic (the backward's five products: 2.5 times the
+# forward's), and its versions as (name, --profile argument, the kernel ncu profiles, the BENCH row's impl).
+PARTS = {
+    "forward": ("kernels/attention/flash_hopper.cu", CASE, FLOPS,
+                [("v4", "pingpong", "regex:flash_fwd_hopper", "flash v4 ping-pong"),
+                 ("v5-interl", "interleaved", "regex:flash_fwd_persistent", "flash v5 heads interleaved"),
+                 ("v5", "persistent", "regex:flash_fwd_persistent", "flash v5 persistent")]),
+    "backward": ("kernels/attention/flash_hopper_bwd.cu", CASE + " backward", 2.5 * FLOPS,
+                 [("v3", "v3", "regex:flash_bwd_hopper", "flash bwd v3"),
+                  ("v4", "v4", "regex:flash_bwd_hopper", "flash bwd v4"),
+                  ("v4-ordered", "ordered", "regex:flash_bwd_hopper", "flash bwd v4 ordered")]),
+}
 STALLS = ["long_scoreboard", "barrier", "membar", "wait", "sleeping", "math_pipe_throttle", "dispatch_stall",
           "short_scoreboard", "mio_throttle", "lg_throttle", "no_instruction", "branch_resolving", "misc",
           "selected", "not_selected"]
@@ -67,18 +81,20 @@ def choose(ncu):
 
 
 def main():
-    p = course_tools.parser("profile flash_hopper.cu's v4 ping-pong and v5 persistent kernels (both tile orders) "
-                            "with Nsight Compute")
+    p = course_tools.parser("profile the Hopper attention kernels with Nsight Compute: flash_hopper.cu's v4 "
+                            "ping-pong and v5 (both tile orders), or flash_hopper_bwd.cu's versions")
+    p.add_argument("--part", choices=sorted(PARTS), default="forward", help="which kernels (default forward)")
     # The same profile; the harness records a --bench run's rows for the page's claims (course/bench.py).
     p.add_argument("--bench", action="store_true", help="the recorded run whose rows the page's claims read")
-    p.parse_args()
+    args = p.parse_args()
+    source, case, flops, versions = PARTS[args.part]
     course_tools.require_cuda("torch")  # a GPU must be visible before nvcc and ncu are run
     ncu = ncu_tools.require_ncu()
-    exe = ncu_tools.ROOT / "build/attention/ncu/flash_hopper"
-    ncu_tools.build("kernels/attention/flash_hopper.cu", exe)
+    exe = ncu_tools.ROOT / "build/attention/ncu" / Path(source).stem
+    ncu_tools.build(source, exe)
     wanted = choose(ncu)
     rows, values = [], 0
-    for v, which, kernel, impl in VERSIONS:
+    for v, which, kernel, impl in versions:
         got = ncu_tools.profile_one(ncu, exe, wanted, kernel, ["--profile", which], v)
         values += len(got)
         r = ncu_tools.row(got, wanted)
@@ -86,7 +102,7 @@ def main():
             r["sm_busy_pct"] = 100.0 * r["sm_active_avg"] / r["sm_elapsed"]
         rows.append((v, impl, r))
 
-    print(f"ncu metrics, flash_hopper.cu on {CASE}, one launch per version "
+    print(f"ncu metrics, {Path(source).name} on {case}, one launch per version "
           "(stalls: warp-cycles per issued instruction)")
     lines = [("time us", "time_us", "{:.0f}"), ("tensor pipe %", "tensor_pct", "{:.1f}"),
              ("achieved occupancy %", "occupancy_pct", "{:.1f}"), ("SMs busy %", "sm_busy_pct", "{:.1f}"),
@@ -113,7 +129,7 @@ def main():
             if r.get(k) is not None:
                 fields[f"{k}_mb"] = round(r[k] / 1e6, 1)
         dram = (r.get("dram_read") or 0) + (r.get("dram_write") or 0)
-        course_tools.bench(f"ncu {CASE}", impl, (r.get("time_us") or 0) / 1e3, dram, FLOPS, **fields)
+        course_tools.bench(f"ncu {case}", impl, (r.get("time_us") or 0) / 1e3, dram, flops, **fields)
     print(f"CHECK PASS ncu_metrics n={values} versions={len(rows)}")
 
 

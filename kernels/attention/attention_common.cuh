@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <initializer_list>
 #include <limits>
 #include <string>
@@ -120,6 +121,29 @@ inline Options parse_options(int argc, char** argv, int max_seq = 1 << 16, bool 
   return Options{make_shape(batch, heads, seq, dim, causal, padding), seed, bench, p};
 }
 
+// --profile NAME: which of `names` to launch once, unchecked, for Nsight Compute (the programs'
+// ncu scripts), or -1 without the option. Taken out of argv before parse_options reads the rest.
+inline int take_profile_option(int& argc, char** argv, std::initializer_list<const char*> names) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--profile") != 0) continue;
+    const char* what = i + 1 < argc ? argv[i + 1] : "";
+    int which = 0;
+    for (const char* name : names) {
+      if (std::strcmp(what, name) == 0) {
+        for (int j = i; j + 2 < argc; ++j) argv[j] = argv[j + 2];
+        argc -= 2;
+        return which;
+      }
+      ++which;
+    }
+    std::string expected;
+    for (const char* name : names) expected += (expected.empty() ? "" : ", ") + std::string(name);
+    std::fprintf(stderr, "error: --profile expects one of %s, got '%s'\n", expected.c_str(), what);
+    std::exit(course::kExitFail);
+  }
+  return -1;
+}
+
 using course::device_alloc;
 using course::device_free;
 using course::to_device;
@@ -141,17 +165,48 @@ inline void round_to_bf16(std::vector<float>& x, std::vector<__nv_bfloat16>& out
   }
 }
 
+// Runs body(i) for i in [0, n) on every CPU core this process may use: the float64 references of
+// the benchmark sizes and the inputs of the large ones.
+template <typename F>
+void parallel_for(long long n, const F& body) {
+  const long long workers = std::max(1LL, std::min<long long>(n, course::cpu_threads()));
+  std::vector<std::thread> pool;
+  for (long long w = 0; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      for (long long i = w; i < n; i += workers) body(i);
+    });
+  for (auto& t : pool) t.join();
+}
+
+// Uniform values in [lo, hi), each a hash of (seed, index) (splitmix64's mixing), rounded to bf16: the
+// same numbers however many threads make them, so that the inputs of the memory sweeps' long sequences
+// (3 x 268M values at 32768) are made on every core instead of one.
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+inline void fill_uniform_bf16(std::vector<float>& x, std::vector<__nv_bfloat16>& xb, size_t n, uint64_t seed,
+                              float lo, float hi) {
+  x.resize(n);
+  xb.resize(n);
+  const uint64_t base = mix64(seed + 0x9E3779B97F4A7C15ULL);
+  constexpr long long kChunk = 1 << 20;
+  parallel_for((static_cast<long long>(n) + kChunk - 1) / kChunk, [&](long long c) {
+    const size_t end = std::min(n, static_cast<size_t>((c + 1) * kChunk));
+    for (size_t i = static_cast<size_t>(c * kChunk); i < end; ++i) {
+      const float u = static_cast<float>(mix64(base + (i + 1) * 0x9E3779B97F4A7C15ULL) >> 40) * 0x1.0p-24f;
+      xb[i] = __float2bfloat16(lo + (hi - lo) * u);  // u < 1: below hi before rounding
+      x[i] = __bfloat162float(xb[i]);
+    }
+  });
+}
+
 inline Inputs make_inputs(const Shape& s, uint64_t seed) {
   Inputs in;
-  in.q.resize(s.elements());
-  in.k.resize(s.elements());
-  in.v.resize(s.elements());
-  course::fill_uniform(in.q, seed, -2.0f, 2.0f);
-  course::fill_uniform(in.k, seed + 1, -2.0f, 2.0f);
-  course::fill_uniform(in.v, seed + 2, -1.0f, 1.0f);
-  round_to_bf16(in.q, in.qb);
-  round_to_bf16(in.k, in.kb);
-  round_to_bf16(in.v, in.vb);
+  fill_uniform_bf16(in.q, in.qb, s.elements(), seed, -2.0f, 2.0f);
+  fill_uniform_bf16(in.k, in.kb, s.elements(), seed + 1, -2.0f, 2.0f);
+  fill_uniform_bf16(in.v, in.vb, s.elements(), seed + 2, -1.0f, 1.0f);
   return in;
 }
 
@@ -236,19 +291,6 @@ inline void reference_row(const Shape& s, const float* q, const float* k, const 
   *lse = m + std::log(sum);
 }
 // --8<-- [end:reference]
-
-// Runs body(i) for i in [0, n) on every CPU core this process may use: the float64 references of
-// the benchmark sizes.
-template <typename F>
-void parallel_for(long long n, const F& body) {
-  const long long workers = std::max(1LL, std::min<long long>(n, course::cpu_threads()));
-  std::vector<std::thread> pool;
-  for (long long w = 0; w < workers; ++w)
-    pool.emplace_back([&, w] {
-      for (long long i = w; i < n; i += workers) body(i);
-    });
-  for (auto& t : pool) t.join();
-}
 
 // --8<-- [start:reference_backward]
 // float64 reference of the backward pass for one (batch, head) `bh`, given dO: with P the softmax

@@ -429,10 +429,9 @@ struct BwdBuffers {
 // dK, dV against the float64 reference, and with repeats > 0 time the backward alone.
 bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plant plant = attn::Plant::kNone) {
   const attn::Inputs in = attn::make_inputs(s, seed);
-  std::vector<float> d_out(s.elements());
+  std::vector<float> d_out;
   std::vector<bf16> d_out_b;
-  course::fill_uniform(d_out, seed + 3, -1.0f, 1.0f);
-  attn::round_to_bf16(d_out, d_out_b);
+  attn::fill_uniform_bf16(d_out, d_out_b, s.elements(), seed + 3, -1.0f, 1.0f);
   const size_t n = s.elements() * sizeof(bf16), nf = s.elements() * sizeof(float), nr = s.rows() * sizeof(float);
   const BwdBuffers d{attn::upload(s, in),
                      attn::device_alloc<bf16>(s.elements()),

@@ -54,7 +54,6 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "../common/hopper.cuh"
@@ -719,27 +718,6 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, bool bench, attn::Plant
   return ok;
 }
 
-// --profile pingpong|persistent|interleaved: one unchecked launch of that kernel on the benchmark's non-causal case,
-// for Nsight Compute (hopper_attention_ncu.py). Taken out of argv before the chapter's options are read.
-int take_profile_option(int& argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--profile") != 0) continue;
-    const char* what = i + 1 < argc ? argv[i + 1] : "";
-    const int which = std::strcmp(what, "pingpong") == 0      ? 2
-                      : std::strcmp(what, "persistent") == 0  ? 3
-                      : std::strcmp(what, "interleaved") == 0 ? 4
-                                                              : -1;
-    if (which < 0) {
-      std::fprintf(stderr, "error: --profile expects pingpong, persistent or interleaved, got '%s'\n", what);
-      std::exit(course::kExitFail);
-    }
-    for (int j = i; j + 2 < argc; ++j) argv[j] = argv[j + 2];
-    argc -= 2;
-    return which;
-  }
-  return -1;
-}
-
 void profile_once(Schedule schedule, uint64_t seed) {
   const attn::Shape s = attn::bench_shape(false);
   const DeviceBuffers d = upload_with_maps(s, attn::make_inputs(s, seed));
@@ -750,7 +728,10 @@ void profile_once(Schedule schedule, uint64_t seed) {
 }
 
 int main(int argc, char** argv) {
-  const int profile = take_profile_option(argc, argv);
+  // --profile pingpong|persistent|interleaved: one unchecked launch of that kernel on the benchmark's
+  // non-causal case (hopper_attention_ncu.py); the schedules 2, 3 and 4.
+  const int which = attn::take_profile_option(argc, argv, {"pingpong", "persistent", "interleaved"});
+  const int profile = which < 0 ? -1 : which + 2;
   const attn::Options opt = attn::parse_options(argc, argv, 1 << 17);
   course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA");
   course::hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");

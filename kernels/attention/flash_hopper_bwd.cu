@@ -52,7 +52,6 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 
-#include <cstring>
 #include <string>
 
 #include "../common/hopper.cuh"
@@ -552,9 +551,7 @@ Problem make_problem(const attn::Shape& s, uint64_t seed) {
   Problem pr;
   pr.in = attn::make_inputs(s, seed);
   std::vector<bf16> d_out_b;
-  pr.d_out.resize(s.elements());
-  course::fill_uniform(pr.d_out, seed + 3, -1.0f, 1.0f);
-  attn::round_to_bf16(pr.d_out, d_out_b);
+  attn::fill_uniform_bf16(pr.d_out, d_out_b, s.elements(), seed + 3, -1.0f, 1.0f);
   const int bh = s.batch * s.heads;
   pr.accum_bytes = std::max<long long>(s.elements(), tiled_dq_floats(bh, s.seq, s.dim)) * sizeof(float);
   pr.din = attn::upload(s, pr.in);
@@ -634,26 +631,6 @@ bool check_and_time(const attn::Shape& s, uint64_t seed, int repeats, attn::Plan
   return ok;
 }
 
-// --profile v3|v4|ordered: one unchecked backward of that version on the benchmark's non-causal case, for
-// Nsight Compute (hopper_attention_ncu.py --part backward). Taken out of argv before the chapter's
-// options are read.
-int take_profile_option(int& argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--profile") != 0) continue;
-    const char* what = i + 1 < argc ? argv[i + 1] : "";
-    const int which = std::strcmp(what, "v3") == 0 ? 0 : std::strcmp(what, "v4") == 0 ? 1
-                      : std::strcmp(what, "ordered") == 0 ? 2 : -1;
-    if (which < 0) {
-      std::fprintf(stderr, "error: --profile expects v3, v4 or ordered, got '%s'\n", what);
-      std::exit(course::kExitFail);
-    }
-    for (int j = i; j + 2 < argc; ++j) argv[j] = argv[j + 2];
-    argc -= 2;
-    return which;
-  }
-  return -1;
-}
-
 void profile_once(int i, uint64_t seed) {
   const attn::Shape s = attn::bench_shape(false);
   const Problem pr = make_problem(s, seed);
@@ -664,7 +641,9 @@ void profile_once(int i, uint64_t seed) {
 }
 
 int main(int argc, char** argv) {
-  const int profile = take_profile_option(argc, argv);
+  // --profile v3|v4|ordered: one unchecked backward of that version on the benchmark's non-causal case
+  // (hopper_attention_ncu.py --part backward).
+  const int profile = attn::take_profile_option(argc, argv, {"v3", "v4", "ordered"});
   const attn::Options opt = attn::parse_options(argc, argv);
   course::require_compute_capability(9, 0, "wgmma, setmaxnreg and TMA");
   course::hopper::require_sm90a("wgmma and setmaxnreg are sm_90a instructions");
@@ -676,8 +655,13 @@ int main(int argc, char** argv) {
   }
   if (!opt.bench) return check_and_time(opt.shape, opt.seed, 0, opt.plant) ? 0 : course::kExitFail;
   // The chapter's benchmark, the same cases as flash_bwd.cu's backward rows and sdpa_torch.py's: bf16,
-  // batch 4 x 16 heads, sequence 4096, head dimension 128, causal and not.
+  // batch 4 x 16 heads, sequence 4096, head dimension 128, causal and not; then head dimension 64, and
+  // sequence 16384 at batch 2 (sdpa_torch.py times both too).
   bool ok = true;
   for (bool is_causal : {false, true}) ok = check_and_time(attn::bench_shape(is_causal), opt.seed, 5) && ok;
+  for (bool is_causal : {false, true}) {
+    ok = check_and_time(attn::make_shape(4, 16, 4096, 64, is_causal, false), opt.seed, 5) && ok;
+    ok = check_and_time(attn::make_shape(2, 16, 16384, 128, is_causal, false), opt.seed, 5) && ok;
+  }
   return ok ? 0 : course::kExitFail;
 }

@@ -161,6 +161,13 @@ def main():
         for causal in (False, True):
             for backend in BACKENDS:
                 bench_case(torch, backend, 4, 16, 4096, 128, causal, args.seed)
+        # The Hopper backward's other shapes (hopper-backward.md): head dimension 64, and sequence 16384
+        # at batch 2. Math is left out: it materialises the scores (8 GiB per batch entry at 16384) and
+        # is the slowest backend at every recorded size.
+        for b, s, d in ((4, 4096, 64), (2, 16384, 128)):
+            for causal in (False, True):
+                for backend in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION"):
+                    bench_case(torch, backend, b, 16, s, d, causal, args.seed)
         # Memory at growing sequence lengths: the fused backends against math, which materialises
         # the batch x heads x seq x seq scores. Math stops at its first out-of-memory.
         for backend in ("FLASH_ATTENTION", "MATH"):

@@ -11,7 +11,8 @@ A page states a measured figure with a directive, inline in a sentence or a tabl
   (`vs="torch*"`: the fastest PyTorch configuration in that run).
 - `show` is what is rendered: `time` (ms), `gbps`, `tflops`, `speedup` (time of `vs` over time of
   `impl`, as "1.58×"), `pct` (the same as a percentage: impl's speed as a share of vs's), or
-  `field:NAME` for any numeric field of the row.
+  `field:NAME` for any numeric field of the row, which carries no unit unless `unit` names one
+  (`unit=%` for a field that is a percentage: "70.1%", and its goal "(goal ≥ 80%: missed)").
 - `vs` defaults to the case's peer row; `vs_case` compares with a row of another case, and
   `vs_program` with a row of another program (a framework's benchmark beside the course's, say).
 - A comparison (`speedup`, `pct`) reads both rows from one sitting on one GPU (course.record.where):
@@ -34,7 +35,7 @@ from . import programs, record
 from .site import directives
 
 _OPT = re.compile(r'(\w+)=(?:"([^"]*)"|(\S+))')
-KNOWN = {"case", "impl", "show", "vs", "vs_case", "vs_program", "min", "max", "goal_min", "goal_max"}
+KNOWN = {"case", "impl", "show", "vs", "vs_case", "vs_program", "min", "max", "goal_min", "goal_max", "unit"}
 UNITS = {"time": " ms", "gbps": " GB/s", "tflops": " TFLOP/s", "speedup": "×", "pct": "%"}
 
 
@@ -58,6 +59,8 @@ def parse_options(text: str) -> dict:
     for key in ("case", "impl", "show"):
         if key not in opts:
             raise ClaimError(f"needs {key}=")
+    if "unit" in opts and not opts["show"].startswith("field:"):
+        raise ClaimError(f"unit= is for show=field:NAME; show={opts['show']} carries its own unit")
     return opts
 
 
@@ -141,7 +144,7 @@ def value_of(opts: dict, rows: list[dict], vs_rows: list[dict] | None = None) ->
         v = row.get(name)
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise ClaimError(f"row {row['impl']!r} of {row['case']!r} has no numeric field {name!r}")
-        return float(v), "", what
+        return float(v), opts.get("unit", ""), what
     raise ClaimError(f"show={show!r}: use time, gbps, tflops, speedup, pct or field:NAME")
 
 

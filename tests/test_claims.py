@@ -183,3 +183,14 @@ def test_a_share_near_100_percent_keeps_one_decimal():
     assert claims.fmt(7.3, "pct") == "7.3"
     assert claims.fmt(0.996, "speedup") == "0.996" and claims.fmt(1.004, "speedup") == "1.004"
     assert claims.fmt(1.14, "speedup") == "1.14" and claims.fmt(0.9, "speedup") == "0.90"
+
+
+def test_a_field_takes_its_unit_and_the_goal_shows_it():
+    rows = [{"case": "c", "impl": "a", "time_ms": 1.0, "hidden_pct": 70.1}]
+    text = claim('case="c" impl="a" show=field:hidden_pct unit=% goal_min=80', rows)
+    assert ">70.1%</span>" in text and "(goal ≥ 80%: missed)" in text
+
+
+def test_unit_is_only_for_fields():
+    with pytest.raises(claims.ClaimError, match="unit= is for show=field"):
+        claims.parse_options('case="c" impl="a" show=pct unit=%')

@@ -13,7 +13,8 @@ from course import programs, toolchain
 
 PROBE = r"""
 #include "attention/attention_common.cuh"
-#include <cstring>
+#include <algorithm>
+#include <cstdio>
 int main() {
   std::vector<float> x;
   std::vector<__nv_bfloat16> xb;

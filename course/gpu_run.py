@@ -25,7 +25,9 @@ holds back only its own GPU's benchmarks.
 A process pinned to one GPU is also pinned to that GPU's share of the CPU cores (`cpu_share`), so
 that host work on one GPU's behalf (a float64 reference, a CPU-bound eager loop) cannot slow another.
 
-Units that will not fit in the time left are left for the next command; `--stale-only` then runs
+Every invocation first prints its estimate of the whole schedule: the wall time by the recorded
+durations (`estimated_wall_s`) and the commands of `--limit-s` it needs (`--plan` stops there, with
+the deal). Units that will not fit in the time left are left for the next command; `--stale-only` then runs
 every unit that is not complete: an item without a passing entry for its current content, or a unit
 whose entries come from more than one sitting or GPU (it is run whole again). A unit that a time limit
 cut off, whose finished benchmarks were measured in this sitting (COURSE_SITTING) on a GPU of this
@@ -328,6 +330,31 @@ def plan_lanes(shared: list[Unit], alone: list[Unit], gpus: int, per_gpu: int, c
     return lanes, left
 
 
+def estimated_wall_s(shared: list[Unit], alone: list[Unit], gpus: int, per_gpu: int,
+                     pinned: dict[str, int] | None = None) -> float:
+    """Seconds the units would take by their estimates with no time limit, scheduled as main() schedules
+    them: per-GPU lanes when no unit needs several GPUs; otherwise the shared phase (single-GPU processes
+    and the two multi-GPU ones side by side), then the multi-GPU benchmarks, then one alone process per GPU."""
+    def load(units: list[Unit]) -> float:
+        return sum(u.cost for u in units)
+
+    if all(u.gpus <= 1 for u in shared + alone):
+        lanes, _ = plan_lanes(shared, alone, gpus, per_gpu, None, pinned)
+        return max((max([load(s.units) for s in slots], default=0.0) + load(a.units) for slots, a in lanes),
+                   default=0.0)
+    single, _ = deal([u for u in shared if u.gpus <= 1], gpus * per_gpu)
+    multi, _ = deal([u for u in shared if u.gpus > 1], 2)
+    per_gpu_alone, _ = deal([u for u in alone if u.gpus <= 1], gpus, pinned=pinned)
+    return (max([load(d) for d in single + multi], default=0.0) + load([u for u in alone if u.gpus > 1])
+            + max([load(d) for d in per_gpu_alone], default=0.0))
+
+
+def commands_needed(wall_s: float, limit_s: float) -> int:
+    """Commands of `limit_s` seconds that `wall_s` seconds of work need: each command starts no work in
+    its last 30 seconds (a unit longer than that resumes in the next command, on the same GPU)."""
+    return max(1, -(-int(wall_s) // max(1, int(limit_s) - 30))) if wall_s > 0 else 0
+
+
 def run_lanes(lanes: list[tuple[list[Slot], Slot]], deadline: float, record_path: Path, work: Path, log,
               pytest_args: list[str], gpus: int) -> bool:
     """Each lane in its own thread: its shared slots, then its alone slot."""
@@ -415,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     alone = [u for u in units if any(it["alone"] for it in u.items)]
     log(f"{len(items)} GPU items in {len(units)} units to run: {len(shared)} shared "
         f"(~{sum(u.cost for u in shared):.0f} s), {len(alone)} alone (~{sum(u.cost for u in alone):.0f} s)")
+    wall_s = estimated_wall_s(shared, alone, gpus, args.per_gpu, pinned)
+    log(f"by the recorded durations: ~{wall_s:.0f} s of wall time on {gpus} GPU(s) with {args.per_gpu} shared "
+        f"processes per GPU, {commands_needed(wall_s, args.limit_s)} command(s) of --limit-s {args.limit_s:.0f}")
 
     ok = True
     work = Path("/tmp/course-gpu-run")

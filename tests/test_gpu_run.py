@@ -145,3 +145,20 @@ def test_a_cut_off_unit_resumes_on_its_gpu_in_the_same_sitting():
     other = gpu_run.Unit(key="big", cost=400)
     dealt, left = gpu_run.deal([other, rest], 4, capacity=500, pinned={"u": 2})
     assert left == [] and rest in dealt[2]
+
+
+def test_the_wall_time_estimate_follows_the_schedule_and_counts_commands():
+    def unit(key, cost, alone=False, gpus=1):
+        return gpu_run.Unit(key=key, items=[{"id": key, "alone": alone, "gpus": gpus}], cost=cost)
+    shared = [unit("racecheck", 250), *(unit(f"check{i}", 20) for i in range(12))]
+    alone = [unit("attention bench", 450, True), unit("mnist 64", 280, True), unit("small", 40, True)]
+    # Per-GPU lanes: the racecheck's GPU runs only the small bench after it; the attention bench starts
+    # on a GPU whose shared work is short, so the longest lane is that bench after its GPU's checks.
+    wall = gpu_run.estimated_wall_s(shared, alone, gpus=4, per_gpu=4)
+    assert 450 <= wall <= 450 + 20 * 3
+    # With a multi-GPU benchmark the phases run in turn: shared, the multi-GPU bench, then per-GPU benches.
+    phased = gpu_run.estimated_wall_s(shared, alone + [unit("allreduce bench", 100, True, gpus=4)], gpus=4, per_gpu=4)
+    assert phased == 250 + 100 + 450
+    assert gpu_run.commands_needed(0, 545) == 0
+    assert gpu_run.commands_needed(515, 545) == 1 and gpu_run.commands_needed(516, 545) == 2
+    assert gpu_run.commands_needed(1673, 545) == 4

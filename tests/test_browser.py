@@ -11,6 +11,9 @@ Screenshots of key pages, in both palettes and on a phone, are saved to build/sc
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
 import os
 import re
 import shutil
@@ -35,6 +38,9 @@ PHONE_EXEMPT: set[str] = set()
 # The whole-course print page is megabytes of HTML: on a busy machine it takes far longer than any other
 # page, so it is waited for, up to this long (COURSE_PRINT_TIMEOUT_S), until it is loaded and drawn.
 PRINT_TIMEOUT_S = float(os.environ.get("COURSE_PRINT_TIMEOUT_S") or 300)
+# A page that takes longer than this (COURSE_PAGE_TIMEOUT_S; the print view gets PRINT_TIMEOUT_S on top)
+# is taken as hung: its browser is killed, and the page is visited once more in a fresh one.
+PAGE_TIMEOUT_S = float(os.environ.get("COURSE_PAGE_TIMEOUT_S") or 120)
 # Loaded, every page of the course in it, and its diagrams and maths drawn.
 PRINT_READY_JS = f"""() => document.readyState === "complete"
   && document.querySelectorAll("#print-site-page section.print-page").length > 0
@@ -72,10 +78,69 @@ def browser():
     if not path:
         _need("no Chromium binary found (looked for chromium on PATH and /usr/bin/chromium)")
     pw = sync_playwright().start()
-    b = _launch(pw)
+    b = RelaunchableBrowser(pw)
     yield b
     b.close()
     pw.stop()
+
+
+class RelaunchableBrowser:
+    """The tests' shared Chromium, as a Playwright Browser; a test guarded by survives_a_hung_browser may
+    kill it and start a fresh one (the attributes of the Browser in use are read through)."""
+
+    def __init__(self, pw):
+        self._pw = pw
+        self.relaunch()
+
+    def relaunch(self) -> None:
+        self.current = _launch(self._pw)
+        self.pid = _browser_pid(self.current)
+
+    def __getattr__(self, name):
+        return getattr(self.current, name)
+
+
+# A test that uses the shared browser for longer than this is taken as hung (a page's allowance more than
+# the print view's own wait, the longest any test waits on purpose).
+TEST_TIMEOUT_S = PAGE_TIMEOUT_S + PRINT_TIMEOUT_S
+
+
+def survives_a_hung_browser(test=None, *, limit_s: float | None = None):
+    """Playwright's evaluate has no timeout of its own: if the test's shared browser is still busy after
+    limit_s (TEST_TIMEOUT_S), the browser is killed, which makes the stuck call raise, and the test runs once
+    more in a fresh browser, with a warning. A test that fails on its own fails at once."""
+    if test is None:
+        return lambda t: survives_a_hung_browser(t, limit_s=limit_s)
+
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        browser = kwargs["browser"]
+        for attempt in (1, 2):
+            killed = threading.Event()
+
+            def kill(pid=browser.pid):
+                killed.set()
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, 9)
+
+            timer = threading.Timer(limit_s or TEST_TIMEOUT_S, kill)
+            timer.daemon = True
+            timer.start()
+            try:
+                return test(*args, **kwargs)
+            except Exception as e:
+                if not killed.is_set() or attempt == 2:
+                    raise
+                warnings.warn(f"{test.__name__}: the browser hung for {limit_s or TEST_TIMEOUT_S:.0f} s and was "
+                              f"killed ({str(e).splitlines()[0] if str(e) else type(e).__name__}); running the "
+                              "test once more in a fresh browser", stacklevel=2)
+            finally:
+                timer.cancel()
+                if killed.is_set():
+                    with contextlib.suppress(Exception):
+                        browser.current.close()
+                    browser.relaunch()
+    return run
 
 
 def _launch(pw):
@@ -221,9 +286,6 @@ def _visit(page, base_url: str, path: str, info: dict) -> None:
     info["phone"] = page.evaluate(bs.OVERFLOW_JS)
 
 
-# A page that takes longer than this (COURSE_PAGE_TIMEOUT_S; the print view gets PRINT_TIMEOUT_S on top)
-# is taken as hung: its browser is killed, and the page is visited once more in a fresh one.
-PAGE_TIMEOUT_S = float(os.environ.get("COURSE_PAGE_TIMEOUT_S") or 120)
 EMPTY_INFO = (("ids", []), ("links", []), ("images", []), ("headings", []), ("abbrs", []), ("diagrams", []),
               ("maths", []), ("tabSets", []), ("copied", []), ("contrast", {}), ("codeOverflow", []), ("prev", None),
               ("next", None), ("badge", False), ("results", False), ("codeBlocks", 0), ("copyButtons", 0),
@@ -351,17 +413,22 @@ def crawl(browser, base_url, site):
                        limit_s=float(os.environ.get("COURSE_CRAWL_TIMEOUT_S", 1800)))
 
 
-def test_a_hung_page_is_killed_and_visited_again_without_stopping_the_crawl(browser, tmp_path):
-    # A page whose script spins forever after loading: every evaluate in it waits for ever. The watchdog
-    # must kill its browser (twice: the repeated visit hangs too), report the page as failed, and go on to
-    # the next page in a fresh browser.
+def _site_with_a_spinning_page(folder: Path) -> None:
+    """Two pages: good/, and hang/, whose script spins forever once it has loaded (every evaluate in it
+    then waits for ever, as in a browser that stopped answering)."""
     article = '<article class="md-content__inner"><h1 id="t">{}</h1><p>Text.</p></article>'
     for name, script in (("good", ""), ("hang", '<script>addEventListener("load", () => setTimeout(() => '
                                                  '{ for (;;) {} }, 0))</script>')):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "index.html").write_text(
+        (folder / name).mkdir()
+        (folder / name / "index.html").write_text(
             f"<!doctype html><html lang=en><head><title>{name}</title></head><body>"
             f"{article.format(name)}{script}</body></html>")
+
+
+def test_a_hung_page_is_killed_and_visited_again_without_stopping_the_crawl(browser, tmp_path):
+    # The watchdog must kill the hung page's browser (twice: the repeated visit hangs too), report the
+    # page as failed, and go on to the next page in a fresh browser.
+    _site_with_a_spinning_page(tmp_path)
     with bs.serve(tmp_path) as url, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = crawl_pages(url, ["hang/", "good/"], workers=1, page_limit_s=3, limit_s=120)
@@ -371,6 +438,48 @@ def test_a_hung_page_is_killed_and_visited_again_without_stopping_the_crawl(brow
     assert len(result["repeated"]) == 1 and result["repeated"][0].startswith("/hang/"), result["repeated"]
     assert not good.get("failed") and "seconds" in good and "t" in good["ids"], good
     assert any("hung browsers killed" in str(w.message) for w in caught)
+
+
+def test_a_test_whose_browser_hangs_runs_again_in_a_fresh_browser(browser, tmp_path):
+    # The guard of the tests that use the shared browser: the first run hangs, is killed and repeated;
+    # the second run passes; the browser the later tests get is a fresh one that answers.
+    _site_with_a_spinning_page(tmp_path)
+    runs, starts = [], []
+
+    @survives_a_hung_browser(limit_s=3)
+    def visit(browser):
+        starts.append(browser.pid)
+        page = browser.new_page()
+        page.goto(url + ("hang/" if len(starts) == 1 else "good/"), wait_until="load")
+        runs.append(page.evaluate("() => document.title"))
+        page.close()
+        return runs[-1]
+
+    first_pid = browser.pid
+    with bs.serve(tmp_path) as url, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert visit(browser=browser) == "good"
+    assert runs == ["good"] and starts[0] == first_pid and browser.pid == starts[1] != first_pid
+    assert any("hung" in str(w.message) for w in caught)
+
+    @survives_a_hung_browser(limit_s=30)
+    def fails_on_its_own(browser):
+        runs.append("failed")
+        raise AssertionError("a real failure")
+
+    with pytest.raises(AssertionError, match="a real failure"):
+        fails_on_its_own(browser=browser)
+    assert runs == ["good", "failed"], "a failure that is not a hang must not be repeated"
+
+
+def test_every_test_that_drives_the_shared_browser_is_guarded_against_a_hang():
+    # The two tests above take `browser` only to be skipped (or failed, in CI) without Chromium.
+    gate_only = {test_a_hung_page_is_killed_and_visited_again_without_stopping_the_crawl,
+                 test_a_test_whose_browser_hangs_runs_again_in_a_fresh_browser}
+    unguarded = [name for name, fn in globals().items()
+                 if name.startswith("test_") and callable(fn) and fn not in gate_only
+                 and "browser" in inspect.signature(fn).parameters and not hasattr(fn, "__wrapped__")]
+    assert not unguarded, f"decorate these with @survives_a_hung_browser: {unguarded}"
 
 
 def _fmt(found: dict[str, list], limit: int = 60) -> str:
@@ -521,6 +630,7 @@ def _kernels_to_search(site: Path, limit: int = 4) -> list[tuple[str, str]]:
     return chosen
 
 
+@survives_a_hung_browser
 def test_search_finds_a_kernel_by_name(browser, base_url, site):
     kernels = _kernels_to_search(site)
     assert kernels, "no kernel name found on any page to search for"
@@ -556,6 +666,7 @@ def _search(page, query: str) -> list[str]:
     return [urlsplit(h).path for h in hits]
 
 
+@survives_a_hung_browser
 def test_search_finds_an_identifier_by_a_word_inside_it(browser, base_url, site):
     """A reader types "syncthreads" and finds the page that teaches __syncthreads(): the search plugin's
     separator (mkdocs.yml) splits words at underscores, not only at spaces and hyphens."""
@@ -618,6 +729,7 @@ def _distance(a: str, b: str) -> int:
     return -int(1000 * difflib.SequenceMatcher(None, a, b).quick_ratio())
 
 
+@survives_a_hung_browser
 def test_copy_button_works_with_a_real_click(browser, base_url, crawl):
     """The crawl clicks buttons from script; one real mouse click shows the same text arrives."""
     path = next((p for p, i in crawl["pages"].items() if i["copied"] and p != bs.PRINT_PAGE), None)
@@ -698,6 +810,7 @@ def _check_linked_tabs(page, label: str) -> list[str]:
             for n, s in enumerate(shown) if s["has"] and (s["checked"] != label or s["visible"] != 1)]
 
 
+@survives_a_hung_browser
 def test_content_tabs_switch_and_stay_linked(browser, tabs_site, crawl, base_url):
     context, rec = _new_context(browser, tabs_site)
     page = context.new_page()
@@ -721,6 +834,7 @@ def test_content_tabs_switch_and_stay_linked(browser, tabs_site, crawl, base_url
     assert not problems, "tabs did not switch together:\n" + "\n".join(problems)
 
 
+@survives_a_hung_browser
 def test_light_dark_toggle_switches_and_persists(browser, base_url):
     context, rec = _new_context(browser, base_url)
     page = context.new_page()
@@ -779,6 +893,7 @@ def _key_pages(crawl) -> list[str]:
     return [k for k in dict.fromkeys(keys) if k is not None]
 
 
+@survives_a_hung_browser
 def test_screenshots_of_key_pages(browser, base_url, crawl):
     out = bs.SCREENSHOTS
     out.mkdir(parents=True, exist_ok=True)
@@ -815,6 +930,7 @@ def test_screenshots_of_key_pages(browser, base_url, crawl):
     assert all((out / n).stat().st_size > 10_000 for n in saved), saved
 
 
+@survives_a_hung_browser
 def test_print_view_holds_the_whole_course_and_prints(browser, base_url, crawl):
     """The print view (mkdocs-print-site-plugin) has every page's title, and prints to a PDF."""
     pages = crawl["pages"]
@@ -850,6 +966,7 @@ def test_glossary_terms_carry_their_definition(crawl):
     assert sum(len(i["abbrs"]) for i in pages.values()) > 0, "no glossary term is marked on any page"
 
 
+@survives_a_hung_browser
 def test_glossary_tooltip_shows_on_hover(browser, base_url, crawl):
     path = next((p for p, i in crawl["pages"].items() if i["abbrs"]), None)
     assert path is not None
@@ -866,6 +983,7 @@ def test_glossary_tooltip_shows_on_hover(browser, base_url, crawl):
     context.close()
 
 
+@survives_a_hung_browser
 def test_a_measured_figure_shows_its_provenance_when_tapped(browser, base_url, site):
     """A figure from the record (a claim) names its run on hover (title) and on a tap or Tab (focus)."""
     path = next((p for p in bs.site_pages(site) if p != bs.PRINT_PAGE

@@ -180,21 +180,26 @@ def is_complete(unit: Unit, rec: dict, since: str = "") -> bool:
 
 def resumable(unit: Unit, rec: dict, sitting: str, gpu_by_uuid: dict[str, int],
               since: str = "") -> tuple[int, Unit] | None:
-    """A unit cut off in an earlier command of this sitting: its finished benchmarks all measured in
-    `sitting` on one GPU of this machine. Returns that GPU's index and the unit's missing items (the
-    benchmarks and runs with no passing entry), which then complete it in the same sitting on the same
-    GPU; None for any other unit, which runs whole."""
+    """A unit cut off in an earlier command of this sitting: some of its benchmarks measured in `sitting`
+    on one GPU of this machine. Returns that GPU's index and the unit's missing items, which then
+    complete it in the same sitting on the same GPU: the runs with no passing entry and the benchmarks
+    not measured there (a benchmark whose content did not change still has its entry from an earlier
+    sitting, and a row from there must not be compared with this sitting's). None for any other unit,
+    which runs whole."""
     entries = [record.entry(rec, it["hash"]) for it in unit.items]
     passed = [e is not None and e["outcome"] == "passed" and record.run_info(rec, e).get("started", "") >= since
               for e in entries]
-    missing = [it for it, ok in zip(unit.items, passed) if not ok]
-    wheres = {record.measured_where(rec, e) for it, e, ok in zip(unit.items, entries, passed) if ok and it["bench"]}
-    if not missing or len(missing) == len(unit.items) or len(wheres) != 1:
+    here = {record.measured_where(rec, e) for it, e, ok in zip(unit.items, entries, passed) if ok and it["bench"]}
+    here = {(s, uuid) for s, uuid in here if s == sitting and uuid in gpu_by_uuid}
+    if len(here) != 1:
         return None
-    (where_sitting, uuid), = wheres
-    if where_sitting != sitting or uuid not in gpu_by_uuid:
+    (where,) = here
+    done = [ok and (not it["bench"] or record.measured_where(rec, e) == where)
+            for it, e, ok in zip(unit.items, entries, passed)]
+    missing = [it for it, d in zip(unit.items, done) if not d]
+    if not missing:
         return None
-    return gpu_by_uuid[uuid], Unit(key=unit.key, items=missing, cost=sum(estimate(it, rec) for it in missing))
+    return gpu_by_uuid[where[1]], Unit(key=unit.key, items=missing, cost=sum(estimate(it, rec) for it in missing))
 
 
 def deal(units: list[Unit], bins: int, capacity: float | None = None, loads: list[float] | None = None,

@@ -138,6 +138,11 @@ def test_a_cut_off_unit_resumes_on_its_gpu_in_the_same_sitting():
     assert gpu_run.resumable(unit, rec, "s1", {"GPU-zzz": 0}) is None     # another machine: run it whole
     rec["items"][b["hash"]]["run"] = "r2"                                 # already split over two GPUs
     assert gpu_run.resumable(unit, rec, "s1", {"GPU-aaa": 0, "GPU-bbb": 1}) is None
+    # A benchmark whose entry comes from an earlier sitting (its content did not change) runs again here.
+    runs["r0"] = {"sitting": "s0", "gpu_uuid": "GPU-aaa", "started": "2026-11-26T08:25"}
+    rec["items"][b["hash"]]["run"] = "r0"
+    gpu, rest = gpu_run.resumable(unit, rec, "s1", machine)
+    assert gpu == 2 and [it["id"] for it in rest.items] == [b["id"], c["id"]]
     rec["items"][b["hash"]]["run"] = "r1"
     rec["items"][c["hash"]] = {"id": c["id"], "outcome": "passed", "run": "r1"}
     assert gpu_run.resumable(unit, rec, "s1", machine) is None            # complete: nothing to resume

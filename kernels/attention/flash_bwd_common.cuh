@@ -60,9 +60,8 @@ __global__ void bwd_dq_convert(const float* __restrict__ dq_accum, __nv_bfloat16
 // CPU core: every (batch, head) where the budget allows (query rows x keys x dim, about 4 times the
 // forward reference's work per unit), otherwise evenly spaced ones, the first and last included: 9
 // of the 64 at the benchmark's size without the mask, 18 with it (a benchmark's repeat timing
-// process has a sixteenth of the budget and checks at least the first head: course::is_timing_repeat).
-// Each comes exact, and rounded as version 1 and as versions 2 and 3 compute (attention_common.cuh's
-// reference_backward).
+// process checks the first and last: course::is_timing_repeat). Each comes exact, and rounded as
+// version 1 and as versions 2 and 3 compute (attention_common.cuh's reference_backward).
 struct ReferenceGradients {
   std::vector<long long> heads;
   std::vector<double> exact[3], fp32[3], bf16[3];  // dQ, dK, dV of the checked heads, one after the other
@@ -74,10 +73,7 @@ inline ReferenceGradients reference_gradients(const attn::Shape& s, const attn::
   if (course::is_timing_repeat()) budget /= 16;
   const long long bh_count = 1LL * s.batch * s.heads, per_head = 1LL * s.seq * s.dim;
   const double head_cost = 1.0 * s.seq * s.seq * s.dim * (s.causal ? 0.5 : 1.0);
-  // Two heads at least (the first and the last); a repeat's sample may be the first alone, so that its
-  // share of the budget also shrinks the longest sequences' reference, where one head exceeds it.
-  const long long at_least = course::is_timing_repeat() ? 1 : 2;
-  const long long count = std::min(bh_count, std::max(at_least, static_cast<long long>(budget / head_cost)));
+  const long long count = std::min(bh_count, std::max(2LL, static_cast<long long>(budget / head_cost)));
   for (long long t = 0; t < count; ++t) ref.heads.push_back(count == 1 ? 0 : t * (bh_count - 1) / (count - 1));
   ref.heads.erase(std::unique(ref.heads.begin(), ref.heads.end()), ref.heads.end());
   const size_t total = ref.heads.size() * per_head;

@@ -30,9 +30,9 @@ durations (`estimated_wall_s`) and the commands of `--limit-s` it needs (`--plan
 the deal). Units that will not fit in the time left are left for the next command; `--stale-only` then runs
 every unit that is not complete: an item without a passing entry for its current content, or a unit
 whose entries come from more than one sitting or GPU (it is run whole again). A unit that a time limit
-cut off, whose finished benchmarks were measured in this sitting (COURSE_SITTING) on a GPU of this
-machine (its UUID), is *resumed*: only its missing items run, on that GPU (`resumable`), so that its rows
-still come from one sitting on one GPU.
+cut off, some of whose benchmarks were measured in this sitting (COURSE_SITTING) on one GPU of this
+machine (its UUID), is *resumed*: only its missing items, and its benchmarks measured before this sitting,
+run on that GPU (`resumable`), so that its rows still come from one sitting on one GPU.
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path,
         try:
             rc = proc.wait(timeout=max(1.0, deadline - time.time()))
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)  # pytest stops after the item in hand and keeps what it recorded
+            proc.send_signal(signal.SIGINT)  # pytest abandons the item in hand, keeping what finished items recorded
             try:
                 rc = proc.wait(timeout=30)
             except subprocess.TimeoutExpired:

@@ -79,6 +79,11 @@ _DIRECTIVE = re.compile(r"^\s*(?://|#)\s*course:\s*(?P<key>[a-z-]+)\s*(?P<value>
 _CONTINUATION = re.compile(r"^\s*(?://|#)\s{2,}(?P<text>\S.*?)\s*$")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"(?P<path>[^"]+)"', re.MULTILINE)
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+(?P<module>\w+)", re.MULTILINE)
+# A folder a Python program puts on its import path, relative to its own file:
+# sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "attention")), or HERE.parents[2] with
+# HERE = Path(__file__).resolve(); the modules it then imports from there are part of the program.
+_SYS_PATH = re.compile(r'sys\.path\.insert\(\s*0\s*,\s*str\(\s*(?:Path\(__file__\)\.resolve\(\)|HERE)'
+                       r'\.parents\[(?P<up>\d)\](?:\s*/\s*"(?P<folder>[\w.-]+)")?\s*\)\s*\)')
 # A course path inside text: kernels/..., snippets/..., or a build/ output whose source is under kernels/.
 _COURSE_PATH = re.compile(r"(?:(?<=\./)|(?<![\w./-]))((?:kernels|snippets|build)/[\w./-]*[\w/])")
 
@@ -202,7 +207,8 @@ class Program:
     def sources(self) -> list[Path]:
         """What the program is made of, transitively, in a stable order: the file, the local headers
         it includes, and for Python programs the course files they name (a .cu file CuPy loads) and
-        the sibling modules they import."""
+        the modules they import from their own folder, kernels/common, or a folder under kernels/ they
+        put on sys.path."""
         seen: list[Path] = []
         stack = [self.path]
         while stack:
@@ -215,9 +221,11 @@ class Program:
                 stack += [ROOT / d for d in reversed(self.depends)]
             if path.suffix == ".py":
                 stack += reversed(paths_named_in(text))
+                folders = [path.parent, KERNELS / "common"]  # siblings, and course_tools.py
+                folders += [path.parents[int(m["up"])] / (m["folder"] or "") for m in _SYS_PATH.finditer(text)]
+                folders = [f for f in dict.fromkeys(folders) if f.is_relative_to(KERNELS)]
                 for m in _IMPORT.finditer(text):
-                    stack.append(path.parent / (m["module"] + ".py"))
-                    stack.append(KERNELS / "common" / (m["module"] + ".py"))  # course_tools.py
+                    stack += [f / (m["module"] + ".py") for f in folders]
             else:
                 for m in _INCLUDE.finditer(text):
                     stack.append((path.parent / m["path"]).resolve())

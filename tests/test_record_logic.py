@@ -41,6 +41,17 @@ def test_a_change_in_an_included_header_changes_the_hash(sandbox):
     assert run.content_hash() != before
 
 
+def test_a_module_imported_from_another_chapter_folder_is_part_of_the_program(sandbox):
+    """decode_attention_sdpa.py puts kernels/attention on sys.path and imports sdpa_torch from there:
+    an edit to sdpa_torch.py must re-stale its rows."""
+    prog = programs.parse(sandbox / "kernels" / "serving" / "decode_attention_sdpa.py")
+    imported = sandbox / "kernels" / "attention" / "sdpa_torch.py"
+    assert imported in prog.sources()
+    before = prog.runs()[0].content_hash()
+    imported.write_text(imported.read_text() + "\n# edited\n")
+    assert programs.parse(prog.path).runs()[0].content_hash() != before
+
+
 def test_a_block_hash_covers_its_text_and_the_programs_it_builds(sandbox):
     prog, _ = _gpu_program(sandbox)
     code = f"nvcc -o build/x {prog.rel}\n./build/x\n"

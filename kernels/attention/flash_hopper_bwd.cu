@@ -654,9 +654,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!opt.bench) return check_and_time(opt.shape, opt.seed, 0, opt.plant) ? 0 : course::kExitFail;
-  // The chapter's benchmark, the same cases as flash_bwd.cu's backward rows and sdpa_torch.py's: bf16,
+  // The chapter's benchmark, the same cases as flash_bwd.cu's backward rows and sdpa_torch_backward.py's: bf16,
   // batch 4 x 16 heads, sequence 4096, head dimension 128, causal and not; then head dimension 64, and
-  // sequence 16384 at batch 2 (sdpa_torch.py times both too).
+  // sequence 16384 at batch 2 (sdpa_torch_backward.py times both too).
   bool ok = true;
   for (bool is_causal : {false, true}) ok = check_and_time(attn::bench_shape(is_causal), opt.seed, 5) && ok;
   for (bool is_causal : {false, true}) {

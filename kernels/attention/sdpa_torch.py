@@ -1,17 +1,19 @@
 """sdpa_torch.py: PyTorch's scaled_dot_product_attention, one row per backend (flash, cuDNN,
 memory-efficient, math), the peers of the chapter's CUDA kernels: checked against a float64
-reference, timed forward and backward on the chapter's benchmark, and their peak memory measured
-at growing sequence lengths, up to where the math backend (which materialises the score matrix)
-runs out.
+reference (output and gradients), the forward timed on the chapter's benchmark, and its peak memory
+measured at growing sequence lengths, up to where the math backend (which materialises the score
+matrix) runs out. The backward is timed by sdpa_torch_backward.py, so that the forward kernels and
+the backward kernels are each measured with their own peer, back to back on one GPU, in a run that
+fits one GPU command (course/gpu_run.py deals compared programs together).
 
-Taught in docs/attention/three-kernels.md, flash-forward.md and backward.md. The cases are the CUDA
-programs' ("b4 h16 s4096 d128 causal" and "... non-causal"; backward rows add " backward"), so a
-page can compare a CUDA row with the fastest SDPA row. The course's backward (flash_bwd.cu) is checked
-against its own float64 reference there, not against autograd here: both are float64 computations of
-the same gradients, and checking it here would mean loading the CUDA program's output into Python.
+Taught in docs/attention/three-kernels.md, flash-forward.md and hopper-kernel.md. The cases are the
+CUDA programs' ("b4 h16 s4096 d128 causal" and "... non-causal"), so a page can compare a CUDA row
+with the fastest SDPA row. The course's backward (flash_bwd.cu) is checked against its own float64
+reference there, not against autograd here: both are float64 computations of the same gradients,
+and checking it here would mean loading the CUDA program's output into Python.
 
 Run: python kernels/attention/sdpa_torch.py            (checks every backend)
-     python kernels/attention/sdpa_torch.py --bench    (also times them and measures memory)
+     python kernels/attention/sdpa_torch.py --bench    (also times the forward and measures memory)
 
 # course: gpu
 # course: run
@@ -90,7 +92,7 @@ def check(torch, backend, causal, seed):
     return ok
 
 
-def _unless_unavailable(torch, case, label, measure):
+def unless_unavailable(torch, case, label, measure):
     """measure()'s result, or None after printing why the backend could not run the case: out of device
     memory, or a RuntimeError (a backend that does not support this GPU, shape or dtype)."""
     try:
@@ -103,14 +105,21 @@ def _unless_unavailable(torch, case, label, measure):
     return None
 
 
-def bench_case(torch, backend, b, h, s, d, causal, seed, repeats=20, backward=True):
-    """Times forward (and backward) of one case; returns False if the backend cannot run it or runs
-    out of memory, after printing why."""
+# The timed shapes, (backends, batch, sequence, head dim), each causal and not: the chapter's benchmark
+# for every backend, then the Hopper backward's other shapes (hopper-backward.md): head dimension 64,
+# and sequence 16384 at batch 2. Math is left out of those: it materialises the scores (8 GiB per batch
+# entry at 16384) and is the slowest backend at every recorded size. sdpa_torch_backward.py times the same.
+SHAPES = [(BACKENDS, 4, 4096, 128)] + [(BACKENDS[:3], b, s, d) for b, s, d in ((4, 4096, 64), (2, 16384, 128))]
+
+
+def bench_forward(torch, backend, b, h, s, d, causal, seed, repeats=20):
+    """Times the forward of one case; returns False if the backend cannot run it or runs out of memory,
+    after printing why."""
     label = f"PyTorch SDPA {LABEL[backend]} (bf16)"
     case = case_name(b, h, s, d, causal)
 
     def forward():
-        q, k, v, d_out = inputs(torch, b, h, s, d, seed)
+        q, k, v, _ = inputs(torch, b, h, s, d, seed)
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
@@ -118,61 +127,39 @@ def bench_case(torch, backend, b, h, s, d, causal, seed, repeats=20, backward=Tr
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated() - base  # what the forward itself allocated, at its peak
         ms = course_tools.time_ms(lambda: run_backend(torch, backend, q, k, v, causal), repeats=repeats)
-        return q, k, v, d_out, peak, ms
+        return q, peak, ms
 
-    measured = _unless_unavailable(torch, case, label, forward)
+    measured = unless_unavailable(torch, case, label, forward)
     if measured is None:
         return False
-    q, k, v, d_out, peak, ms = measured
+    q, peak, ms = measured
     flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
     io_bytes = 4 * q.numel() * q.element_size()  # Q, K, V read, O written
     course_tools.bench(case, label, ms, io_bytes, flops, peer=True, seq=s, peak_bytes=peak,
                        alloc_bytes=peak + io_bytes)
-    if backward:
-        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-
-        def backward_pass():
-            out = run_backend(torch, backend, *leaves, causal)
-            return out, course_tools.time_ms(lambda: torch.autograd.grad(out, leaves, d_out, retain_graph=True),
-                                             repeats=repeats)
-
-        measured = _unless_unavailable(torch, f"{case} backward", label, backward_pass)
-        if measured is None:
-            return True
-        out, ms = measured
-        # The usual backward count: five matrix products to the forward's two.
-        course_tools.bench(f"{case} backward", label, ms, 8 * q.numel() * q.element_size(), 2.5 * flops,
-                           peer=True, seq=s)
-        del out, leaves
-    del q, k, v, d_out
+    del q
     torch.cuda.empty_cache()
     return True
 
 
 def main():
-    args, torch = course_tools.peer_start("PyTorch SDPA backends: checked, timed and their memory measured",
-                                          "time every backend and measure memory", seed=2024, cudnn=True)
+    args, torch = course_tools.peer_start("PyTorch SDPA backends: checked, the forward timed and its memory measured",
+                                          "time every backend's forward and measure memory", seed=2024, cudnn=True)
 
     ok = True
     for backend in BACKENDS:
         for causal in (False, True):
             ok &= check(torch, backend, causal, args.seed)
     if args.bench:
-        for causal in (False, True):
-            for backend in BACKENDS:
-                bench_case(torch, backend, 4, 16, 4096, 128, causal, args.seed)
-        # The Hopper backward's other shapes (hopper-backward.md): head dimension 64, and sequence 16384
-        # at batch 2. Math is left out: it materialises the scores (8 GiB per batch entry at 16384) and
-        # is the slowest backend at every recorded size.
-        for b, s, d in ((4, 4096, 64), (2, 16384, 128)):
+        for backends, b, s, d in SHAPES:
             for causal in (False, True):
-                for backend in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION"):
-                    bench_case(torch, backend, b, 16, s, d, causal, args.seed)
+                for backend in backends:
+                    bench_forward(torch, backend, b, 16, s, d, causal, args.seed)
         # Memory at growing sequence lengths: the fused backends against math, which materialises
         # the batch x heads x seq x seq scores. Math stops at its first out-of-memory.
         for backend in ("FLASH_ATTENTION", "MATH"):
             for s in (1024, 2048, 8192, 16384, 32768):
-                if not bench_case(torch, backend, 4, 16, s, 128, False, args.seed, repeats=5, backward=False):
+                if not bench_forward(torch, backend, 4, 16, s, 128, False, args.seed, repeats=5):
                     break
     sys.exit(0 if ok else 1)
 

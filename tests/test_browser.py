@@ -243,14 +243,24 @@ def _open_print_page(page, base_url: str) -> float:
     return time.monotonic() - started
 
 
+_NOTHING_COPIED = "\u2400"  # the mark COPY_ALL_JS leaves where a button copied nothing
+
+
 def _copy_all(page) -> list[str]:
     """Click every copy button in the page's content, return the texts it put on the clipboard.
-    Folded answers are opened and the tab holding each block is selected first, as a reader would."""
+    Folded answers are opened and the tab holding each block is selected first, as a reader would.
+    A page that lost focus (two browsers side by side on a busy machine) can make a clipboard call hang,
+    or make Material's own write fail silently, so that every button of the page copies nothing (a clean-
+    clone CI run failed so on one page): then the page is focused and every button clicked once more; a
+    button that is really broken copies nothing the second time too."""
     try:
-        return page.evaluate(bs.COPY_ALL_JS, [bs.COPY_BUTTON, bs.REVEAL_JS, 10_000])
+        texts = page.evaluate(bs.COPY_ALL_JS, [bs.COPY_BUTTON, bs.REVEAL_JS, 10_000])
     except Exception:  # noqa: BLE001 (a clipboard call timed out: focus the page and try once more)
+        texts = None
+    if texts is None or any(_NOTHING_COPIED in t for t in texts):
         page.bring_to_front()
-        return page.evaluate(bs.COPY_ALL_JS, [bs.COPY_BUTTON, bs.REVEAL_JS, 10_000])
+        texts = page.evaluate(bs.COPY_ALL_JS, [bs.COPY_BUTTON, bs.REVEAL_JS, 10_000])
+    return texts
 
 
 CONTRAST_SCOPE = ".md-header, .md-content, .md-footer"
@@ -688,7 +698,7 @@ def test_search_finds_an_identifier_by_a_word_inside_it(browser, base_url, site)
 
 
 _ARTEFACTS = {"\u00b6": "a pilcrow", "\u00a0": "a non-breaking space", "\u200b": "a zero-width space",
-              "\u2400": "nothing (the button did not copy)"}
+              _NOTHING_COPIED: "nothing (the button did not copy)"}
 
 
 def test_copy_button_copies_exactly_what_should_be_pasted(crawl):

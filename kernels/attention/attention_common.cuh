@@ -314,58 +314,127 @@ inline void round_gradients(long long count, const Gradients& exact, const Gradi
       bf16->dv[e] = round_bf16(bf16->dv[e]);
   }
 }
-// The query rows [i0, i1) only (the caller splits a head over cores and sums, then calls
-// round_gradients), or every row by default.
-inline void reference_backward(const Shape& s, const float* q, const float* k, const float* v, const float* d_out,
-                               long long bh, Gradients exact, const Gradients* fp32 = nullptr,
-                               const Gradients* bf16 = nullptr, int i0 = 0, int i1 = -1) {
+// What the backward needs of query row i from the forward: its logsumexp and delta = rowsum(dO o O),
+// exactly and with O as a kernel is given it (from a bf16-P forward, rounded to bf16).
+struct RowStats {
+  double lse = 0, delta = 0, delta_low = 0;
+};
+inline RowStats reference_row_stats(const Shape& s, const float* q, const float* k, const float* v,
+                                    const float* d_out, long long bh, int i) {
+  std::vector<double> out(s.dim), out_bf16_p(s.dim);
+  RowStats r;
+  reference_row(s, q, k, v, bh * s.seq + i, out.data(), &r.lse, out_bf16_p.data());
+  const float* d_out_i = d_out + (bh * s.seq + i) * s.dim;
+  for (int c = 0; c < s.dim; ++c) {
+    r.delta += static_cast<double>(d_out_i[c]) * out[c];
+    r.delta_low += static_cast<double>(d_out_i[c]) * round_bf16(out_bf16_p[c]);
+  }
+  return r;
+}
+// One allowed (query i, key j) pair, from its two dot products q_i . k_j and dO_i . v_j: P, and
+// dS = P (dP - delta) scale exactly, with delta_low (fp32), and with P (dP - delta_low) rounded to bf16
+// before the scale (bf16); P rounded to bf16 for dV.
+struct PairGrads {
+  double p, ds, ds_fp32, p_bf16, ds_bf16;
+};
+inline PairGrads pair_grads(const Shape& s, double dot, double dp, const RowStats& row) {
+  const double p = std::exp(dot * s.scale() - row.lse);
+  return {p, p * (dp - row.delta) * s.scale(), p * (dp - row.delta_low) * s.scale(), round_bf16(p),
+          round_bf16(p * (dp - row.delta_low)) * s.scale()};
+}
+// A [seq][dim] matrix as [dim][seq]: the dot products below then run along contiguous memory.
+inline std::vector<float> transposed(const float* m, int n, int d) {
+  std::vector<float> t(1LL * n * d);
+  for (int j = 0; j < n; ++j)
+    for (int c = 0; c < d; ++c) t[1LL * c * n + j] = m[1LL * j * d + c];
+  return t;
+}
+// x . a_j and y . b_j for every j in [lo, hi), given a and b transposed (stride n): each a sum over
+// the dims in order, as a dot product takes it, but all j at once, so that the compiler vectorises
+// across them (one dot product at a time waits on its own additions).
+inline void dots(const float* x, const float* y, const float* a_t, const float* b_t, int n, int d, int lo, int hi,
+                 double* xa, double* yb) {
+  for (int j = lo; j < hi; ++j) xa[j] = yb[j] = 0.0;
+  for (int c = 0; c < d; ++c) {
+    const double xc = x[c], yc = y[c];
+    const float *a = a_t + 1LL * c * n, *b = b_t + 1LL * c * n;
+    for (int j = lo; j < hi; ++j) xa[j] += xc * a[j], yb[j] += yc * b[j];
+  }
+}
+// dQ of head bh's query rows [i0, i1), each row a sum over its keys; dK and dV of its keys [j0, j1),
+// each key a sum over its query rows. Two passes instead of one over the pairs: each writes only the
+// rows it owns, so that a head splits over cores without private copies of dK and dV to add up.
+inline void reference_dq(const Shape& s, const float* q, const float* k, const float* v, const float* d_out,
+                         long long bh, const RowStats* rows, Gradients exact, const Gradients* fp32,
+                         const Gradients* bf16, int i0, int i1) {
   const int n = s.seq, d = s.dim, b = static_cast<int>(bh / s.heads);
   const long long off = bh * n * d;
   q += off, k += off, v += off, d_out += off;
-  std::vector<double> out(d), out_bf16_p(d);
-  for (const Gradients* g : std::initializer_list<const Gradients*>{&exact, fp32, bf16})
-    if (g)
-      for (long long e = 0; e < 1LL * n * d; ++e) g->dq[e] = g->dk[e] = g->dv[e] = 0.0;
-  for (int i = i0; i < (i1 < 0 ? n : i1); ++i) {
-    double lse = 0.0;
-    reference_row(s, q - off, k - off, v - off, bh * n + i, out.data(), &lse, out_bf16_p.data());
-    double delta = 0.0, delta_low = 0.0;  // rowsum(dO o O); with O from a bf16 forward
+  const std::vector<float> k_t = transposed(k, n, d), v_t = transposed(v, n, d);
+  std::vector<double> dot(n), dp(n);
+  for (int i = i0; i < i1; ++i) {
+    double *dq = exact.dq + 1LL * i * d, *dq_fp32 = fp32 ? fp32->dq + 1LL * i * d : nullptr,
+           *dq_bf16 = bf16 ? bf16->dq + 1LL * i * d : nullptr;
     for (int c = 0; c < d; ++c) {
-      delta += static_cast<double>(d_out[1LL * i * d + c]) * out[c];
-      delta_low += static_cast<double>(d_out[1LL * i * d + c]) * round_bf16(out_bf16_p[c]);
+      dq[c] = 0.0;
+      if (fp32) dq_fp32[c] = 0.0;
+      if (bf16) dq_bf16[c] = 0.0;
     }
-    for (int j = 0; j < n; ++j) {
+    const int keys = std::min(s.key_len[b], s.causal ? i + 1 : n);  // row i sees keys [0, keys)
+    dots(q + 1LL * i * d, d_out + 1LL * i * d, k_t.data(), v_t.data(), n, d, 0, keys, dot.data(), dp.data());
+    for (int j = 0; j < keys; ++j) {
       if (!s.allowed(b, i, j)) continue;
-      double dot = 0.0, dp = 0.0;
-      for (int c = 0; c < d; ++c) {
-        dot += static_cast<double>(q[1LL * i * d + c]) * k[1LL * j * d + c];
-        dp += static_cast<double>(d_out[1LL * i * d + c]) * v[1LL * j * d + c];
-      }
-      const double p = std::exp(dot * s.scale() - lse);
-      const double ds = p * (dp - delta) * s.scale();
-      for (int c = 0; c < d; ++c) {
-        exact.dv[1LL * j * d + c] += p * d_out[1LL * i * d + c];
-        exact.dq[1LL * i * d + c] += ds * k[1LL * j * d + c];
-        exact.dk[1LL * j * d + c] += ds * q[1LL * i * d + c];
-      }
-      if (fp32) {  // its dV is the exact one (delta does not enter)
-        const double ds_low = p * (dp - delta_low) * s.scale();
-        for (int c = 0; c < d; ++c) {
-          fp32->dq[1LL * i * d + c] += ds_low * k[1LL * j * d + c];
-          fp32->dk[1LL * j * d + c] += ds_low * q[1LL * i * d + c];
-        }
-      }
-      if (bf16) {
-        const double p_low = round_bf16(p), ds_low = round_bf16(p * (dp - delta_low));
-        for (int c = 0; c < d; ++c) {
-          bf16->dv[1LL * j * d + c] += p_low * d_out[1LL * i * d + c];
-          bf16->dq[1LL * i * d + c] += ds_low * s.scale() * k[1LL * j * d + c];
-          bf16->dk[1LL * j * d + c] += ds_low * s.scale() * q[1LL * i * d + c];
-        }
-      }
+      const float* k_j = k + 1LL * j * d;
+      const PairGrads g = pair_grads(s, dot[j], dp[j], rows[i]);
+      for (int c = 0; c < d; ++c) dq[c] += g.ds * k_j[c];
+      if (fp32)
+        for (int c = 0; c < d; ++c) dq_fp32[c] += g.ds_fp32 * k_j[c];
+      if (bf16)
+        for (int c = 0; c < d; ++c) dq_bf16[c] += g.ds_bf16 * k_j[c];
     }
   }
-  if (i0 == 0 && i1 < 0) round_gradients(n * d, exact, fp32, bf16);
+}
+inline void reference_dkdv(const Shape& s, const float* q, const float* k, const float* v, const float* d_out,
+                           long long bh, const RowStats* rows, Gradients exact, const Gradients* fp32,
+                           const Gradients* bf16, int j0, int j1) {
+  const int n = s.seq, d = s.dim, b = static_cast<int>(bh / s.heads);
+  const long long off = bh * n * d;
+  q += off, k += off, v += off, d_out += off;
+  const std::vector<float> q_t = transposed(q, n, d), d_out_t = transposed(d_out, n, d);
+  std::vector<double> dot(n), dp(n);
+  for (int j = j0; j < j1; ++j) {
+    double *dk = exact.dk + 1LL * j * d, *dv = exact.dv + 1LL * j * d;
+    double* dk_fp32 = fp32 ? fp32->dk + 1LL * j * d : nullptr;  // version 1's dV is the exact one
+    double *dk_bf16 = bf16 ? bf16->dk + 1LL * j * d : nullptr, *dv_bf16 = bf16 ? bf16->dv + 1LL * j * d : nullptr;
+    for (int c = 0; c < d; ++c) {
+      dk[c] = dv[c] = 0.0;
+      if (fp32) dk_fp32[c] = 0.0;
+      if (bf16) dk_bf16[c] = dv_bf16[c] = 0.0;
+    }
+    if (j >= s.key_len[b]) continue;    // a padding key: no row sees it
+    const int first = s.causal ? j : 0;  // key j is seen by rows [first, n)
+    dots(k + 1LL * j * d, v + 1LL * j * d, q_t.data(), d_out_t.data(), n, d, first, n, dot.data(), dp.data());
+    for (int i = first; i < n; ++i) {
+      if (!s.allowed(b, i, j)) continue;
+      const float *q_i = q + 1LL * i * d, *d_out_i = d_out + 1LL * i * d;
+      const PairGrads g = pair_grads(s, dot[i], dp[i], rows[i]);
+      for (int c = 0; c < d; ++c) dv[c] += g.p * d_out_i[c], dk[c] += g.ds * q_i[c];
+      if (fp32)
+        for (int c = 0; c < d; ++c) dk_fp32[c] += g.ds_fp32 * q_i[c];
+      if (bf16)
+        for (int c = 0; c < d; ++c) dv_bf16[c] += g.p_bf16 * d_out_i[c], dk_bf16[c] += g.ds_bf16 * q_i[c];
+    }
+  }
+}
+// Every gradient of one head on one core.
+inline void reference_backward(const Shape& s, const float* q, const float* k, const float* v, const float* d_out,
+                               long long bh, Gradients exact, const Gradients* fp32 = nullptr,
+                               const Gradients* bf16 = nullptr) {
+  std::vector<RowStats> rows(s.seq);
+  for (int i = 0; i < s.seq; ++i) rows[i] = reference_row_stats(s, q, k, v, d_out, bh, i);
+  reference_dq(s, q, k, v, d_out, bh, rows.data(), exact, fp32, bf16, 0, s.seq);
+  reference_dkdv(s, q, k, v, d_out, bh, rows.data(), exact, fp32, bf16, 0, s.seq);
+  round_gradients(1LL * s.seq * s.dim, exact, fp32, bf16);
 }
 // --8<-- [end:reference_backward]
 

@@ -61,7 +61,7 @@ __global__ void bwd_dq_convert(const float* __restrict__ dq_accum, __nv_bfloat16
 // forward reference's work per unit), otherwise evenly spaced ones, the first and last included: 9
 // of the 64 at the benchmark's size without the mask, 18 with it (a benchmark's repeat timing
 // process checks the first and last: course::is_timing_repeat). Each comes exact, and rounded as
-// version 1 and as versions 2 and 3 compute (attention_common.cuh's reference_backward).
+// version 1 and as versions 2 and 3 compute (attention_common.cuh's reference_dq and reference_dkdv).
 struct ReferenceGradients {
   std::vector<long long> heads;
   std::vector<double> exact[3], fp32[3], bf16[3];  // dQ, dK, dV of the checked heads, one after the other
@@ -78,39 +78,38 @@ inline ReferenceGradients reference_gradients(const attn::Shape& s, const attn::
   ref.heads.erase(std::unique(ref.heads.begin(), ref.heads.end()), ref.heads.end());
   const size_t total = ref.heads.size() * per_head;
   for (int g = 0; g < 3; ++g) ref.exact[g].resize(total), ref.fp32[g].resize(total), ref.bf16[g].resize(total);
-  // Each head's query rows are split into `parts` slices, one task each, with private sums (dK and dV
-  // gather over rows) that are added up afterwards: every core busy even when few heads are checked.
+  auto gradients = [&](std::vector<double>* x, long long h) {
+    return attn::Gradients{&x[0][h * per_head], &x[1][h * per_head], &x[2][h * per_head]};
+  };
+  // Each head's rows (and keys) in `parts` slices, one task each, so that every core is busy even when
+  // few heads are checked: first the rows' logsumexp and delta, then dQ by rows and dK, dV by keys.
   const long long cores = static_cast<long long>(course::cpu_threads()), heads = ref.heads.size();
-  const int parts = static_cast<int>(std::min<long long>(s.seq, std::max(1LL, (2 * cores + heads - 1) / heads)));
-  std::vector<std::vector<double>> partial(heads * parts);
-  attn::parallel_for(heads * parts, [&](long long task) {
-    const long long h = task / parts;
+  const int parts = static_cast<int>(std::min<long long>(s.seq, std::max(1LL, (4 * cores + heads - 1) / heads)));
+  auto slice = [&](long long task, int& from, int& to) {
     const int part = static_cast<int>(task % parts);
-    std::vector<double>& buf = partial[task];
-    buf.assign(9 * per_head, 0.0);
-    double* x = buf.data();
-    const attn::Gradients exact{x, x + per_head, x + 2 * per_head};
-    const attn::Gradients fp32{x + 3 * per_head, x + 4 * per_head, x + 5 * per_head};
-    const attn::Gradients bf16{x + 6 * per_head, x + 7 * per_head, x + 8 * per_head};
-    attn::reference_backward(s, in.q.data(), in.k.data(), in.v.data(), d_out.data(), ref.heads[h], exact, &fp32,
-                             &bf16, static_cast<int>(1LL * s.seq * part / parts),
-                             static_cast<int>(1LL * s.seq * (part + 1) / parts));
+    from = static_cast<int>(1LL * s.seq * part / parts), to = static_cast<int>(1LL * s.seq * (part + 1) / parts);
+  };
+  std::vector<attn::RowStats> rows(heads * s.seq);
+  attn::parallel_for(heads * parts, [&](long long task) {
+    int from, to;
+    slice(task, from, to);
+    for (int i = from; i < to; ++i)
+      rows[task / parts * s.seq + i] = attn::reference_row_stats(s, in.q.data(), in.k.data(), in.v.data(),
+                                                                 d_out.data(), ref.heads[task / parts], i);
+  });
+  attn::parallel_for(2 * heads * parts, [&](long long task) {
+    const long long h = task / 2 / parts;
+    int from, to;
+    slice(task / 2, from, to);
+    const attn::Gradients exact = gradients(ref.exact, h), fp32 = gradients(ref.fp32, h);
+    const attn::Gradients bf16 = gradients(ref.bf16, h);
+    const auto pass = task % 2 ? attn::reference_dkdv : attn::reference_dq;  // keys [from, to) or rows
+    pass(s, in.q.data(), in.k.data(), in.v.data(), d_out.data(), ref.heads[h], &rows[h * s.seq], exact, &fp32, &bf16,
+         from, to);
   });
   attn::parallel_for(heads, [&](long long h) {
-    const long long at = h * per_head;
-    for (int part = 0; part < parts; ++part) {
-      const std::vector<double>& buf = partial[h * parts + part];
-      for (int g = 0; g < 3; ++g)
-        for (long long e = 0; e < per_head; ++e) {
-          ref.exact[g][at + e] += buf[g * per_head + e];
-          ref.fp32[g][at + e] += buf[(3 + g) * per_head + e];
-          ref.bf16[g][at + e] += buf[(6 + g) * per_head + e];
-        }
-      std::vector<double>().swap(partial[h * parts + part]);
-    }
-    const attn::Gradients exact{&ref.exact[0][at], &ref.exact[1][at], &ref.exact[2][at]};
-    const attn::Gradients fp32{&ref.fp32[0][at], &ref.fp32[1][at], &ref.fp32[2][at]};
-    const attn::Gradients bf16{&ref.bf16[0][at], &ref.bf16[1][at], &ref.bf16[2][at]};
+    const attn::Gradients exact = gradients(ref.exact, h), fp32 = gradients(ref.fp32, h);
+    const attn::Gradients bf16 = gradients(ref.bf16, h);
     attn::round_gradients(per_head, exact, &fp32, &bf16);
   });
   return ref;

@@ -168,15 +168,25 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
   for (int i = 0; i < D / 2; ++i) dk[i] = 0.0f, dv[i] = 0.0f;
 
   // Each query tile's logsumexp (times log2 e; +inf past the sequence: P = 0) and delta, staged in shared
-  // memory by the first consumer warpgroup, double-buffered: tile n + 1's are written while tile n is
-  // computed, and the consumers' named barrier of each tile orders the writes and the reads.
-  auto stage_rows = [&](int n) {
-    const int r = threadIdx.x % 64, row = first_row + n * kBlockRows + r;
-    if (cw == 0 && warp < 2) lse_s[n % 2][r] = row < p.seq ? p.lse[head + row] * flash::kLog2e : INFINITY;
-    if (cw == 0 && warp >= 2) delta_s[n % 2][r] = row < p.seq ? p.delta[head + row] : 0.0f;
+  // memory by the first consumer warpgroup (warps 0-1 L, 2-3 delta, a row per thread), double-buffered:
+  // tile n + 1's are written while tile n is computed, and the consumers' named barrier of each tile
+  // orders the writes and the reads. Each thread loads its value one tile earlier still, into a
+  // register, so that the load's latency passes during a whole tile instead of stalling the store.
+  auto load_row = [&](int n) {
+    const int row = first_row + n * kBlockRows + threadIdx.x % 64;
+    if (warp < 2) return row < p.seq ? p.lse[head + row] * flash::kLog2e : INFINITY;
+    return row < p.seq ? p.delta[head + row] : 0.0f;
   };
+  auto store_row = [&](int n, float value) {
+    if (warp < 2) lse_s[n % 2][threadIdx.x % 64] = value;
+    else delta_s[n % 2][threadIdx.x % 64] = value;
+  };
+  float next_row = 0.0f;  // the first warpgroup's: its value for tile n + 1, loaded during tile n - 1
   if (n_tiles > 0) {
-    stage_rows(0);
+    if (cw == 0) {
+      store_row(0, load_row(0));
+      if (n_tiles > 1) next_row = load_row(1);
+    }
     asm volatile("bar.sync 1, 256;\n" ::: "memory");
     mbar_wait(kv_full, 0);
   }
@@ -200,7 +210,10 @@ __device__ __forceinline__ void consume(const BwdParams& p, const bf16* sK, cons
       wgmma_64x64x16_ss<0, 0>(dp, smem_desc(v_w + (kk / 4) * kKeyPanel + (kk % 4) * 16),
                               smem_desc(d_out + (kk / 4) * kRowPanel + (kk % 4) * 16), kk > 0);
     wgmma_commit();
-    if (n + 1 < n_tiles) stage_rows(n + 1);  // the next tile's L and delta, while the products run
+    if (cw == 0 && n + 1 < n_tiles) {  // the next tile's L and delta, while the products run
+      store_row(n + 1, next_row);
+      if (n + 2 < n_tiles) next_row = load_row(n + 2);
+    }
     const float* lse_log2 = lse_s[n % 2];
     const float* delta = delta_s[n % 2];
 

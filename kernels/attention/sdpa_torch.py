@@ -109,7 +109,26 @@ def unless_unavailable(torch, case, label, measure):
 # for every backend, then the Hopper backward's other shapes (hopper-backward.md): head dimension 64,
 # and sequence 16384 at batch 2. Math is left out of those: it materialises the scores (8 GiB per batch
 # entry at 16384) and is the slowest backend at every recorded size. sdpa_torch_backward.py times the same.
-SHAPES = [(BACKENDS, 4, 4096, 128)] + [(BACKENDS[:3], b, s, d) for b, s, d in ((4, 4096, 64), (2, 16384, 128))]
+FUSED_BACKENDS = [backend for backend in BACKENDS if backend != "MATH"]
+SHAPES = [(BACKENDS, 4, 4096, 128)] + [(FUSED_BACKENDS, b, s, d) for b, s, d in ((4, 4096, 64), (2, 16384, 128))]
+
+
+def check_every_backend(torch, seed):
+    """Checks every backend, causal and not, against float64 (check); True if all passed."""
+    ok = True
+    for backend in BACKENDS:
+        for causal in (False, True):
+            ok &= check(torch, backend, causal, seed)
+    return ok
+
+
+def timed_cases():
+    """The timed cases in the order both peer programs run them, (backend, batch, seq, dim, causal):
+    per shape, non-causal then causal, every backend back to back."""
+    for backends, b, s, d in SHAPES:
+        for causal in (False, True):
+            for backend in backends:
+                yield backend, b, s, d, causal
 
 
 def bench_forward(torch, backend, b, h, s, d, causal, seed, repeats=20):
@@ -146,15 +165,10 @@ def main():
     args, torch = course_tools.peer_start("PyTorch SDPA backends: checked, the forward timed and its memory measured",
                                           "time every backend's forward and measure memory", seed=2024, cudnn=True)
 
-    ok = True
-    for backend in BACKENDS:
-        for causal in (False, True):
-            ok &= check(torch, backend, causal, args.seed)
+    ok = check_every_backend(torch, args.seed)
     if args.bench:
-        for backends, b, s, d in SHAPES:
-            for causal in (False, True):
-                for backend in backends:
-                    bench_forward(torch, backend, b, 16, s, d, causal, args.seed)
+        for backend, b, s, d, causal in timed_cases():
+            bench_forward(torch, backend, b, 16, s, d, causal, args.seed)
         # Memory at growing sequence lengths: the fused backends against math, which materialises
         # the batch x heads x seq x seq scores. Math stops at its first out-of-memory.
         for backend in ("FLASH_ATTENTION", "MATH"):

@@ -167,6 +167,17 @@ def make_units(items: list[dict], links: list[set[str]], rec: dict) -> list[Unit
     return list(units.values())
 
 
+def prepare_out_record(out_record: Path, course_record: Path = record.RECORD_PATH) -> None:
+    """The run's own record starts as a copy of the course's. One left in --out by an earlier command
+    keeps its entries and takes the newer ones the course's record has gained since (another command's
+    results merged there): the latest entry of each item wins, so neither a plan nor a run repeats
+    what is already recorded."""
+    if out_record.exists():
+        record.merge(out_record, [course_record])
+    else:
+        shutil.copy(course_record, out_record)
+
+
 def is_complete(unit: Unit, rec: dict, since: str = "") -> bool:
     """Every item passed for its current content (in a run started at `since` or later, an ISO time);
     a unit of benchmarks, all in one sitting on one GPU."""
@@ -403,8 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     record_path = out / "gpu-record.json"
-    if not record_path.exists():
-        shutil.copy(record.RECORD_PATH, record_path)
+    prepare_out_record(record_path)
     logfile = open(out / "pytest-gpu.log", "a")
 
     def log(text: str) -> None:

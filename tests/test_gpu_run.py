@@ -167,3 +167,23 @@ def test_the_wall_time_estimate_follows_the_schedule_and_counts_commands():
     assert gpu_run.commands_needed(0, 545) == 0
     assert gpu_run.commands_needed(515, 545) == 1 and gpu_run.commands_needed(516, 545) == 2
     assert gpu_run.commands_needed(1673, 545) == 4
+
+
+def test_a_record_left_in_the_out_folder_takes_the_newer_entries_of_the_courses(tmp_path):
+    from course import record
+    runs = {"old": {"started": "2026-11-27T08:00"}, "new": {"started": "2026-11-28T08:00"}}
+    def rec(entries):
+        return {"schema": 1, "runs": runs, "items": {h: {"id": i, "outcome": "passed", "run": r}
+                                                     for h, i, r in entries}}
+    course_record, out_record = tmp_path / "course.json", tmp_path / "out" / "gpu-record.json"
+    # The course's record gained a newer entry for a (merged from another command); the out folder's
+    # record has a newer entry for b, from this command's own sitting.
+    record.save(rec([("a2", "a", "new"), ("b1", "b", "old")]), course_record)
+    out_record.parent.mkdir()
+    record.save(rec([("a1", "a", "old"), ("b2", "b", "new"), ("c1", "c", "old")]), out_record)
+    gpu_run.prepare_out_record(out_record, course_record)
+    assert sorted(record.load(out_record)["items"]) == ["a2", "b2", "c1"]
+    # Without a record in the out folder, the run starts from a copy of the course's.
+    fresh = tmp_path / "fresh.json"
+    gpu_run.prepare_out_record(fresh, course_record)
+    assert sorted(record.load(fresh)["items"]) == ["a2", "b1"]

@@ -292,9 +292,37 @@ def merge(target: Path, sources: list[Path]) -> int:
     return len(latest)
 
 
-if __name__ == "__main__":  # python -m course.record merge TARGET SOURCE...
+def prune(target: Path, listing: list[dict]) -> list[str]:
+    """Drop the entries that belong to no current GPU item (`listing`: pytest --co --gpu-list), by
+    neither content hash nor id: a page block whose text changed and moved, a renamed run, a removed
+    program. Kept are an item's entry for its current content, whatever id it was recorded under (a
+    block that only moved keeps its hash), and the entry under its current id for earlier content
+    (earlier_rows reads it). Runs that no kept entry names go too. Returns the dropped ids. Of the rest
+    of the harness only gpu_run.estimate read such entries, for the duration of a new item of the same
+    shape; it falls back on a default."""
+    rec = load(target)
+    hashes, ids = {item["hash"] for item in listing}, {item["id"] for item in listing}
+    keep = {h: e for h, e in rec["items"].items() if h in hashes or e["id"] in ids}
+    dropped = sorted(e["id"] for h, e in rec["items"].items() if h not in keep)
+    rec["items"] = keep
+    named = {e["run"] for e in keep.values()}
+    rec["runs"] = {r: info for r, info in rec["runs"].items() if r in named}
+    save(rec, target)
+    return dropped
+
+
+if __name__ == "__main__":  # python -m course.record merge TARGET SOURCE... | prune TARGET LISTING
     import sys
 
-    if len(sys.argv) < 4 or sys.argv[1] != "merge":
-        sys.exit("usage: python -m course.record merge TARGET.json SOURCE.json [SOURCE.json ...]")
-    print(f"{merge(Path(sys.argv[2]), [Path(a) for a in sys.argv[3:]])} items in {sys.argv[2]}")
+    usage = ("usage: python -m course.record merge TARGET.json SOURCE.json [SOURCE.json ...]\n"
+             "       python -m course.record prune TARGET.json LISTING.json   (LISTING: pytest --co --gpu-list)")
+    if len(sys.argv) >= 4 and sys.argv[1] == "merge":
+        print(f"{merge(Path(sys.argv[2]), [Path(a) for a in sys.argv[3:]])} items in {sys.argv[2]}")
+    elif len(sys.argv) == 4 and sys.argv[1] == "prune":
+        listing = json.loads(Path(sys.argv[3]).read_text())
+        if not listing:
+            sys.exit(f"error: {sys.argv[3]} lists no GPU items; refusing to empty the record")
+        gone = prune(Path(sys.argv[2]), listing)
+        print(f"dropped {len(gone)} entries of ids that are no longer GPU items from {sys.argv[2]}")
+    else:
+        sys.exit(usage)

@@ -118,3 +118,20 @@ def test_a_check_name_with_spaces_is_a_problem_not_a_silent_miss():
     out = programs.verdict(0, "CHECK PASS fine n=4\nCHECK FAIL v1 b2 causal n=3 max_abs_err=1\n", "")
     assert not out.passed and "malformed CHECK line" in "; ".join(out.problems)
     assert programs.verdict(0, "CHECK PASS v1_b2_causal n=3 max_abs_err=0\n", "").passed
+
+
+def test_prune_keeps_every_current_items_entries_and_drops_the_rest(tmp_path):
+    from course import record
+    path = tmp_path / "record.json"
+    runs = {"r1": {"started": "2026-11-27"}, "r2": {"started": "2026-11-28"}, "r3": {"started": "2026-11-26"}}
+    record.save({"schema": 1, "runs": runs, "items": {
+        "h-now": {"id": "docs/a.md::line 12", "outcome": "passed", "run": "r2"},    # current content, current id
+        "h-moved": {"id": "docs/a.md::line 40", "outcome": "passed", "run": "r1"},  # block moved to line 44
+        "h-old": {"id": "kernels/p.cu[bench]", "outcome": "passed", "run": "r1"},   # earlier content of a run
+        "h-gone": {"id": "docs/b.md::line 7", "outcome": "passed", "run": "r3"},    # nothing current
+    }}, path)
+    listing = [{"id": "docs/a.md::line 12", "hash": "h-now"}, {"id": "docs/a.md::line 44", "hash": "h-moved"},
+               {"id": "kernels/p.cu[bench]", "hash": "h-new"}]
+    assert record.prune(path, listing) == ["docs/b.md::line 7"]
+    kept = record.load(path)
+    assert sorted(kept["items"]) == ["h-moved", "h-now", "h-old"] and sorted(kept["runs"]) == ["r1", "r2"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import programs
+from .normalise import block_text, computed_bytes
 
 ROOT = programs.ROOT
 
@@ -43,10 +44,12 @@ def files_used_by(code: str) -> list[Path]:
 
 
 def block_hash(syntax: str, code: str, marks: list[str]) -> str:
+    """A block's key: its code as course/normalise.py reads it (layout and, in Python, comments are
+    not part of it) and every course file it names, by what those compute."""
     h = hashlib.sha256()
-    h.update(json.dumps([syntax, code, sorted(marks)]).encode())
+    h.update(json.dumps([syntax, block_text(syntax, code), sorted(marks)]).encode())
     for path in files_used_by(code):
-        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + computed_bytes(path) + b"\0")
     return h.hexdigest()[:16]
 
 

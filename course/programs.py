@@ -60,6 +60,7 @@ from pathlib import Path
 
 from . import toolchain
 from .mistakes import MATERIALISED
+from .normalise import code_of, computed_bytes, python_tokens_cached
 from .paths import BUILD, KERNELS, ROOT
 # What a run's content hash covers of the harness: the compiler flags and judge()'s source.
 from .toolchain import GCC_FLAGS, NVCC_FLAGS
@@ -102,17 +103,20 @@ class Run:
         return f"{self.program.rel}[{label}: {' '.join(self.args)}]" if self.args else f"{self.program.rel}[{label}]"
 
     def content_hash(self) -> str:
-        """What this run depends on: the harness, the program and its headers, its arguments."""
+        """What this run computes: the harness's part, the program and the files it includes, by their
+        tokens (course/normalise.py: comments and layout are not part of it), its arguments, and the
+        directives that say how it is built, run and judged."""
         h = hashlib.sha256()
         # The harness's part: how it builds (flags) and how it judges a run, not the whole module,
         # so that refactoring the harness does not invalidate every recorded result.
-        h.update(json.dumps([NVCC_FLAGS, GCC_FLAGS]).encode() + inspect.getsource(judge).encode())
+        h.update(json.dumps([NVCC_FLAGS, GCC_FLAGS]).encode() + python_tokens_cached(inspect.getsource(judge)).encode())
         if self.bench:  # how a benchmark's rows are measured and accepted (course/bench.py)
             h.update(BENCH_PROTOCOL.encode())
         for path in self.program.sources():
-            h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-        h.update(json.dumps([self.bench, list(self.args), self.program.flags, self.program.libs,
-                             self.program.headers]).encode())
+            h.update(str(path.relative_to(ROOT)).encode() + b"\0" + computed_bytes(path) + b"\0")
+        prog = self.program
+        h.update(json.dumps([self.bench, list(self.args), prog.flags, prog.libs, prog.headers, prog.min_gpus,
+                             prog.invariants, prog.measured]).encode())
         return h.hexdigest()[:16]
 
 
@@ -216,7 +220,7 @@ class Program:
             if path in seen or not path.is_file():
                 continue
             seen.append(path)
-            text = path.read_text(errors="replace")
+            text = code_of(path)
             if path == self.path:
                 stack += [ROOT / d for d in reversed(self.depends)]
             if path.suffix == ".py":

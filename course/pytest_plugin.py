@@ -26,6 +26,7 @@ import pytest
 
 from . import programs, record, toolchain, verdicts
 from .items import block_hash, files_used_by, is_embed_only
+from .normalise import computed_content, python_tokens
 
 GPU_ITEMS = pytest.StashKey[list]()   # config: [(nodeid, hash, source)] of every GPU item collected
 ITEM_HASH = pytest.StashKey[str]()     # item: its content hash
@@ -83,10 +84,10 @@ def _item_hash(item) -> str:
         return callspec.params["run"].content_hash()
     # Any other test marked gpu: its module's source, its id, and what the item reads (item_hash_inputs).
     source = inspect.getsource(item.module)
-    h = hashlib.sha256(source.encode())
+    h = hashlib.sha256(python_tokens(source).encode())
     h.update(item.nodeid.encode())
     for name, content in item_hash_inputs(item):
-        h.update(name.encode() + b"\0" + content + b"\0")
+        h.update(name.encode() + b"\0" + computed_content(name, content) + b"\0")
     return h.hexdigest()[:16]
 
 

@@ -311,11 +311,30 @@ def prune(target: Path, listing: list[dict]) -> list[str]:
     return dropped
 
 
+def rekey(target: Path, old_listing: list[dict], new_listing: list[dict], awaiting_path: Path | None = None) -> int:
+    """After a change to how keys are computed (not to what any item runs): move each entry of an
+    item's current content from its old key to its new one. The listings are `pytest --co
+    --gpu-list` of the same tree under the old and the new harness; an item's id joins them. Entries
+    of earlier content keep their keys (earlier_rows reads them by id); declarations of items awaiting
+    a GPU run move too. Returns how many entries moved."""
+    new_by_id = {item["id"]: item["hash"] for item in new_listing}
+    moves = {item["hash"]: new_by_id[item["id"]] for item in old_listing if item["id"] in new_by_id}
+    rec = load(target)
+    moved = sum(h in moves for h in rec["items"])
+    rec["items"] = {moves.get(h, h): e for h, e in rec["items"].items()}
+    save(rec, target)
+    awaiting = load_awaiting(awaiting_path)
+    if awaiting:
+        save_awaiting({moves.get(h, h): e for h, e in awaiting.items()}, awaiting_path)
+    return moved
+
+
 if __name__ == "__main__":  # python -m course.record merge TARGET SOURCE... | prune TARGET LISTING
     import sys
 
     usage = ("usage: python -m course.record merge TARGET.json SOURCE.json [SOURCE.json ...]\n"
-             "       python -m course.record prune TARGET.json LISTING.json   (LISTING: pytest --co --gpu-list)")
+             "       python -m course.record prune TARGET.json LISTING.json   (LISTING: pytest --co --gpu-list)\n"
+             "       python -m course.record rekey TARGET.json OLD-LISTING.json NEW-LISTING.json")
     if len(sys.argv) >= 4 and sys.argv[1] == "merge":
         print(f"{merge(Path(sys.argv[2]), [Path(a) for a in sys.argv[3:]])} items in {sys.argv[2]}")
     elif len(sys.argv) == 4 and sys.argv[1] == "prune":
@@ -324,5 +343,10 @@ if __name__ == "__main__":  # python -m course.record merge TARGET SOURCE... | p
             sys.exit(f"error: {sys.argv[3]} lists no GPU items; refusing to empty the record")
         gone = prune(Path(sys.argv[2]), listing)
         print(f"dropped {len(gone)} entries of ids that are no longer GPU items from {sys.argv[2]}")
+    elif len(sys.argv) == 5 and sys.argv[1] == "rekey":
+        old, new = (json.loads(Path(a).read_text()) for a in sys.argv[3:5])
+        if not old or not new:
+            sys.exit("error: a listing names no GPU items; refusing to re-key against it")
+        print(f"{rekey(Path(sys.argv[2]), old, new)} entries of {sys.argv[2]} re-keyed")
     else:
         sys.exit(usage)

@@ -5,9 +5,9 @@ item's files and a few harness facts (the compiler flags, judge()'s source, the 
 so a harness change that moves one of those by a byte silently invalidates the whole record.
 
 tests/data/content-hashes.json is a snapshot of every item's hash together with the files the hash
-covered and a digest of each. An item whose files still have the same bytes must still have the same
-hash; an item whose files changed (a kernel or page was edited since the snapshot) is left out, as its
-hash is meant to change. Two views are snapshotted:
+covered and a digest of what each computes (its tokens: course/normalise.py). An item whose files still
+compute the same must still have the same hash; an item whose files changed (a kernel or page was
+edited since the snapshot) is left out, as its hash is meant to change. Two views are snapshotted:
 
 - "direct": every program's runs and sanitizer runs, and every page's GPU items, computed in-process;
 - "collected": the GPU items pytest collects (`--gpu-list`), hashed by the plugin (course/pytest_plugin.py),
@@ -29,14 +29,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from course import programs, record  # noqa: E402
+from course import normalise, programs, record  # noqa: E402
 
 SNAPSHOT = ROOT / "tests" / "data" / "content-hashes.json"
 DOCS = ROOT / "docs"
 
 
 def _digest(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None
+    """What the file computes (course/normalise.py): an edit to its comments keeps the item compared."""
+    return hashlib.sha256(normalise.computed_bytes(path)).hexdigest()[:16] if path.is_file() else None
 
 
 def _files(paths) -> dict[str, str | None]:

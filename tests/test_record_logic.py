@@ -1,5 +1,6 @@
 """The record cannot go stale silently: any change to what an item runs changes its hash."""
 
+import json
 import shutil
 
 import pytest
@@ -28,7 +29,11 @@ def test_one_character_in_a_program_changes_its_hash(sandbox):
     prog, run = _gpu_program(sandbox)
     before = run.content_hash()
     text = prog.path.read_text()
-    prog.path.write_text(text.replace("\n", "\n ", 1))
+    assert "main(" in text
+    prog.path.write_text(text.replace("main(", "main (", 1))  # layout: the same program
+    assert programs.parse(prog.path).runs()[0].content_hash() == before
+    assert "? 0 :" in text
+    prog.path.write_text(text.replace("? 0 :", "? 1 :", 1))  # one character of what it does
     assert programs.parse(prog.path).runs()[0].content_hash() != before
 
 
@@ -38,6 +43,8 @@ def test_a_change_in_an_included_header_changes_the_hash(sandbox):
     header = sandbox / "kernels" / "common" / "course.cuh"
     assert header in prog.sources()
     header.write_text(header.read_text() + "\n// edited\n")
+    assert run.content_hash() == before  # a comment computes nothing
+    header.write_text(header.read_text() + "\nconstexpr int kEdited = 1;\n")
     assert run.content_hash() != before
 
 
@@ -48,7 +55,7 @@ def test_a_module_imported_from_another_chapter_folder_is_part_of_the_program(sa
     imported = sandbox / "kernels" / "attention" / "sdpa_torch.py"
     assert imported in prog.sources()
     before = prog.runs()[0].content_hash()
-    imported.write_text(imported.read_text() + "\n# edited\n")
+    imported.write_text(imported.read_text() + "\nEDITED = 1\n")
     assert programs.parse(prog.path).runs()[0].content_hash() != before
 
 
@@ -56,8 +63,9 @@ def test_a_block_hash_covers_its_text_and_the_programs_it_builds(sandbox):
     prog, _ = _gpu_program(sandbox)
     code = f"nvcc -o build/x {prog.rel}\n./build/x\n"
     before = record.block_hash("bash", code, ["pytest.mark.gpu"])
-    assert record.block_hash("bash", code + " ", ["pytest.mark.gpu"]) != before
-    prog.path.write_text(prog.path.read_text() + "\n")
+    assert record.block_hash("bash", code + "\n\n", ["pytest.mark.gpu"]) == before  # blank lines
+    assert record.block_hash("bash", code + " x", ["pytest.mark.gpu"]) != before
+    prog.path.write_text(prog.path.read_text() + "\nconstexpr int kEdited = 1;\n")
     assert record.block_hash("bash", code, ["pytest.mark.gpu"]) != before
 
 
@@ -135,3 +143,19 @@ def test_prune_keeps_every_current_items_entries_and_drops_the_rest(tmp_path):
     assert record.prune(path, listing) == ["docs/b.md::line 7"]
     kept = record.load(path)
     assert sorted(kept["items"]) == ["h-moved", "h-now", "h-old"] and sorted(kept["runs"]) == ["r1", "r2"]
+
+
+def test_rekey_moves_the_entries_of_current_content_and_keeps_the_rest(tmp_path):
+    target, awaiting = tmp_path / "record.json", tmp_path / "awaiting.json"
+    target.write_text(json.dumps({"schema": 1, "runs": {"r": {"started": "t"}}, "items": {
+        "old-a": {"id": "a", "outcome": "passed", "run": "r"},
+        "earlier-a": {"id": "a", "outcome": "passed", "run": "r"},
+        "old-b": {"id": "b", "outcome": "failed", "run": "r"}}}))
+    record.save_awaiting({"old-c": {"id": "c", "reason": "no GPU"}}, awaiting)
+    old = [{"id": "a", "hash": "old-a"}, {"id": "b", "hash": "old-b"}, {"id": "c", "hash": "old-c"}]
+    new = [{"id": "a", "hash": "new-a"}, {"id": "b", "hash": "new-b"}, {"id": "c", "hash": "new-c"}]
+    assert record.rekey(target, old, new, awaiting) == 2
+    items = record.load(target)["items"]
+    assert sorted(items) == ["earlier-a", "new-a", "new-b"]
+    assert items["new-b"]["outcome"] == "failed"  # a verdict moves as it is, whatever it was
+    assert list(record.load_awaiting(awaiting)) == ["new-c"]

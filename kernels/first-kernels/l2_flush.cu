@@ -116,9 +116,17 @@ static void flush_l2(Flush how, const FlushBuffer& buffer, int repeat) {
 }
 // --8<-- [end:flush]
 
+// Keeps the GPU busy for `cycles` clock cycles, so that the host has queued the start event and the work
+// before the GPU reaches them: the events then time the work, not the time the host takes to launch it.
+__global__ void gpu_wait(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
 // --8<-- [start:timer]
-// course::time_kernel_ms with the flush as a parameter: warm-up, then for each repeat the flush, and the
-// work alone between two events; the median.
+// course::time_kernel_ms with the flush as a parameter: warm-up, then for each repeat the flush, a wait on
+// the GPU, and the work alone between two events; the median.
 template <typename F>
 static float time_ms(F&& work, Flush how, const FlushBuffer& buffer) {
   for (int i = 0; i < 3; ++i) work();
@@ -129,6 +137,8 @@ static float time_ms(F&& work, Flush how, const FlushBuffer& buffer) {
   std::vector<float> times(kRepeats);
   for (int i = 0; i < kRepeats; ++i) {
     flush_l2(how, buffer, i);
+    gpu_wait<<<1, 1>>>(100000);  // about 50 microseconds at 2 GHz
+    CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaEventRecord(start));
     work();
     CUDA_CHECK(cudaEventRecord(stop));

@@ -123,7 +123,8 @@ def bars_svg(rel_path: str, by_case: dict, metric: str, runs: list[str]) -> str:
     """One horizontal bar chart per case: every version, peer and reference, longest bar = best (for time,
     shortest). Each case has its own scale: cases measure different things."""
     label = _LABELS[metric]
-    groups = {case: [(b["impl"], role, derived(b, metric, {}) or 0.0) for role in ("ours", "peer", "reference") for b in r[role]]
+    groups = {case: [(b["impl"], role, derived(b, metric, {}) or 0.0)
+                     for role in ("ours", "peer", "reference") for b in r[role]]
               for case, r in by_case.items()}
     title = f"{label} of every implementation, per case, for {rel_path}" + (" (shorter is faster)" if metric == "time_ms" else "")
     caption = (f"{html.escape(title)}. Versions in green, peers in orange, references in grey. Measured on "

@@ -2,17 +2,19 @@
 
 A results table lists every row a program measured; a reader wants the answer first. For each case the
 headline gives the fastest *version* (the rows the page teaches), the fastest *peer* (the strongest
-thing a performance engineer would use instead), the speed ratio between them, and how close the best
-version comes to the relevant *ceiling*: the bandwidth of a same-bytes copy measured in the same run
-where the program times one, otherwise the roofline of the GPU's datasheet (bytes at the datasheet's
-memory bandwidth, FLOPs at its peak for the row's precision), labelled as datasheet.
+thing a performance engineer would use instead), the speed ratio between them, and the best version's
+share of a *reference*: the bandwidth of a same-bytes copy measured in the same run where the program
+times one, otherwise the roofline of the GPU's datasheet (bytes at the datasheet's memory bandwidth,
+FLOPs at its peak for the row's precision), labelled as datasheet. The roofline is a ceiling; the copy
+is not (a kernel that only reads, or whose writes stay in L2, can move its bytes faster than a copy),
+so a share of the copy above 100% is printed as it is.
 
 Rows are sorted into the three roles by rules a results directive can override with globs over the
-implementation names (`ours="v*"`, `peer="cuBLAS*"`, `ceiling="cudaMemcpy*"`, `ceiling=none`), keep only
+implementation names (`ours="v*"`, `peer="cuBLAS*"`, `reference="cudaMemcpy*"`, `reference=none`), keep only
 some cases (`cases="softmax*"`), or leave out the datasheet roofline where the program's bytes are not
 device-memory bytes (`datasheet=off`):
 
-- ceiling: a copy of the same bytes (`cudaMemcpy ...`, `... same bytes`, `Tensor.copy_`);
+- reference: a copy of the same bytes (`cudaMemcpy ...`, `... same bytes`, `Tensor.copy_`);
 - peer: a row the program marks `"peer": true`, and every row of a second program named in the
   directive (a framework's benchmark beside the course's);
 - version: every other row of the first program.
@@ -66,17 +68,17 @@ def _match(impl: str, pattern: str | None) -> bool:
 
 
 def roles(rows: list[dict], own: set[int], opts: dict) -> dict[str, dict[str, list[dict]]]:
-    """{case: {"ours": [...], "peer": [...], "ceiling": [...]}} in the record's case order.
+    """{case: {"ours": [...], "peer": [...], "reference": [...]}} in the record's case order.
     `own` holds the ids of the rows measured by the directive's first program."""
     by_case: dict[str, dict[str, list[dict]]] = {}
     for b in rows:
         impl = b["impl"]
         if "cases" in opts and not _match(b["case"], opts["cases"]):
             continue
-        if "ceiling" in opts:
-            role = "ceiling" if _match(impl, opts["ceiling"]) else None
+        if "reference" in opts:
+            role = "reference" if _match(impl, opts["reference"]) else None
         else:
-            role = "ceiling" if _COPY.search(impl) else None
+            role = "reference" if _COPY.search(impl) else None
         if role is None:
             if "peer" in opts:
                 role = "peer" if _match(impl, opts["peer"]) else None
@@ -85,7 +87,7 @@ def roles(rows: list[dict], own: set[int], opts: dict) -> dict[str, dict[str, li
         if role is None:
             role = "ours" if ("ours" not in opts or _match(impl, opts["ours"])) else None
         if role:
-            by_case.setdefault(b["case"], {"ours": [], "peer": [], "ceiling": []})[role].append(b)
+            by_case.setdefault(b["case"], {"ours": [], "peer": [], "reference": []})[role].append(b)
     return by_case
 
 
@@ -102,31 +104,32 @@ def _faster_unstable(rows: list[dict], best: dict | None) -> dict | None:
     return min(shaky, key=lambda b: b["time_ms"]) if shaky else None
 
 
-def ceiling_share(best: dict, copies: list[dict], sheet: dict | None) -> tuple[float, str] | None:
-    """(share, what the ceiling is) for one row: against the same run's copy where there is one,
-    otherwise against the datasheet roofline for the row's precision."""
+def reference_share(best: dict, copies: list[dict], sheet: dict | None) -> tuple[float, str, bool] | None:
+    """(share, what the reference is, whether it is a ceiling) for one row: against the same run's copy
+    where there is one (not a ceiling), otherwise against the datasheet roofline for the row's precision
+    (a ceiling)."""
     t = best["time_ms"] * 1e-3
     copy = _fastest(copies)
     if copy and best.get("bytes") and copy.get("bytes"):
         what = "of the copy's bandwidth" if _COPY.search(copy["impl"]) else f"of the bandwidth of “{copy['impl']}”"
-        return (best["bytes"] / t) / (copy["bytes"] / (copy["time_ms"] * 1e-3)), what
+        return (best["bytes"] / t) / (copy["bytes"] / (copy["time_ms"] * 1e-3)), what, False
     if sheet is None or not (best.get("bytes") or best.get("flops")):
         return None
     prec = precision(best["impl"], best["case"])
     memory_bound = best.get("bytes", 0) / sheet["bandwidth"]
     compute_bound = best.get("flops", 0) / sheet["peak"][prec]
     if compute_bound >= memory_bound:
-        return compute_bound / t, f"of the {PRECISION_NAMES[prec]} peak ({sheet['source']})"
-    return memory_bound / t, f"of the memory bandwidth ({sheet['source']})"
+        return compute_bound / t, f"of the {PRECISION_NAMES[prec]} peak ({sheet['source']})", True
+    return memory_bound / t, f"of the memory bandwidth ({sheet['source']})", True
 
 
 def comparison_problems(rows: list[dict], own: set[int], opts: dict) -> list[str]:
     """What makes a results section's comparisons untrustworthy, one sentence each: per case, the best
-    version, the best peer and the ceiling must come from one sitting on one GPU (rows carry `_where`,
+    version, the best peer and the reference must come from one sitting on one GPU (rows carry `_where`,
     course/claims.py). Unstable rows are never picked (see _fastest)."""
     problems = []
     for case, r in roles(rows, own, opts).items():
-        picked = [b for b in (_fastest(r["ours"]), _fastest(r["peer"]), _fastest(r["ceiling"])) if b]
+        picked = [b for b in (_fastest(r["ours"]), _fastest(r["peer"]), _fastest(r["reference"])) if b]
         places = {b.get("_where") for b in picked}
         if len(places) > 1:
             problems.append(f"case {case!r} compares rows of {len(places)} runs: " + "; ".join(
@@ -143,11 +146,16 @@ def _ratio_text(speed: float) -> str:
     return f"{speed:.{3 if 0.95 <= speed <= 1.05 else 2}f}×"
 
 
-def _share_text(share: tuple[float, str] | None) -> str:
+def _above_ceiling(share: tuple[float, str, bool] | None) -> bool:
+    """Faster than the datasheet roofline: the row counts nominal FLOPs or different bytes."""
+    return bool(share) and share[2] and share[0] > 1.2
+
+
+def _share_text(share: tuple[float, str, bool] | None) -> str:
     if not share:
         return ""
-    if share[0] > 1.2:  # faster than the ceiling: the row counts nominal FLOPs or different bytes
-        return "above the ceiling: the row's FLOP or byte count is nominal"
+    if _above_ceiling(share):
+        return "above the datasheet ceiling: the row's FLOP or byte count is nominal"
     pct = 100 * share[0]
     return f"{pct:.{1 if 95 <= pct <= 105 else 0}f}% {share[1]}"  # 99.6% must not read as 100%
 
@@ -155,8 +163,8 @@ def _share_text(share: tuple[float, str] | None) -> str:
 def headline(rows: list[dict], own: set[int], gpu: str, opts: dict, when: str = "") -> tuple[str, str | None]:
     """The headline (markdown): one sentence stating the result of the last case (the record's order
     puts the largest size last), then a four-column table of every case, narrow enough for a phone;
-    and the metric the plot should show ("tflops", "gbps" or "time_ms", following the ceiling that
-    bounds the best versions)."""
+    and the metric the plot should show ("tflops", "gbps" or "time_ms", following the reference the
+    best versions are measured against)."""
     sheet = datasheet_for(gpu) if opts.get("datasheet", "on") != "off" else None
     lines = ["| Case | Fastest version | Fastest peer | Result |", "|---|---|---|---|"]
     metrics, sentences, ratios = [], [], []
@@ -174,8 +182,8 @@ def headline(rows: list[dict], own: set[int], gpu: str, opts: dict, when: str = 
             ratio = f"**{_ratio_text(speed)}** the peer's speed" if speed is not None else ""
             if speed is not None:
                 ratios.append(speed)
-        share = ceiling_share(subject, r["ceiling"], sheet)
-        if share and share[0] <= 1.2:
+        share = reference_share(subject, r["reference"], sheet)
+        if share and not _above_ceiling(share):
             metrics.append("tflops" if "peak" in share[1] else "gbps")
         cell = "; ".join(x for x in (ratio, _share_text(share)) if x)
         lines.append("| " + " | ".join([
@@ -195,7 +203,7 @@ def headline(rows: list[dict], own: set[int], gpu: str, opts: dict, when: str = 
             text = f"At {case}, the fastest version is {best['impl']} ({_ms(best['time_ms'])})"
         else:
             text = f"At {case}, the fastest configuration is {peer['impl']} ({_ms(peer['time_ms'])})"
-        if share and share[0] <= 1.2:
+        if share and not _above_ceiling(share):
             text += f", reaching {_share_text(share)}"
         sentences.append(text + (f", measured {where}" if where else "") + ".")
     if len(lines) == 2:

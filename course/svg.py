@@ -130,9 +130,9 @@ class Svg:
 
 COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#1f78b4",
            "#b2df8a", "#fb9a99", "#666666", "#cab2d6"]
-ROLE_COLOURS = {"ours": "#1b9e77", "peer": "#d95f02", "ceiling": "#888888"}
-ROLE_TAGS = {"peer": " (peer)", "ceiling": " (ceiling)"}
-ROLE_DASHES = {"peer": "7 4", "ceiling": "2 3"}
+ROLE_COLOURS = {"ours": "#1b9e77", "peer": "#d95f02", "reference": "#888888"}
+ROLE_TAGS = {"peer": " (peer)", "reference": " (reference)"}
+ROLE_DASHES = {"peer": "7 4", "reference": "2 3"}
 
 
 def ticks(lo: float, hi: float, log: bool) -> list[float]:
@@ -175,8 +175,8 @@ def _figure(width: int, height: float, title: str, body: list[str], caption: str
 
 def line_chart(series: dict[str, list[tuple[float, float]]], roles: dict[str, str], xlabel: str, ylabel: str,
                logx: bool, logy: bool, title: str, caption: str, highlight: set[str] | None = None) -> str:
-    """One line per series (points sorted by x), peers dashed and ceilings dotted (roles: series name ->
-    "ours", "peer" or "ceiling"), the legend under the axes with whole names. With more than HIGHLIGHTED
+    """One line per series (points sorted by x), peers dashed and references dotted (roles: series name
+    -> "ours", "peer" or "reference"), the legend under the axes with whole names. With more than HIGHLIGHTED
     series, only those in `highlight` (else the first HIGHLIGHTED) are drawn in colour, the rest grey."""
     if highlight is None:
         highlight = set(list(series)[:HIGHLIGHTED])
@@ -229,7 +229,7 @@ def line_chart(series: dict[str, list[tuple[float, float]]], roles: dict[str, st
 
 def bar_chart(groups: dict[str, list[tuple[str, str, float]]], unit: str, title: str, caption: str) -> str:
     """One horizontal bar chart per group (a case): bars of (name, role, value), each group on its own
-    scale (the longest bar is its largest value); peers and ceilings outlined with dashes."""
+    scale (the longest bar is its largest value); peers and references outlined with dashes."""
     W, L, R, bar, gap = 720, 300, 90, 16, 4
     body, y = [], 8
     for group, bars in groups.items():

@@ -19,10 +19,10 @@ _SIZE_FIELDS = ("size", "n", "seq", "batch", "cols", "taps", "stride", "size_byt
 
 def auto_plot(rel_path: str, rows: list[dict], own: set[int], opts: dict, metric: str, runs: list[str]) -> str | None:
     """The plot under a headline: the metric against a size field where the cases differ in size (one
-    line per implementation), otherwise one bar chart per case. Peers are dashed, ceilings dotted."""
+    line per implementation), otherwise one bar chart per case. Peers are dashed, references dotted."""
     by_case = headline.roles(rows, own, opts)
-    shown = [b for r in by_case.values() for role in ("ours", "peer", "ceiling") for b in r[role]]
-    kind = {id(b): role for r in by_case.values() for role in ("ours", "peer", "ceiling") for b in r[role]}
+    shown = [b for r in by_case.values() for role in ("ours", "peer", "reference") for b in r[role]]
+    kind = {id(b): role for r in by_case.values() for role in ("ours", "peer", "reference") for b in r[role]}
     if metric != "time_ms" and not all(b.get("flops" if metric == "tflops" else "bytes") for b in shown):
         metric = "time_ms"
     size = next((f for f in _SIZE_FIELDS if all(isinstance(b.get(f), (int, float)) for b in shown)
@@ -44,7 +44,7 @@ _LABELS = {"gbps": "GB/s", "tflops": "TFLOP/s", "time_ms": "time (ms)", "pct_pee
 
 def plot_svg(rel_path: str, opts: str, rec: dict, rows: tuple | None = None, roles: dict | None = None) -> str:
     """An inline SVG line chart of a program's recorded benchmark rows: one line per series. Given
-    `roles` (row id -> "ours", "peer" or "ceiling"), peers are drawn dashed and ceilings dotted."""
+    `roles` (row id -> "ours", "peer" or "reference"), peers are drawn dashed and references dotted."""
     options = dict(re.findall(r"(\w+)=(\S+)", opts))
     flags = set(re.findall(r"(?<![=\w])(logx|logy)(?![=\w])", opts))
     xkey, ykey, skey = options.get("x"), options.get("y", "gbps"), options.get("series", "impl")
@@ -90,8 +90,8 @@ def _ranked(series: dict[str, list[tuple[float, float]]], style: dict[str, str],
 
 def _highlighted(ranked: list[str], style: dict[str, str]) -> set[str]:
     """At most svg.HIGHLIGHTED series in colour: the best three versions, the best two peers, the
-    ceiling, then the next best of any role."""
-    quota = {"ours": 3, "peer": 2, "ceiling": 1}
+    reference, then the next best of any role."""
+    quota = {"ours": 3, "peer": 2, "reference": 1}
     chosen = []
     for name in ranked:
         if quota.get(style.get(name, "ours"), 0) > 0:
@@ -120,12 +120,13 @@ def _takeaway(series, style, ranked: list[str], xlabel: str, ylabel: str) -> str
 
 
 def bars_svg(rel_path: str, by_case: dict, metric: str, runs: list[str]) -> str:
-    """One horizontal bar chart per case: every version, peer and ceiling, longest bar = best (for time,
+    """One horizontal bar chart per case: every version, peer and reference, longest bar = best (for time,
     shortest). Each case has its own scale: cases measure different things."""
     label = _LABELS[metric]
-    groups = {case: [(b["impl"], role, derived(b, metric, {}) or 0.0) for role in ("ours", "peer", "ceiling") for b in r[role]]
+    groups = {case: [(b["impl"], role, derived(b, metric, {}) or 0.0)
+                     for role in ("ours", "peer", "reference") for b in r[role]]
               for case, r in by_case.items()}
     title = f"{label} of every implementation, per case, for {rel_path}" + (" (shorter is faster)" if metric == "time_ms" else "")
-    caption = (f"{html.escape(title)}. Versions in green, peers in orange, ceilings in grey. Measured on "
+    caption = (f"{html.escape(title)}. Versions in green, peers in orange, references in grey. Measured on "
                f"{html.escape(' ; '.join(runs))}; generated from <code>records/gpu-record.json</code>.")
     return svg.bar_chart(groups, label, title, caption)

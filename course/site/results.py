@@ -16,11 +16,11 @@ from course.svg import number as _fmt
 
 log = logging.getLogger("mkdocs.plugins.course")
 
-_RESULTS_OPTS = {"ours", "peer", "ceiling", "cases", "datasheet", "plot"}
+_RESULTS_OPTS = {"ours", "peer", "reference", "cases", "datasheet", "plot"}
 
 
 def _parse_results(spec: str) -> tuple[str, dict]:
-    """`kernels/a.cu [kernels/b.py] [ours="v*"] [peer="cuBLAS*"] [ceiling="cudaMemcpy*"|none] [cases="glob"]
+    """`kernels/a.cu [kernels/b.py] [ours="v*"] [peer="cuBLAS*"] [reference="cudaMemcpy*"|none] [cases="glob"]
     [datasheet=off] [plot=off]` (see headline.py for what each does)."""
     opts = {m[1]: m[2] if m[2] is not None else m[3] for m in re.finditer(r'(\w+)=(?:"([^"]*)"|(\S+))', spec)}
     unknown = set(opts) - _RESULTS_OPTS
@@ -33,7 +33,7 @@ def _parse_results(spec: str) -> tuple[str, dict]:
 
 def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset()) -> str:
     """The generated results of one or more programs: a headline per case (best version against best
-    peer, the ratio, the share of the ceiling), a plot, then the full table folded."""
+    peer, the ratio, the share of the reference), a plot, then the full table folded."""
     rel_path, opts = _parse_results(spec)
     found = bench_rows(rel_path, rec, "results")
     if found is None:

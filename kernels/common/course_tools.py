@@ -124,23 +124,28 @@ def require_cuda(*modules: str):
 def time_ms(fn, warmup: int = 3, repeats: int = 20, flush_l2: bool = True) -> float:
     """Median time of fn() in milliseconds, with CUDA events, after warm-up, as course::time_kernel_ms.
 
-    Before each repeat a buffer twice the size of L2 is written, so repeats do not read a warm cache.
+    Before each repeat a buffer twice the size of L2 is written and then read, so repeats do not read
+    a warm cache (why the read: docs/first-kernels/timing.md, kernels/first-kernels/l2_flush.cu).
     Python takes tens of microseconds to launch a kernel (torch.compile's guards and Triton's launcher
     more): a GPU-side sleep before the start event lets the host queue all of fn's work first, so
     that only GPU time is measured. CuPy and Triton launch on PyTorch's current stream (by default the
     legacy default stream), so the events bracket exactly the work fn enqueues."""
     import torch
 
-    flush = None
+    flush = flush_max = None
     if flush_l2:
         flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+        flush_max = torch.empty((), dtype=torch.uint8, device="cuda")
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     times = []
     for i in range(repeats):
         if flush is not None:
+            # The fill evicts fn's data but leaves L2 full of dirty lines, whose write-back fn's own misses
+            # would pay for; reading the buffer back writes them back here and leaves clean lines.
             flush.fill_(i & 0xFF)
+            torch.amax(flush, dim=0, out=flush_max)  # a read of every byte, on the GPU: no host sync
         torch.cuda._sleep(1_000_000)  # about half a millisecond of GPU time
         times.append(event_ms(fn))
     return sorted(times)[repeats // 2]

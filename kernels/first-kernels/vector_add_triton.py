@@ -1,7 +1,7 @@
 """vector_add_triton.py: vector addition in Triton, checked against PyTorch; with --bench, timed
 against the strongest configurations PyTorch offers (torch.add eager and under torch.compile in each
 mode, each checked first; course_tools.torch_peers) and against a device-to-device copy of the same
-number of bytes (the ceiling).
+number of bytes (the reference).
 
 Taught in docs/first-kernels/python.md and docs/first-kernels/vector-add.md.
 Run: python kernels/first-kernels/vector_add_triton.py --n 1000003            (on a GPU)

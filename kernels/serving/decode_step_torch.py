@@ -205,7 +205,7 @@ def bench(torch, batch, modes, seed):
         ok &= matches_eager(torch, course_tools.slug(f"{impl} b{batch} matches eager"), run(), eager, rms)
         ms = course_tools.time_ms(lambda: [run() for _ in range(STEPS)], repeats=10) / STEPS
         course_tools.bench(case, impl, ms, nbytes, 2.0 * batch * c.weight_elements(), **fields)
-    # The ceiling: a copy that reads half the step's bytes and writes the other half.
+    # The reference: a copy that reads half the step's bytes and writes the other half.
     half = nbytes // 2
     src, dst = (torch.empty(half, dtype=torch.uint8, device=DEVICE),
                 torch.empty(half, dtype=torch.uint8, device=DEVICE))

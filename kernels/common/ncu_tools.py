@@ -3,8 +3,8 @@ profiled program, running it under ncu, reading ncu's CSV, and turning metrics i
 
 Used by the matmul chapter's sgemm_ncu.py and hopper_ncu.py, the attention chapter's
 hopper_attention_ncu.py and the memory-model chapter's ladder_ncu.py, which choose what to profile, which
-metrics to ask for and how to lay out their rows. (No course path is written out
-here: the harness counts the files a Python module names in the hash of every program importing it.)
+metrics to ask for and how to lay out their rows. (No course path is written out here: the harness
+counts the files a Python module names in the hash of every program importing it.)
 
     require_ncu()                      ncu's path, or WAIVED (exit 2) when Nsight Compute is not installed
     build(source, exe)                 build a course program with the harness's own build command

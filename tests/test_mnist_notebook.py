@@ -51,28 +51,10 @@ def test_every_plot_was_drawn_from_the_recorded_runs():
     assert counts == list(range(1, len(counts) + 1)), f"execution counts {counts}: execute the whole notebook again"
 
 
-# Lines copied unchanged from the recorded output of mnist_cnn.cu --bench, the program that mnist_bench.cu replaced (records/gpu-record.json,
+# tests/data/mnist_bench_cut_then_whole.txt: lines copied unchanged from the recorded output of mnist_cnn.cu --bench, the program that mnist_bench.cu replaced (records/gpu-record.json,
 # H100 run of 2026-11-24; the program mnist_bench.cu's --bench --batch 64 run took the accuracy runs over from): the end of the FP32 accuracy run, whose first three epoch lines are left
 # out here as the record's 8000-character tail could cut them, then the whole TF32 run.
-CUT_THEN_WHOLE = """\
-epoch 4: loss 0.0469  test accuracy 99.13%  (0.242 s)
-epoch 5: loss 0.0042  test accuracy 99.12%  (0.243 s)
-epoch 6: loss 0.0132  test accuracy 99.21%  (0.242 s)
-epoch 7: loss 0.0004  test accuracy 99.22%  (0.242 s)
-epoch 8: loss 0.0085  test accuracy 99.02%  (0.242 s)
-CHECK PASS fused_test_accuracy_reaches_99 n=10000 reached_at_epoch=4 best=99.22% last=99.02% epochs=8 batch=64 lr=0.05
-BENCH {"case": "train 8 epochs, batch 64", "impl": "CUDA fused + graph", "time_ms": 1932.03, "bytes": 25668822656, "flops": 11991358636032, "peer": false, "batch": 64, "kind": "train 8 epochs", "steps": 7496, "test_accuracy": 99.02}
-epoch 1: loss 0.0920  test accuracy 98.64%  (0.243 s)
-epoch 2: loss 0.0762  test accuracy 98.84%  (0.240 s)
-epoch 3: loss 0.0069  test accuracy 98.97%  (0.240 s)
-epoch 4: loss 0.0520  test accuracy 99.03%  (0.239 s)
-epoch 5: loss 0.0061  test accuracy 99.03%  (0.240 s)
-epoch 6: loss 0.0060  test accuracy 99.10%  (0.240 s)
-epoch 7: loss 0.0004  test accuracy 99.18%  (0.240 s)
-epoch 8: loss 0.0152  test accuracy 98.93%  (0.240 s)
-CHECK PASS tf32_test_accuracy_reaches_99 n=10000 reached_at_epoch=4 best=99.18% last=98.93% epochs=8 batch=64 lr=0.05
-BENCH {"case": "train 8 epochs, batch 64", "impl": "CUDA TF32 + graph", "time_ms": 1920.99, "bytes": 25668822656, "flops": 11991358636032, "peer": false, "batch": 64, "kind": "train 8 epochs", "steps": 7496, "test_accuracy": 98.93}
-"""
+CUT_THEN_WHOLE = (ROOT / "tests/data/mnist_bench_cut_then_whole.txt").read_text()
 
 
 def test_parser_drops_a_run_cut_at_its_start_and_names_runs_by_their_bench_row():

@@ -43,10 +43,15 @@ PARTS = {
                   ("v4", "v4", "regex:flash_bwd_hopper", "flash bwd v4"),
                   ("v4-ordered", "ordered", "regex:flash_bwd_hopper", "flash bwd v4 ordered")]),
 }
-STALLS = ["long_scoreboard", "barrier", "membar", "wait", "sleeping", "math_pipe_throttle", "dispatch_stall",
-          "short_scoreboard", "mio_throttle", "lg_throttle", "no_instruction", "branch_resolving", "misc",
-          "selected", "not_selected"]
+STALLS = ncu_tools.WARP_STALLS
 TOP_STALLS = 4  # the reasons printed per version, largest first
+# The printed table's lines, (label, key, format), and the keys it prints in MB (bytes / 1e6).
+TABLE = [("time us", "time_us", "{:.0f}"), ("tensor pipe %", "tensor_pct", "{:.1f}"),
+         ("achieved occupancy %", "occupancy_pct", "{:.1f}"), ("SMs busy %", "sm_busy_pct", "{:.1f}"),
+         ("DRAM read MB", "dram_read", "{:.0f}"), ("DRAM write MB", "dram_write", "{:.0f}"),
+         ("DRAM throughput %", "dram_pct", "{:.1f}"), ("grid (blocks)", "grid", "{:.0f}"),
+         ("registers", "registers", "{:.0f}")] + ncu_tools.stall_lines(STALLS)
+MB_KEYS = {"dram_read", "dram_write"}
 # --8<-- [start:metrics]
 # Each quantity: the ncu metric names to try, the first this ncu knows is used (the tensor pipe's name
 # differs between ncu versions; Hopper's wgmma runs on the "gmma" pipe).
@@ -67,19 +72,6 @@ METRICS = {
 # --8<-- [end:metrics]
 
 
-def choose(ncu):
-    """{key: the first known metric} for every quantity this ncu can measure."""
-    flat = {f"{k}#{i}": m for k, names in METRICS.items() for i, m in enumerate(names)}
-    known = ncu_tools.available(ncu, flat)
-    out = {}
-    for k, names in METRICS.items():
-        for i in range(len(names)):
-            if f"{k}#{i}" in known:
-                out[k] = names[i]
-                break
-    return out
-
-
 def main():
     p = course_tools.parser("profile the Hopper attention kernels with Nsight Compute: flash_hopper.cu's v4 "
                             "ping-pong and v5 (both tile orders), or flash_hopper_bwd.cu's versions")
@@ -92,32 +84,18 @@ def main():
     ncu = ncu_tools.require_ncu()
     exe = ncu_tools.ROOT / "build/attention/ncu" / Path(source).stem
     ncu_tools.build(source, exe)
-    wanted = choose(ncu)
+    wanted = ncu_tools.first_known(ncu, METRICS)
     rows, values = [], 0
     for v, which, kernel, impl in versions:
         got = ncu_tools.profile_one(ncu, exe, wanted, kernel, ["--profile", which], v)
         values += len(got)
         r = ncu_tools.row(got, wanted)
-        if r.get("sm_active_avg") is not None and r.get("sm_elapsed"):
-            r["sm_busy_pct"] = 100.0 * r["sm_active_avg"] / r["sm_elapsed"]
+        r["sm_busy_pct"] = ncu_tools.sm_busy_pct(r)
         rows.append((v, impl, r))
 
     print(f"ncu metrics, {Path(source).name} on {case}, one launch per version "
           "(stalls: warp-cycles per issued instruction)")
-    lines = [("time us", "time_us", "{:.0f}"), ("tensor pipe %", "tensor_pct", "{:.1f}"),
-             ("achieved occupancy %", "occupancy_pct", "{:.1f}"), ("SMs busy %", "sm_busy_pct", "{:.1f}"),
-             ("DRAM read MB", "dram_read", "{:.0f}"), ("DRAM write MB", "dram_write", "{:.0f}"),
-             ("DRAM throughput %", "dram_pct", "{:.1f}"), ("grid (blocks)", "grid", "{:.0f}"),
-             ("registers", "registers", "{:.0f}")]
-    lines += [(f"stall {s.replace('_', ' ')}", f"stall_{s}", "{:.2f}") for s in STALLS]
-    scaled = {"dram_read": 1e6, "dram_write": 1e6}
-    print(f"{'':<26}" + "".join(f"{v:>12}" for v, _, _ in rows))
-    for label, key, fmt in lines:
-        cells = []
-        for _, _, r in rows:
-            x = r.get(key)
-            cells.append(fmt.format(x / scaled.get(key, 1)) if x is not None else "-")
-        print(f"{label:<26}" + "".join(f"{c:>12}" for c in cells))
+    ncu_tools.print_versions(rows, TABLE, MB_KEYS)
     for v, _, r in rows:  # the stall reasons that cost each version the most issue slots
         top = sorted(((r[f"stall_{s}"], s) for s in STALLS if s not in ("selected", "not_selected")
                       and r.get(f"stall_{s}") is not None), reverse=True)[:TOP_STALLS]

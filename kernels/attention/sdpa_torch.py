@@ -113,22 +113,24 @@ FUSED_BACKENDS = [backend for backend in BACKENDS if backend != "MATH"]
 SHAPES = [(BACKENDS, 4, 4096, 128)] + [(FUSED_BACKENDS, b, s, d) for b, s, d in ((4, 4096, 64), (2, 16384, 128))]
 
 
-def check_every_backend(torch, seed):
-    """Checks every backend, causal and not, against float64 (check); True if all passed."""
+def checked_start(description, bench_help):
+    """The start of both SDPA peer programs: peer_start (seed 2024, cuDNN's version printed), then every
+    backend, causal and not, checked against float64 (check). Returns (args, torch, all checks passed)."""
+    args, torch = course_tools.peer_start(description, bench_help, seed=2024, cudnn=True)
     ok = True
     for backend in BACKENDS:
         for causal in (False, True):
-            ok &= check(torch, backend, causal, seed)
-    return ok
+            ok &= check(torch, backend, causal, args.seed)
+    return args, torch, ok
 
 
-def timed_cases():
-    """The timed cases in the order both peer programs run them, (backend, batch, seq, dim, causal):
-    per shape, non-causal then causal, every backend back to back."""
+def time_every_case(torch, bench_one, seed):
+    """bench_one(torch, backend, batch, 16 heads, seq, dim, causal, seed) for every timed case, in the order
+    both peer programs run them: per shape, non-causal then causal, every backend back to back."""
     for backends, b, s, d in SHAPES:
         for causal in (False, True):
             for backend in backends:
-                yield backend, b, s, d, causal
+                bench_one(torch, backend, b, 16, s, d, causal, seed)
 
 
 def bench_forward(torch, backend, b, h, s, d, causal, seed, repeats=20):
@@ -162,13 +164,10 @@ def bench_forward(torch, backend, b, h, s, d, causal, seed, repeats=20):
 
 
 def main():
-    args, torch = course_tools.peer_start("PyTorch SDPA backends: checked, the forward timed and its memory measured",
-                                          "time every backend's forward and measure memory", seed=2024, cudnn=True)
-
-    ok = check_every_backend(torch, args.seed)
+    args, torch, ok = checked_start("PyTorch SDPA backends: checked, the forward timed and its memory measured",
+                                    "time every backend's forward and measure memory")
     if args.bench:
-        for backend, b, s, d, causal in timed_cases():
-            bench_forward(torch, backend, b, 16, s, d, causal, args.seed)
+        time_every_case(torch, bench_forward, args.seed)
         # Memory at growing sequence lengths: the fused backends against math, which materialises
         # the batch x heads x seq x seq scores. Math stops at its first out-of-memory.
         for backend in ("FLASH_ATTENTION", "MATH"):

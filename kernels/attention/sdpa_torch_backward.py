@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 import course_tools  # noqa: E402
 
-from sdpa_torch import (LABEL, case_name, check_every_backend, inputs, run_backend, timed_cases,  # noqa: E402
+from sdpa_torch import (LABEL, case_name, checked_start, inputs, run_backend, time_every_case,  # noqa: E402
                         unless_unavailable)
 
 
@@ -58,12 +58,10 @@ def bench_backward(torch, backend, b, h, s, d, causal, seed, repeats=20):
 
 
 def main():
-    args, torch = course_tools.peer_start("PyTorch SDPA backends: checked, and their backward timed",
-                                          "time every backend's backward", seed=2024, cudnn=True)
-    ok = check_every_backend(torch, args.seed)
+    args, torch, ok = checked_start("PyTorch SDPA backends: checked, and their backward timed",
+                                    "time every backend's backward")
     if args.bench:
-        for backend, b, s, d, causal in timed_cases():
-            bench_backward(torch, backend, b, 16, s, d, causal, args.seed)
+        time_every_case(torch, bench_backward, args.seed)
     sys.exit(0 if ok else 1)
 
 

@@ -7,6 +7,8 @@ Taught in docs/conventions.md. The Python counterpart of kernels/common/course.c
     int_in(low, high)          an argparse type: an integer in [low, high], else a usage error
     peer_parser(...)           parser(description) with the --bench and --seed every peer program takes
     peer_start(...)            peer_parser's command line parsed, torch required, its versions printed
+    check_then_bench(...)      a peer's whole main: each check case run, or with --bench each
+                               benchmark case, and the exit status
     require_cuda(*modules)     import the GPU modules a program needs, or exit 1 with a plain
                                message: no traceback on a machine without a GPU or without them
     time_ms(fn, ...)           CUDA-event timing: warm-up, L2 flush, host overhead kept out, median
@@ -91,6 +93,23 @@ def peer_start(description: str, bench_help: str, seed: int = 2026, cudnn: bool 
         versions += f"cuDNN {torch.backends.cudnn.version()}, "
     print(versions + torch.cuda.get_device_name())
     return args, torch
+
+
+def check_then_bench(run_case, description: str, bench_help: str, check_cases, bench_cases) -> None:
+    """The main of a peer program with no options of its own (peer_start's): without --bench,
+    run_case(torch, *case, seed, bench=False) for each check case (seeds --seed, --seed + 1, ...); with
+    it, run_case(torch, *case, seed, bench=True) for each benchmark case (run_case checks each before
+    timing it). Gradients are off. Exits 1 if a check failed, else 0."""
+    args, torch = peer_start(description, bench_help)
+    with torch.no_grad():
+        ok = True
+        if not args.bench:
+            for i, case in enumerate(check_cases):
+                ok &= run_case(torch, *case, args.seed + i, bench=False)
+        else:
+            for case in bench_cases:
+                ok &= run_case(torch, *case, args.seed, bench=True)
+    sys.exit(0 if ok else 1)
 
 
 def require_cuda(*modules: str):

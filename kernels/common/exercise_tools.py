@@ -22,6 +22,8 @@ a checker can also be run by hand:
                                   the same, moved off a multiple of `block` or off a power of two
     sizes(source, ranges, block, edges)
                                   a draw_off_multiple from each range, then edge sizes
+    vector_sizes(source, sim, block)
+                                  the lengths a 1-D exercise in blocks of `block` threads is checked at
     checker_parser(description)   course_tools.parser with --solution, --sim and --seed
     use_simulator(args, ...)      set NUMBA_ENABLE_CUDASIM / TRITON_INTERPRET before numba or triton
                                   is imported, or exit 1 when neither a GPU nor --sim is there
@@ -335,6 +337,14 @@ def draw_off_power_of_two(source, lo: int, hi: int) -> int:
 def sizes(source, ranges, block: int, edges=()) -> list[int]:
     """A draw_off_multiple from each (lo, hi) of `ranges`, then the `edges` as they are (0, 1, ...)."""
     return [draw_off_multiple(source, lo, hi, block) for lo, hi in ranges] + list(edges)
+
+
+def vector_sizes(source, sim: bool, block: int) -> list[int]:
+    """The lengths a 1-D exercise launched in blocks of `block` threads is checked at: a large one
+    (hundreds on the simulator, which is slow) and one of a few thousand, both off a multiple of
+    `block`, then 0 (empty), 1 and block + 1 (one element past a full block)."""
+    ranges = [(300, 1300) if sim else (500_000, 1_100_000), (3000, 6000)]
+    return sizes(source, ranges, block, edges=(0, 1, block + 1))
 
 
 def start(description: str, simulator: str | None = None, runs_on_cpu: bool = False):

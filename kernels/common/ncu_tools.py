@@ -1,18 +1,24 @@
 """ncu_tools.py: what the course's Nsight Compute (ncu) metric tables share: finding ncu, building the
 profiled program, running it under ncu, reading ncu's CSV, and turning metrics into table cells.
 
-Used by the matmul chapter's sgemm_ncu.py and the memory-model chapter's ladder_ncu.py, which choose
-what to profile, which metrics to ask for and how to lay out their rows. (No course path is written out
-here: the harness counts the files a Python module names in the hash of every program importing it.)
+Used by the matmul chapter's sgemm_ncu.py and hopper_ncu.py, the attention chapter's
+hopper_attention_ncu.py and the memory-model chapter's ladder_ncu.py, which choose what to profile, which
+metrics to ask for and how to lay out their rows. (No course path is written out here: the harness
+counts the files a Python module names in the hash of every program importing it.)
 
     require_ncu()                      ncu's path, or WAIVED (exit 2) when Nsight Compute is not installed
     build(source, exe)                 build a course program with the harness's own build command
     available(ncu, metrics)            the metrics this ncu knows for this GPU ({key: metric name})
+    first_known(ncu, candidates)       {key: the first of its candidate metric names this ncu knows}
     profile(ncu, exe, metrics, ...)    run exe under ncu with --csv; the finished process
     parse_csv(text)                    {launch id: (kernel name, {metric name: value})}
     row(values, metrics)               {key: value}, time in microseconds and DRAM rate in GB/s
     per_request(r, sectors, requests)  32-byte sectors per memory request, or None
+    sm_busy_pct(r)                     how busy the SMs were over the launch, in %, or None
     cells(r, columns)                  each column's formatted value, "-" where ncu gave none
+    print_versions(rows, lines, mb_keys)  a table of metrics, one column per profiled version
+    stall_lines(stalls)                its lines for the warp stall reasons
+    WARP_STALLS                        the warp stall reasons the Hopper tables report
 """
 
 from __future__ import annotations
@@ -27,6 +33,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # for course.programs (the harness's build command)
+
+# The warp stall reasons (smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio) the Hopper
+# kernels' tables report, in the order they print.
+WARP_STALLS = ["long_scoreboard", "barrier", "membar", "wait", "sleeping", "math_pipe_throttle", "dispatch_stall",
+               "short_scoreboard", "mio_throttle", "lg_throttle", "no_instruction", "branch_resolving", "misc",
+               "selected", "not_selected"]
 
 
 def require_ncu() -> str:
@@ -60,6 +72,20 @@ def available(ncu: str, metrics: dict[str, str]) -> dict[str, str]:
     out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True).stdout
     known = {line.split()[0] for line in out.splitlines() if line and "__" in line.split()[0]}
     return {k: m for k, m in metrics.items() if not known or m.startswith("launch__") or m.split(".")[0] in known}
+
+
+def first_known(ncu: str, candidates: dict[str, list[str]]) -> dict[str, str]:
+    """{key: the first of its metric names this ncu knows} for every key this ncu can measure (a
+    metric's name can differ between ncu versions, so a key may list several to try in order)."""
+    flat = {f"{k}#{i}": m for k, names in candidates.items() for i, m in enumerate(names)}
+    known = available(ncu, flat)
+    out = {}
+    for k, names in candidates.items():
+        for i in range(len(names)):
+            if f"{k}#{i}" in known:
+                out[k] = names[i]
+                break
+    return out
 
 
 # --8<-- [start:profile]
@@ -121,6 +147,34 @@ def per_request(r: dict, sectors: str, requests: str) -> float | None:
     return None
 
 
+def sm_busy_pct(r: dict) -> float | None:
+    """The share of the launch the SMs had work (keys sm_active_avg, cycles an SM was active averaged
+    over the SMs, and sm_elapsed, the launch's cycles), in %: blocks that could not start together
+    show as idle SMs. None where ncu gave either figure none."""
+    if r.get("sm_active_avg") is not None and r.get("sm_elapsed"):
+        return 100.0 * r["sm_active_avg"] / r["sm_elapsed"]
+    return None
+
+
 def cells(r: dict, columns: list[tuple[str, str, str]]) -> list[str]:
     """For each (key, heading, format) column, the formatted value, or "-" where there is none."""
     return [(f.format(r[k]) if r.get(k) is not None else "-") for k, _, f in columns]
+
+
+
+def stall_lines(stalls: list[str]) -> list[tuple[str, str, str]]:
+    """print_versions's lines for the stall reasons (keys stall_<reason>, warp-cycles per issued
+    instruction)."""
+    return [(f"stall {s.replace('_', ' ')}", f"stall_{s}", "{:.2f}") for s in stalls]
+
+
+def print_versions(rows: list[tuple], lines: list[tuple[str, str, str]], mb_keys: set[str]) -> None:
+    """Print one table line per (label, key, format) of lines and one column per (version, ..., r) of
+    rows, "-" where ncu gave none; the values of mb_keys (bytes) print in MB."""
+    print(f"{'':<26}" + "".join(f"{row[0]:>12}" for row in rows))
+    for label, key, fmt in lines:
+        cells = []
+        for *_, r in rows:
+            x = r.get(key)
+            cells.append(fmt.format(x / (1e6 if key in mb_keys else 1)) if x is not None else "-")
+        print(f"{label:<26}" + "".join(f"{c:>12}" for c in cells))

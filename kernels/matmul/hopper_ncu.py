@@ -24,9 +24,14 @@ import ncu_tools  # noqa: E402
 
 SIZE = 4096
 VERSIONS = [("v3", "hopper v3 persistent"), ("v4", "hopper v4 cluster multicast")]
-STALLS = ["long_scoreboard", "barrier", "membar", "wait", "sleeping", "math_pipe_throttle", "dispatch_stall",
-          "short_scoreboard", "mio_throttle", "lg_throttle", "no_instruction", "branch_resolving", "misc",
-          "selected", "not_selected"]
+STALLS = ncu_tools.WARP_STALLS
+# The printed table's lines, (label, key, format), and the keys it prints in MB (bytes / 1e6).
+TABLE = [("time us", "time_us", "{:.0f}"), ("DRAM read MB", "dram_read", "{:.0f}"),
+         ("DRAM write MB", "dram_write", "{:.0f}"), ("L2 MB", "l2_bytes", "{:.0f}"),
+         ("L2 hit %", "l2_hit_pct", "{:.1f}"), ("tensor pipe %", "tensor_pct", "{:.1f}"),
+         ("SMs busy %", "sm_busy_pct", "{:.1f}"), ("grid (blocks)", "grid", "{:.0f}"),
+         ("registers", "registers", "{:.0f}")] + ncu_tools.stall_lines(STALLS)
+MB_KEYS = {"dram_read", "dram_write", "l2_bytes"}
 # --8<-- [start:metrics]
 # Each quantity: the ncu metric names to try, the first this ncu knows is used (the tensor pipe's name
 # differs between ncu versions; Hopper's wgmma runs on the "gmma" pipe).
@@ -45,19 +50,6 @@ METRICS = {
     **{f"stall_{r}": [f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"] for r in STALLS},
 }
 # --8<-- [end:metrics]
-
-
-def choose(ncu):
-    """{key: the first known metric} for every quantity this ncu can measure."""
-    flat = {f"{k}#{i}": m for k, names in METRICS.items() for i, m in enumerate(names)}
-    known = ncu_tools.available(ncu, flat)
-    out = {}
-    for k, names in METRICS.items():
-        for i in range(len(names)):
-            if f"{k}#{i}" in known:
-                out[k] = names[i]
-                break
-    return out
 
 
 def cluster_figures(ncu, exe, args):
@@ -79,7 +71,7 @@ def main():
     ncu = ncu_tools.require_ncu()
     exe = ncu_tools.ROOT / "build/matmul/ncu/gemm_hopper"
     ncu_tools.build("kernels/matmul/gemm_hopper.cu", exe)
-    wanted = choose(ncu)
+    wanted = ncu_tools.first_known(ncu, METRICS)
     size_args = ["--m", str(SIZE), "--n", str(SIZE), "--k", str(SIZE)]
     rows, values = [], 0
     for v, impl in VERSIONS:
@@ -87,27 +79,13 @@ def main():
         got = ncu_tools.profile_one(ncu, exe, wanted, "regex:gemm_ws", args, v)
         values += len(got)
         r = ncu_tools.row(got, wanted)
-        if r.get("sm_active_avg") is not None and r.get("sm_elapsed"):
-            r["sm_busy_pct"] = 100.0 * r["sm_active_avg"] / r["sm_elapsed"]
+        r["sm_busy_pct"] = ncu_tools.sm_busy_pct(r)
         r["clusters"] = cluster_figures(ncu, exe, args)
         rows.append((v, impl, r))
 
     print(f"ncu metrics, gemm_hopper.cu at {SIZE}^3, one launch per version "
           "(stalls: warp-cycles per issued instruction)")
-    lines = [("time us", "time_us", "{:.0f}"), ("DRAM read MB", "dram_read", "{:.0f}"),
-             ("DRAM write MB", "dram_write", "{:.0f}"), ("L2 MB", "l2_bytes", "{:.0f}"),
-             ("L2 hit %", "l2_hit_pct", "{:.1f}"), ("tensor pipe %", "tensor_pct", "{:.1f}"),
-             ("SMs busy %", "sm_busy_pct", "{:.1f}"), ("grid (blocks)", "grid", "{:.0f}"),
-             ("registers", "registers", "{:.0f}")]
-    lines += [(f"stall {s.replace('_', ' ')}", f"stall_{s}", "{:.2f}") for s in STALLS]
-    scaled = {"dram_read": 1e6, "dram_write": 1e6, "l2_bytes": 1e6}
-    print(f"{'':<26}" + "".join(f"{v:>12}" for v, _, _ in rows))
-    for label, key, fmt in lines:
-        cells = []
-        for _, _, r in rows:
-            x = r.get(key)
-            cells.append(fmt.format(x / scaled.get(key, 1)) if x is not None else "-")
-        print(f"{label:<26}" + "".join(f"{c:>12}" for c in cells))
+    ncu_tools.print_versions(rows, TABLE, MB_KEYS)
     for v, _, r in rows:
         for name, value in r["clusters"].items():
             print(f"{v} {name} = {value:g}")

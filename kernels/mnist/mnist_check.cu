@@ -233,6 +233,28 @@ static std::vector<__nv_bfloat16> to_bf16_host(const std::vector<float>& v) {
   return out;
 }
 
+// A convolution epilogue's batch-norm sums (d_stats: C sums, then C sums of squares) against those of
+// the values it stored (got: N images of C channels of HW pixels), up to fp32 partial sums. The
+// checks are named <layer>_bn_sum_vs_stored and <layer>_bn_sumsq_vs_stored.
+static bool check_bn_sums(const std::string& layer, const std::vector<float>& got, const double* d_stats, int N,
+                          int C, int HW) {
+  std::vector<double> sum(C, 0.0), sumsq(C, 0.0), sum_abs(C, 0.0);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c)
+      for (int p = 0; p < HW; ++p) {
+        const double v = got[(n * C + c) * HW + p];
+        sum[c] += v;
+        sumsq[c] += v * v;
+        sum_abs[c] += std::fabs(v);
+      }
+  const std::vector<double> stats = course::to_host(d_stats, 2 * C);
+  const double max_abs = *std::max_element(sum_abs.begin(), sum_abs.end());
+  bool ok = course::check_close((layer + "_bn_sum_vs_stored").c_str(), stats.data(), sum.data(), C, 1e-5,
+                                1e-5 * max_abs);
+  ok &= course::check_close((layer + "_bn_sumsq_vs_stored").c_str(), stats.data() + C, sumsq.data(), C, 1e-5, 1e-6);
+  return ok;
+}
+
 static bool check_tc_convs(cudaStream_t st) {
   // conv2's shapes on 3 images, launched as on a GPU of one SM: two blocks, so that the first one
   // loops over two images (batch-norm sums and weight-gradient partials added across images).
@@ -284,20 +306,7 @@ static bool check_tc_convs(cudaStream_t st) {
   const std::vector<float> got = course::to_host(d_out, out.size());
   ok &= check_scaled("v4_conv2_forward_vs_fp64", got.data(), out.data(), out.size(), 0.0, bf16_atol(C * 9, 1, 1),
                      kBf16Noise * bf16_atol(C * 9, 1, 1));
-  // The epilogue's batch-norm sums: of the values the kernel stored, up to fp32 partial sums.
-  std::vector<double> sum(K, 0.0), sumsq(K, 0.0), sum_abs(K, 0.0);
-  for (int n = 0; n < N; ++n)
-    for (int k = 0; k < K; ++k)
-      for (int p = 0; p < HW; ++p) {
-        const double v = got[(n * K + k) * HW + p];
-        sum[k] += v;
-        sumsq[k] += v * v;
-        sum_abs[k] += std::fabs(v);
-      }
-  const std::vector<double> stats = course::to_host(d_stats, 2 * K);
-  const double max_abs = *std::max_element(sum_abs.begin(), sum_abs.end());
-  ok &= course::check_close("v4_conv2_bn_sum_vs_stored", stats.data(), sum.data(), K, 1e-5, 1e-5 * max_abs);
-  ok &= course::check_close("v4_conv2_bn_sumsq_vs_stored", stats.data() + K, sumsq.data(), K, 1e-5, 1e-6);
+  ok &= check_bn_sums("v4_conv2", got, d_stats, N, K, HW);
   ok &= check_scaled("v4_conv2_input_grad_vs_fp64", course::to_host(d_din, din.size()).data(), din.data(), din.size(),
                             0.0, bf16_atol(K * 9, 1, 1), kBf16Noise * bf16_atol(K * 9, 1, 1));
   ok &= check_scaled("v4_conv2_weight_grad_vs_fp64", course::to_host(d_dw, dw.size()).data(), dw.data(), dw.size(),
@@ -335,19 +344,7 @@ static bool check_tc_conv1(cudaStream_t st) {
             }
   const std::vector<float> got = course::to_host(d_out, out.size());
   bool ok = check_scaled("v4_conv1_forward_vs_fp64", got.data(), out.data(), out.size(), 0.0, 1e-5, 1e-5 / 10);
-  std::vector<double> sum(C, 0.0), sumsq(C, 0.0), sum_abs(C, 0.0);
-  for (int n = 0; n < N; ++n)
-    for (int c = 0; c < C; ++c)
-      for (int p = 0; p < HW; ++p) {
-        const double v = got[(n * C + c) * HW + p];
-        sum[c] += v;
-        sumsq[c] += v * v;
-        sum_abs[c] += std::fabs(v);
-      }
-  const std::vector<double> stats = course::to_host(d_stats, 2 * C);
-  const double max_abs = *std::max_element(sum_abs.begin(), sum_abs.end());
-  ok &= course::check_close("v4_conv1_bn_sum_vs_stored", stats.data(), sum.data(), C, 1e-5, 1e-5 * max_abs);
-  ok &= course::check_close("v4_conv1_bn_sumsq_vs_stored", stats.data() + C, sumsq.data(), C, 1e-5, 1e-6);
+  ok &= check_bn_sums("v4_conv1", got, d_stats, N, C, HW);
   course::device_free({d_x, d_w, d_out, d_stats, d_stat_part});
   return ok;
 }

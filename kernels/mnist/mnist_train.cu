@@ -63,6 +63,12 @@ static void write_curves(const char* path, const TrainResult& t, const std::vect
   f << "]}\n";
 }
 
+// A file named on the command line cannot be used: say which and why, and exit 1.
+[[noreturn]] static void bad_file(const std::string& path, const std::string& why) {
+  std::fprintf(stderr, "error: %s: %s\n", path.c_str(), why.c_str());
+  std::exit(course::kExitFail);
+}
+
 // --8<-- [start:weights_file]
 // The weights file of --save and --predict (little-endian, as every GPU host the course targets):
 //   8 bytes   "MNISTCNN"   magic
@@ -95,10 +101,7 @@ static void save_weights(const std::string& path, const std::vector<float>& p) {
 // Reads a weights file, or exits 1 saying what is wrong with it.
 static std::vector<float> load_weights(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  auto fail = [&](const std::string& why) {
-    std::fprintf(stderr, "error: %s: %s\n", path.c_str(), why.c_str());
-    std::exit(course::kExitFail);
-  };
+  auto fail = [&](const std::string& why) { bad_file(path, why); };
   if (!f) fail("cannot open it");
   char magic[8] = {};
   f.read(magic, sizeof(magic));
@@ -134,10 +137,7 @@ static std::vector<float> load_weights(const std::string& path) {
 // Like MNIST's digits it should be a light digit on a dark background (0 = black).
 static std::vector<uint8_t> read_pgm(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  auto fail = [&](const std::string& why) {
-    std::fprintf(stderr, "error: %s: %s\n", path.c_str(), why.c_str());
-    std::exit(course::kExitFail);
-  };
+  auto fail = [&](const std::string& why) { bad_file(path, why); };
   if (!f) fail("cannot open it");
   auto field = [&]() {  // the next header field, skipping whitespace and comments
     std::string tok;

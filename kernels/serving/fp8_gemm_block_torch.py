@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import course_tools  # noqa: E402
-from fp8_gemm_torch import E4M3_MAX, RTOL, U_TC, accumulation_terms, check_then_bench  # noqa: E402
+from fp8_gemm_torch import E4M3_MAX, RTOL, U_TC, accumulation_terms  # noqa: E402
 
 BLOCK = 128
 
@@ -91,10 +91,10 @@ def run_case(torch, m, n, k, seed, bench):
 
 
 def main():
-    check_then_bench(run_case, "Block-scaled FP8 GEMM in PyTorch: checked, and timed with --bench",
-                     "time it at the CUDA program's benchmark shapes",
-                     ((208, 384, 1024), (16, 1024, 4096)),
-                     ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 7168, 2048)))
+    course_tools.check_then_bench(run_case, "Block-scaled FP8 GEMM in PyTorch: checked, and timed with --bench",
+                                  "time it at the CUDA program's benchmark shapes",
+                                  ((208, 384, 1024), (16, 1024, 4096)),
+                                  ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 7168, 2048)))
 
 
 if __name__ == "__main__":

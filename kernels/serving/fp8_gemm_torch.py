@@ -90,26 +90,11 @@ def run_case(torch, m, n, k, seed, bench):
     return ok
 
 
-def check_then_bench(run_case, description, bench_help, check_shapes, bench_shapes):
-    """The peers' main, shared with fp8_gemm_block_torch.py: run_case(torch, m, n, k, seed, bench) at each
-    check shape (seeds seed, seed + 1, ...), or with --bench at each benchmark shape; exit 1 if a check fails."""
-    args, torch = course_tools.peer_start(description, bench_help)
-    with torch.no_grad():
-        ok = True
-        if not args.bench:
-            for i, (m, n, k) in enumerate(check_shapes):
-                ok &= run_case(torch, m, n, k, args.seed + i, bench=False)
-        else:
-            for m, n, k in bench_shapes:
-                ok &= run_case(torch, m, n, k, args.seed, bench=True)
-    sys.exit(0 if ok else 1)
-
-
 def main():
-    check_then_bench(run_case, "FP8 GEMM peers in PyTorch: checked, and timed with --bench",
-                     "time every configuration at the CUDA program's benchmark shapes",
-                     ((208, 144, 528), (16, 14336, 4096)),
-                     ((4096, 4096, 4096), (8192, 8192, 8192), (16, 14336, 4096)))
+    course_tools.check_then_bench(run_case, "FP8 GEMM peers in PyTorch: checked, and timed with --bench",
+                                  "time every configuration at the CUDA program's benchmark shapes",
+                                  ((208, 144, 528), (16, 14336, 4096)),
+                                  ((4096, 4096, 4096), (8192, 8192, 8192), (16, 14336, 4096)))
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def inputs(torch, tokens, hidden, seed):
     return uniform((tokens, hidden), -1, 1), uniform((tokens, hidden), -2, 2), uniform((hidden,), 0.5, 1.5)
 
 
-def run_all(torch, tokens, hidden, seed, check, bench):
+def run_all(torch, tokens, hidden, seed, bench):
     x, residual, weight = inputs(torch, tokens, hidden, seed)
     r64 = (x.double() + residual.double()).float().bfloat16().double()  # the add, rounded once to bf16
     want = r64 * torch.rsqrt(r64.pow(2).mean(-1, keepdim=True) + EPS) * weight.double()
@@ -53,10 +53,9 @@ def run_all(torch, tokens, hidden, seed, check, bench):
     fn = lambda a, b, c: add_rmsnorm(torch, a, b, c)  # noqa: E731
     for impl, run in course_tools.torch_peers(fn, (x, residual, weight), "add + RMSNorm (bf16)", nbytes):
         out, r = run()
-        if check:
-            name = course_tools.slug(f"{impl} t{tokens} h{hidden}")
-            ok &= course_tools.check_close(f"residual_{name}", r, r64, 0.0, 0.0)
-            ok &= course_tools.check_close(name, out, want, RTOL, 0.0)
+        name = course_tools.slug(f"{impl} t{tokens} h{hidden}")
+        ok &= course_tools.check_close(f"residual_{name}", r, r64, 0.0, 0.0)
+        ok &= course_tools.check_close(name, out, want, RTOL, 0.0)
         if bench:
             ms = course_tools.time_ms(run)
             course_tools.bench(f"t{tokens} h{hidden}", impl, ms, nbytes, peer=True, tokens=tokens, hidden=hidden)
@@ -64,17 +63,11 @@ def run_all(torch, tokens, hidden, seed, check, bench):
 
 
 def main():
-    args, torch = course_tools.peer_start("Residual add + RMSNorm in PyTorch: checked, and timed with --bench",
-                                          "time every configuration at the CUDA program's cases")
-    with torch.no_grad():
-        if not args.bench:  # odd sizes; the benchmark checks each of its cases before timing it
-            ok = run_all(torch, 333, 2048, args.seed, check=True, bench=False)
-            ok &= run_all(torch, 1, 8, args.seed + 1, check=True, bench=False)
-        else:  # hidden 2048 only: each case compiles three modes, and the sitting's time is shared
-            ok = True
-            for tokens in (1, 64, 4096, 32768):
-                ok &= run_all(torch, tokens, 2048, args.seed, check=True, bench=True)
-    sys.exit(0 if ok else 1)
+    # Without --bench odd sizes; with it hidden 2048 only: each case compiles three modes, and the
+    # sitting's time is shared. The benchmark checks each of its cases before timing it.
+    course_tools.check_then_bench(run_all, "Residual add + RMSNorm in PyTorch: checked, and timed with --bench",
+                                  "time every configuration at the CUDA program's cases",
+                                  ((333, 2048), (1, 8)), [(tokens, 2048) for tokens in (1, 64, 4096, 32768)])
 
 
 if __name__ == "__main__":

@@ -63,16 +63,10 @@ def run_all(torch, tokens, seed, bench):
 
 
 def main():
-    args, torch = course_tools.peer_start("The rotary embedding in PyTorch: checked, and timed with --bench",
-                                          "time every configuration at the CUDA program's cases")
-    with torch.no_grad():
-        if not args.bench:  # an odd size at random positions; the benchmark checks each of its cases
-            ok = run_all(torch, 333, args.seed, bench=False)
-        else:
-            ok = True
-            for tokens in (1, 64, 4096, 32768):
-                ok &= run_all(torch, tokens, args.seed, bench=True)
-    sys.exit(0 if ok else 1)
+    # Without --bench an odd size at random positions; the benchmark checks each of its cases.
+    course_tools.check_then_bench(run_all, "The rotary embedding in PyTorch: checked, and timed with --bench",
+                                  "time every configuration at the CUDA program's cases",
+                                  ((333,),), [(tokens,) for tokens in (1, 64, 4096, 32768)])
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ def check_draws(torch, name, got, logits, want, margin, rows):
     return course_tools.check_true(name, not bool(bad.any()), int(keep.sum()), detail)
 
 
-def run_all(torch, batch, vocab, k, temperature, seed, bench, adversarial=False):
+def run_all(torch, batch, vocab, k, temperature, adversarial, seed, bench):
     logits, u = inputs(torch, batch, vocab, seed, adversarial)
     finite_rows = [r for r in range(batch) if not (adversarial and r in (1, 2))]
     want_greedy = reference_greedy(torch, logits)
@@ -123,16 +123,10 @@ def run_all(torch, batch, vocab, k, temperature, seed, bench, adversarial=False)
 
 
 def main():
-    args, torch = course_tools.peer_start("Greedy and top-k sampling in PyTorch: checked, and timed with --bench",
-                                          "time every configuration at the CUDA program's cases")
-    with torch.no_grad():
-        if not args.bench:  # odd sizes and adversarial rows; the benchmark checks each case before timing it
-            ok = run_all(torch, 64, 32001, 50, 1.0, args.seed, bench=False, adversarial=True)
-        else:
-            ok = True
-            for batch in (1, 64):
-                ok &= run_all(torch, batch, 128256, 50, 1.0, args.seed, bench=True)
-    sys.exit(0 if ok else 1)
+    # Without --bench odd sizes and adversarial rows; the benchmark checks each case before timing it.
+    course_tools.check_then_bench(run_all, "Greedy and top-k sampling in PyTorch: checked, and timed with --bench",
+                                  "time every configuration at the CUDA program's cases",
+                                  ((64, 32001, 50, 1.0, True),), [(batch, 128256, 50, 1.0, False) for batch in (1, 64)])
 
 
 if __name__ == "__main__":

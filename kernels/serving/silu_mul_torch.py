@@ -42,7 +42,7 @@ def inputs(torch, tokens, inter, seed):
     return x
 
 
-def run_all(torch, tokens, inter, seed, check, bench):
+def run_all(torch, tokens, inter, seed, bench):
     x = inputs(torch, tokens, inter, seed)
     gate, up = x.double().chunk(2, dim=-1)
     want = gate / (1 + torch.exp(-gate)) * up  # float64, not rounded: what the CUDA kernel rounds once
@@ -52,11 +52,10 @@ def run_all(torch, tokens, inter, seed, check, bench):
     fn = lambda a: silu_mul(torch, a)  # noqa: E731
     for impl, run in course_tools.torch_peers(fn, (x,), "silu * up (bf16)", nbytes):
         out = run()
-        if check:
-            name = course_tools.slug(f"{impl} t{tokens} i{inter}")
-            ok &= course_tools.check_close_on_device(name, out, want, RTOL, 0.0)
-            differ = int((out != once).sum())
-            print(f"{impl}: {differ} of {out.numel()} outputs differ from one rounding of the float64 value")
+        name = course_tools.slug(f"{impl} t{tokens} i{inter}")
+        ok &= course_tools.check_close_on_device(name, out, want, RTOL, 0.0)
+        differ = int((out != once).sum())
+        print(f"{impl}: {differ} of {out.numel()} outputs differ from one rounding of the float64 value")
         if bench:
             ms = course_tools.time_ms(run)
             course_tools.bench(f"t{tokens} i{inter}", impl, ms, nbytes, peer=True, tokens=tokens, inter=inter)
@@ -64,17 +63,10 @@ def run_all(torch, tokens, inter, seed, check, bench):
 
 
 def main():
-    args, torch = course_tools.peer_start("SiLU-and-multiply in PyTorch: checked, and timed with --bench",
-                                          "time every configuration at the CUDA program's cases")
-    with torch.no_grad():
-        if not args.bench:  # odd sizes; the benchmark checks each of its cases before timing it
-            ok = run_all(torch, 64, 4099, args.seed, check=True, bench=False)
-            ok &= run_all(torch, 1, 8, args.seed + 1, check=True, bench=False)
-        else:
-            ok = True
-            for tokens in (1, 64, 4096, 32768):
-                ok &= run_all(torch, tokens, 8192, args.seed, check=True, bench=True)
-    sys.exit(0 if ok else 1)
+    # Without --bench odd sizes; the benchmark checks each of its cases before timing it.
+    course_tools.check_then_bench(run_all, "SiLU-and-multiply in PyTorch: checked, and timed with --bench",
+                                  "time every configuration at the CUDA program's cases",
+                                  ((64, 4099), (1, 8)), [(tokens, 8192) for tokens in (1, 64, 4096, 32768)])
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ def tinygemm(torch, x, packed, scales_and_zeros):
 # --8<-- [end:torch]
 
 
-def run_case(torch, batch, n, k, seed, check, bench):
+def run_case(torch, batch, n, k, seed, bench):
     g = torch.Generator(device="cuda").manual_seed(seed)
     w0 = (torch.randn((n, k), generator=g, device="cuda") * 0.02).bfloat16()
     x = torch.empty((batch, k), device="cuda").uniform_(-1, 1, generator=g).bfloat16()
@@ -94,7 +94,7 @@ def run_case(torch, batch, n, k, seed, check, bench):
     want = x64 @ w_bf16.double().T
     sum_abs = x64.abs() @ w_bf16.double().abs().T
     atol_each = (min(k, 8 * k**0.5) * 2**-23 + 2**-8) * sum_abs
-    if check and batch == 1:
+    if batch == 1:
         exact = x64 @ w0.double().T  # y with the bf16 weights the INT4 ones quantise
         int4 = x64 @ deq64.T
         rel = float((int4 - exact).norm() / exact.norm())
@@ -122,8 +122,7 @@ def run_case(torch, batch, n, k, seed, check, bench):
     for fn, args, label, nbytes, options in configs:
         for impl, run in course_tools.torch_peers(fn, args, label, nbytes, **options):
             out = run()
-            if check:
-                ok &= course_tools.check_close_each(course_tools.slug(f"{impl} {case}"), out, want, atol_each, RTOL)
+            ok &= course_tools.check_close_each(course_tools.slug(f"{impl} {case}"), out, want, atol_each, RTOL)
             if bench:
                 ms = course_tools.time_ms(run)
                 course_tools.bench(case, impl, ms, nbytes, 2 * batch * n * k, peer=True, batch=batch, n=n, k=k)
@@ -131,18 +130,12 @@ def run_case(torch, batch, n, k, seed, check, bench):
 
 
 def main():
-    args, torch = course_tools.peer_start("W4A16 GEMV peers in PyTorch: checked, and timed with --bench",
-                                          "time every configuration at the CUDA program's cases")
-    with torch.no_grad():
-        if not args.bench:  # small and odd sizes; the benchmark checks each of its cases before timing it
-            ok = run_case(torch, 1, 4096, 4096, args.seed, check=True, bench=False)
-            ok &= run_case(torch, 3, 264, 384, args.seed + 1, check=True, bench=False)
-        else:
-            ok = True
-            for batch in (1, 4):
-                for n, k in ((4096, 4096), (14336, 4096), (4096, 14336)):
-                    ok &= run_case(torch, batch, n, k, args.seed, check=True, bench=True)
-    sys.exit(0 if ok else 1)
+    # Without --bench small and odd sizes; the benchmark checks each of its cases before timing it.
+    course_tools.check_then_bench(run_case, "W4A16 GEMV peers in PyTorch: checked, and timed with --bench",
+                                  "time every configuration at the CUDA program's cases",
+                                  ((1, 4096, 4096), (3, 264, 384)),
+                                  [(batch, n, k) for batch in (1, 4)
+                                   for n, k in ((4096, 4096), (14336, 4096), (4096, 14336))])
 
 
 if __name__ == "__main__":

@@ -22,8 +22,7 @@ THREADS = 128
 def cases(kernel, sim, rng):
     import numpy as np
 
-    ranges = [(300, 1300) if sim else (500_000, 1_100_000), (3000, 6000)]
-    for n in exercise_tools.sizes(rng, ranges, THREADS, edges=(0, 1, 129)):  # 0: empty
+    for n in exercise_tools.vector_sizes(rng, sim, THREADS):
         x, y = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(2))
         a = np.float32(rng.uniform(-2, 2))
         (d_x, _), (d_y, _) = (exercise_tools.guarded(v, np.float32(0.0), sim) for v in (x, y))  # never empty

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import tokenize
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -140,16 +141,32 @@ def test_what_a_file_includes_is_read_without_its_comments():
 # ----------------------------------------------------------------------------- the whole course
 
 
-@pytest.fixture
-def course_copy(tmp_path, monkeypatch):
-    """A copy of kernels/ and docs/ (less vendored assets) in a temporary root, to edit freely."""
-    shutil.copytree(ROOT / "kernels", tmp_path / "kernels", ignore=shutil.ignore_patterns("__pycache__", ".mistakes"))
-    shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("vendor", "*.svg", "*.png"))
-    for mod in (programs, record, items):
-        monkeypatch.setattr(mod, "ROOT", tmp_path)
-    monkeypatch.setattr(programs, "KERNELS", tmp_path / "kernels")
-    monkeypatch.setattr(programs, "BUILD", tmp_path / "build")
-    return tmp_path
+@pytest.fixture(scope="module")
+def course_copy(tmp_path_factory):
+    """A copy of kernels/ and docs/ (less vendored assets) in a temporary root, to edit freely, and
+    the key of every item in it before any edit."""
+    root = tmp_path_factory.mktemp("course")
+    shutil.copytree(ROOT / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__", ".mistakes"))
+    shutil.copytree(ROOT / "docs", root / "docs", ignore=shutil.ignore_patterns("vendor", "*.svg", "*.png"))
+    with pytest.MonkeyPatch.context() as patch:
+        for mod in (programs, record, items):
+            patch.setattr(mod, "ROOT", root)
+        patch.setattr(programs, "KERNELS", root / "kernels")
+        patch.setattr(programs, "BUILD", root / "build")
+        yield root, _every_key(root)
+
+
+@contextmanager
+def _edited(path: Path, edit):
+    """The file with edit(text) as its text, restored afterwards."""
+    text = path.read_text()
+    changed = edit(text)
+    assert changed != text, f"the edit does not apply to {path.name}"
+    path.write_text(changed)
+    try:
+        yield
+    finally:
+        path.write_text(text)
 
 
 def _every_key(root: Path) -> dict[str, str]:
@@ -162,7 +179,7 @@ def _every_key(root: Path) -> dict[str, str]:
     return keys
 
 
-def _includers(root: Path, header: Path) -> set[str]:
+def _includers(header: Path) -> set[str]:
     return {r.id for p in programs.all_programs() if header in p.sources() for r in [*p.runs(), *p.sanitizer_runs()]}
 
 
@@ -170,37 +187,41 @@ def _stale(before: dict[str, str], after: dict[str, str]) -> set[str]:
     return {i for i in before if after.get(i) != before[i]}
 
 
-def test_a_comment_and_reflowed_layout_in_the_shared_header_stale_nothing(course_copy):
-    header = course_copy / "kernels" / "common" / "course.cuh"
-    before = _every_key(course_copy)
-    text = header.read_text()
-    # A new comment line, blank lines, and every indentation doubled.
-    reflowed = "// A reworded comment line.\n" + re.sub(r"^( +)", r"\1\1", text.replace(";\n", ";\n\n", 40), flags=re.M)
-    assert reflowed != text
-    header.write_text(reflowed)
-    assert len(before) > 500 and not _stale(before, _every_key(course_copy))
+def _programs_only(ids) -> set[str]:
+    return {i for i in ids if not i.startswith("page ")}
+
+
+def test_a_comment_and_reflowed_layout_in_the_most_shared_header_stale_nothing(course_copy):
+    root, before = course_copy
+    headers = sorted((root / "kernels" / "common").glob("*.cuh"))
+    counts = {h: sum(h in p.sources() for p in programs.all_programs()) for h in headers}
+    header = max(headers, key=counts.get)
+    assert counts[header] > 20
+
+    def reflow(text):  # a new comment line, blank lines, and every indentation doubled
+        return "// A reworded comment line.\n" + re.sub(r"^( +)", r"\1\1", text.replace(";\n", ";\n\n", 40), flags=re.M)
+
+    with _edited(header, reflow):
+        assert len(before) > 500 and not _stale(before, _every_key(root))
 
 
 def test_one_character_of_arithmetic_stales_exactly_its_programs_items(course_copy):
-    kernel = course_copy / "kernels" / "first-kernels" / "vector_add.cu"
-    before = _every_key(course_copy)
-    text = kernel.read_text()
-    assert "a[i] + b[i]" in text
-    kernel.write_text(text.replace("a[i] + b[i]", "a[i] - b[i]", 1))
-    stale = _stale(before, _every_key(course_copy))
-    mine = _includers(course_copy, kernel)
-    assert mine and {i for i in stale if not i.startswith("page ")} == mine
+    root, before = course_copy
+    kernel = root / "kernels" / "first-kernels" / "vector_add.cu"
+    with _edited(kernel, lambda text: text.replace("a[i] + b[i]", "a[i] - b[i]", 1)):
+        stale = _stale(before, _every_key(root))
+        mine = _includers(kernel)
+    assert mine and _programs_only(stale) == mine
     # On pages: the program's runs, and blocks of pages that name it.
-    for item in {i for i in stale if i.startswith("page ")}:
+    for item in stale - _programs_only(stale):
         _, page, item_id = item.split(" ", 2)
-        assert item_id in mine or "vector_add" in (course_copy / page).read_text(), item
+        assert item_id in mine or "vector_add" in (root / page).read_text(), item
 
 
 def test_an_edit_to_one_helper_header_stales_only_its_includers(course_copy):
-    header = course_copy / "kernels" / "common" / "check_cufft.cuh"
-    includers = _includers(course_copy, header)
-    before = _every_key(course_copy)
-    assert includers and len(includers) < len([i for i in before if not i.startswith("page ")]) // 4
-    header.write_text(header.read_text() + "\nconstexpr int kEdited = 1;\n")
-    stale = {i for i in _stale(before, _every_key(course_copy)) if not i.startswith("page ")}
-    assert stale == includers
+    root, before = course_copy
+    header = root / "kernels" / "common" / "check_cufft.cuh"
+    includers = _includers(header)
+    assert includers and len(includers) < len(_programs_only(before)) // 4
+    with _edited(header, lambda text: text + "\nconstexpr int kEdited = 1;\n"):
+        assert _programs_only(_stale(before, _every_key(root))) == includers

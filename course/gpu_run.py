@@ -408,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="alone phase: deal every unit, longest first, and let the time limit stop what does not "
                         "fit (for a last command: estimates err long, so dealing by them leaves out units that fit)")
     p.add_argument("--plan", action="store_true", help="print the deal and exit without running anything")
+    p.add_argument("--gpus", type=int, default=None,
+                   help="with --plan: plan for this many GPUs (default: the machine's, or 4 where it has none)")
     args, pytest_args = p.parse_known_args(argv)
     started = time.time()
     deadline = started + args.limit_s
@@ -426,6 +428,11 @@ def main(argv: list[str] | None = None) -> int:
     if gpus == 0 and not args.plan:
         log("error: no GPU found (nvidia-smi -L): the GPU run needs one")
         return 1
+    if args.gpus is not None:
+        if not args.plan or args.gpus < 1:
+            log("error: --gpus N (N >= 1) goes with --plan: a run uses every GPU of its machine")
+            return 2
+        gpus = args.gpus
     gpus = gpus or 4
     os.environ.setdefault("COURSE_SITTING", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)))
     log(f"sitting {os.environ['COURSE_SITTING']} (started {time.strftime('%Y-%m-%dT%H:%M:%S+00:00', time.gmtime(started))}): "

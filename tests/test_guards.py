@@ -111,7 +111,7 @@ KERNEL_COLUMNS = 118  # at 1280 px the code column holds about 125 characters (r
 
 def test_every_kernel_line_fits_the_code_column():
     """Pages embed kernel files whole or by markers: a longer line scrolls sideways on a desktop
-    (tests/test_browser.py sees it in a browser; this sees it without one)."""
+    (tests/test_browser_pages.py sees it in a browser; this sees it without one)."""
     long = [f"{path.relative_to(ROOT)}:{n}: {len(line)} columns"
             for path in sorted((ROOT / "kernels").rglob("*")) if path.suffix in programs.SOURCE_SUFFIXES
             and ".mistakes" not in path.parts  # materialised diff mistakes (course/mistakes.py), not embedded

@@ -364,7 +364,6 @@ def program_for(rel_path: str) -> Program | None:
     return None
 
 
-
 def build(program: Program, arch: str | None = None, portable: bool = False):
     """Compile a program (toolchain.build: skipped when already built from the same sources)."""
     return toolchain.build(program.compilation(), arch, portable)

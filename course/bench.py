@@ -27,7 +27,7 @@ import fnmatch
 import re
 import statistics
 
-from . import programs, toolchain
+from . import programs
 from .verdicts import Outcome
 
 AGREEMENT = 0.05    # two medians of one row agree when they differ by at most 5% of the smaller
@@ -147,7 +147,7 @@ def impls_of(rows: list[dict]) -> list[str]:
     return list(dict.fromkeys(str(r.get("impl")) for r in rows))
 
 
-def measure(run: programs.Run, execute=toolchain.execute) -> Outcome:
+def measure(run: programs.Run, execute=programs.execute) -> Outcome:
     """Run a benchmark twice (a third time for rows that disagree or break an invariant), each in its
     own process, and return one outcome: every process's checks, the merged rows, and the problems of
     any process, plus the invariants still broken at the end."""

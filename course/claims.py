@@ -32,7 +32,7 @@ import html
 import re
 
 from . import programs, record
-from .site import directives
+from . import directives
 
 _OPT = re.compile(r'(\w+)=(?:"([^"]*)"|(\S+))')
 KNOWN = {"case", "impl", "show", "vs", "vs_case", "vs_program", "min", "max", "goal_min", "goal_max", "unit"}
@@ -218,7 +218,7 @@ def render(path: str, opts_text: str, rec: dict, awaiting: dict | None = None) -
 
 
 def render_one(d: directives.Directive, rec: dict, page: str, warn, awaiting: dict | None = None) -> str:
-    """The HTML of one claim directive (course/site/directives.py); an unsupported claim is reported
+    """The HTML of one claim directive (course/directives.py); an unsupported claim is reported
     through warn(message) with the page and the line."""
     try:
         return render(d.args["path"], d.args["opts"], rec, awaiting)

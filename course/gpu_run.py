@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import programs, record
-from .site import directives
+from . import directives
 
 ROOT = programs.ROOT
 DOCS = ROOT / "docs"

@@ -38,7 +38,7 @@ def title(rel: str) -> str:
 
 def paragraph(listed: str, src_uri: str) -> str:
     """The visible "Prerequisites:" paragraph for a prereqs line's list, with links relative to the page
-    (the site hook renders the line through course/site/directives.py)."""
+    (the site hook renders the line through course/directives.py)."""
     items = listed.split()
     if items == ["none"]:
         links = "none."

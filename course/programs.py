@@ -40,10 +40,11 @@ Every compiled GPU program also runs under compute-sanitizer (memcheck, racechec
 synccheck) on its first checked arguments in the GPU run (tests/test_sanitizer.py); the verdicts go
 to the GPU record beside the program's runs.
 
-Python programs use `# course: ...`. How a program is built and run is course/toolchain.py; when a
-run passes (its CHECK and BENCH lines) is course/verdicts.py. This module is the programs' metadata:
-the directives, the runs they declare, what each is made of (its content hash), and the course paths
-a text names.
+Python programs use `# course: ...`. How a program is built and run is course/toolchain/ (which knows
+nothing of programs: build() and execute() below hand it a program's Compilation and command line);
+when a run passes (its CHECK and BENCH lines) is course/verdicts.py. This module is the programs'
+metadata: the directives, the runs they declare, what each is made of (its content hash), and the
+course paths a text names.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ from .verdicts import judge
 # Names that lived here before the harness was split by job (kernels/ and pages still import some of
 # them from course.programs): the toolchain's and the verdicts'.
 from .toolchain import (BENCH_TIMEOUT_S, HEADER_LIBRARIES, LIBRARIES, PORTABLE_ARCHS, RUN_TIMEOUT_S,  # noqa: E402,F401
-                        MissingLibrary, build, build_all, default_arch, execute, has_gpu, header_flags, library_flags)
+                        MissingLibrary, default_arch, has_gpu, header_flags, library_flags)
 from .verdicts import EXIT_FAIL, EXIT_WAIVED, Outcome, malformed_check_lines, verdict  # noqa: E402,F401
 
 SOURCE_SUFFIXES = {".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp", ".c": "c", ".h": "c", ".hpp": "cpp", ".py": "python"}
@@ -235,11 +236,16 @@ class Program:
                     stack.append((path.parent / m["path"]).resolve())
         return seen
 
+    def compilation(self) -> toolchain.Compilation:
+        """What the toolchain needs to compile this program."""
+        return toolchain.Compilation(self.path, self.lang, self.executable, tuple(self.flags), tuple(self.libs),
+                                     tuple(self.headers), self.compile_only, tuple(self.sources()))
+
     def build_command(self, arch: str) -> list[str]:
-        return toolchain.build_command(self, arch)
+        return toolchain.build_command(self.compilation(), arch)
 
     def portable_build_command(self) -> list[str]:
-        return toolchain.portable_build_command(self)
+        return toolchain.portable_build_command(self.compilation())
 
     def run_command(self, args: tuple[str, ...]) -> list[str]:
         if self.lang == "python":
@@ -362,5 +368,12 @@ def program_for(rel_path: str) -> Program | None:
     return None
 
 
-if __name__ == "__main__":  # python -m course.programs build-all ...: the toolchain's command, by its old name
-    toolchain.main(sys.argv[1:])
+def build(program: Program, arch: str | None = None, portable: bool = False):
+    """Compile a program (toolchain.build: skipped when already built from the same sources)."""
+    return toolchain.build(program.compilation(), arch, portable)
+
+
+def execute(run: Run, timeout: int | None = None, timing_process: int = 1, retime: list[str] | None = None) -> Outcome:
+    """One run of a program, judged (toolchain.execute; its limit: BENCH_TIMEOUT_S for a benchmark)."""
+    limit = timeout or (BENCH_TIMEOUT_S if run.bench else RUN_TIMEOUT_S)
+    return toolchain.execute(run.program.run_command(run.args), limit, timing_process, retime)

@@ -1,4 +1,5 @@
-"""Helpers for tests/test_browser.py: build the site, serve it on 127.0.0.1, drive headless Chromium.
+"""Helpers for the browser tests (tests/test_browser_*.py): build the site, serve it on 127.0.0.1, and
+the scripts run in its pages (browser_driver.py drives headless Chromium with them).
 
 The browser is Debian's `chromium` package, driven by Playwright's Python package (never Playwright's
 own browser download). Set COURSE_CHROMIUM to use another Chromium binary.
@@ -255,11 +256,11 @@ REVEAL_JS = r"""
 """
 
 # Click every copy button in the content (revealing it first) and read what reached the clipboard.
-# The click is the element's own click(), as Material's handler receives it; test_browser.py also
-# checks one button with a real mouse click.
+# The click is the element's own click(), as Material's handler receives it; test_browser_controls.py
+# also checks one button with a real mouse click.
 # A clipboard call can wait forever in a page that has lost focus (two browsers crawling side by side on
 # a busy machine), and page.evaluate has no timeout of its own: each call is raced against a timer, so a
-# stuck call fails with a message (test_browser.py's _copy_all then focuses the page and tries again)
+# stuck call fails with a message (browser_driver.py's _copy_all then focuses the page and tries again)
 # instead of hanging the crawl.
 COPY_ALL_JS = r"""
 async ([selector, reveal, limitMs]) => {

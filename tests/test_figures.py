@@ -1,6 +1,6 @@
 """The figures under docs/assets/figures/ are what course/figures/ draws (beside the timelines that
 scripts/timeline_svg.py draws from the GPU record), legible, and each is shown on a page with alt text
-(tests/test_browser.py checks that they load there)."""
+(tests/test_browser_pages.py checks that they load there)."""
 
 from __future__ import annotations
 

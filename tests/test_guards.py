@@ -1,5 +1,6 @@
 """Guards: no example can fall through the cracks silently."""
 
+import ast
 import re
 from pathlib import Path
 
@@ -110,7 +111,7 @@ KERNEL_COLUMNS = 118  # at 1280 px the code column holds about 125 characters (r
 
 def test_every_kernel_line_fits_the_code_column():
     """Pages embed kernel files whole or by markers: a longer line scrolls sideways on a desktop
-    (tests/test_browser.py sees it in a browser; this sees it without one)."""
+    (tests/test_browser_pages.py sees it in a browser; this sees it without one)."""
     long = [f"{path.relative_to(ROOT)}:{n}: {len(line)} columns"
             for path in sorted((ROOT / "kernels").rglob("*")) if path.suffix in programs.SOURCE_SUFFIXES
             and ".mistakes" not in path.parts  # materialised diff mistakes (course/mistakes.py), not embedded
@@ -122,3 +123,71 @@ def test_every_page_is_in_the_nav():
     nav_text = (ROOT / "mkdocs.yml").read_text()
     missing = [_rel(p)[len("docs/"):] for p in PAGES if _rel(p)[len("docs/"):] not in nav_text]
     assert not missing, f"pages not in mkdocs.yml's nav: {missing}"
+
+
+SOURCE_LINE_LIMIT = 800  # a file a reader can hold in mind; past it, split it by what its parts do
+LIMITED_SOURCES = {".py", ".cu", ".cuh", ".h", ".c", ".cpp"}
+
+
+def test_no_source_file_is_longer_than_the_limit():
+    long = [f"{path.relative_to(ROOT)}: {n} lines"
+            for folder in ("kernels", "course", "tests") for path in sorted((ROOT / folder).rglob("*"))
+            if path.suffix in LIMITED_SOURCES and path.is_file() and ".mistakes" not in path.parts
+            and (n := len(path.read_text(errors="replace").splitlines())) > SOURCE_LINE_LIMIT]
+    assert not long, (f"source files over {SOURCE_LINE_LIMIT} lines (split each by what its parts do: a header "
+                      "for a program's plumbing, a test module per subject):\n" + "\n".join(long))
+
+
+def _harness_modules() -> dict[str, Path]:
+    """course/'s modules by dotted name (a package by its own name)."""
+    found = {}
+    for path in sorted((ROOT / "course").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The harness modules that a module imports anywhere in it (in a function, or for type checking
+    only, too: each is still a dependency of its design)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([node.module] if node.module else []))
+            found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
+    return {m for m in found if m in modules and m != name}
+
+
+def test_harness_modules_import_one_another_without_a_circle():
+    """A circle (a imports b, b imports a, if only inside a function) means neither can be understood,
+    tested or changed alone: move what both need into a lower module, or pass plain data."""
+    modules = _harness_modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    circles = []
+    for start in graph:
+        path, todo = {start: [start]}, [start]
+        while todo:  # breadth-first from start: a way back to it is a circle
+            here = todo.pop(0)
+            for nxt in sorted(graph[here]):
+                if nxt == start:
+                    circles.append(" -> ".join(path[here] + [start]))
+                elif nxt not in path:
+                    path[nxt] = path[here] + [nxt]
+                    todo.append(nxt)
+    assert not circles, "harness modules that import each other:\n" + "\n".join(sorted(set(circles)))
+
+
+def test_the_harness_does_not_import_the_site():
+    """course/site/ renders pages; the harness (the GPU run, the claims' checks) sits below it and must
+    run without it: what both need (the page-directive parser, course/directives.py) lives in course/."""
+    modules = _harness_modules()
+    site = [f"{path.relative_to(ROOT)} imports {m}" for name, path in modules.items()
+            if name != "course.site" and not name.startswith("course.site.")
+            for m in sorted(_imports(name, path, modules)) if m == "course.site" or m.startswith("course.site.")]
+    assert not site, "\n".join(site)

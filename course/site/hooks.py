@@ -2,9 +2,9 @@
 
 - A badge under each page's title: where its GPU examples last passed, or that some have not passed on
   a GPU for their current code (badge.py).
-- Every directive a page writes as an HTML comment (directives.py lists them) is rendered through one
-  table below, in four stages: claims (course/claims.py: a record that does not support one is a
-  warning naming the page's line, so `mkdocs build --strict` fails); the prereqs line; the sections
+- Every directive a page writes as an HTML comment (course/directives.py parses them) is rendered
+  through one table below, in four stages: claims (course/claims.py: a record that does not support one
+  is a warning naming the page's line, so `mkdocs build --strict` fails); the prereqs line; the sections
   generated from the record (results, plots, recorded output, the record summary, the kernel index);
   the visible run notes.
 - Tabs inside fenced code blocks survive (tabs.py).
@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
-from course import claims, items, prereqs, record  # noqa: E402
-from course.site import badge, directives, kernel_index, plots, results, tabs  # noqa: E402
+from course import claims, directives, items, prereqs, record  # noqa: E402
+from course.site import badge, kernel_index, plots, results, tabs  # noqa: E402
 
 log = logging.getLogger("mkdocs.plugins.course")
 

@@ -12,8 +12,11 @@
 
 Every form but a claim stands on a line of its own. KINDS says, per directive, what its arguments look
 like (a directive whose arguments do not match is left alone, an invisible comment), whether it may be
-indented (inside an admonition or a tab), and at which stage the site hook (hooks.py) renders it.
-Directives inside fenced code blocks are examples, not directives.
+indented (inside an admonition or a tab), and at which stage the site hook (course/site/hooks.py)
+renders it. Directives inside fenced code blocks are examples, not directives.
+
+The parser lives below the site package because the harness reads pages too: the GPU run finds the
+programs that a page's results and claims need (course/gpu_run.py), and course/claims.py checks claims.
 """
 
 from __future__ import annotations

@@ -1,13 +1,18 @@
 """The toolchain: how a course program is compiled and run.
 
+It knows nothing of how programs declare themselves (course/programs.py reads their `course:` lines):
+it compiles a Compilation, plain data that names the source, the output and the flags, and runs a
+command line.
+
 - Compiler flags: NVCC_FLAGS and GCC_FLAGS for every program (warnings are errors), PORTABLE_ARCHS for
   the compile-only build for every architecture the course supports.
 - CUDA libraries (`course: libs`, LIBRARIES): headers and libraries from the toolkit, or else from
   NVIDIA's pip wheels; header-only libraries (`course: headers`, HEADER_LIBRARIES): unpacked once from
   a pinned wheel.
-- build(): one program, skipped when the same command already built the same sources;
-  build_all(): every program, several at a time (`python -m course.toolchain build-all [JOBS [PROGRAM ...]]`).
-- execute(): one run of a program, judged (course/verdicts.py).
+- build(): one compilation, skipped when the same command already built the same sources. Building
+  every program, several at a time, is the package's command (course/toolchain/__main__.py:
+  `python -m course.toolchain build-all [JOBS [PROGRAM ...]]`).
+- execute(): one run of a program's command line, judged (course/verdicts.py).
 """
 
 from __future__ import annotations
@@ -20,14 +25,11 @@ import shutil
 import subprocess
 import threading
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .paths import BUILD, KERNELS, ROOT
-from .verdicts import Outcome, verdict
-
-if TYPE_CHECKING:
-    from .programs import Program, Run
+from ..paths import BUILD, KERNELS, ROOT
+from ..verdicts import Outcome, verdict
 
 # The architectures every CUDA program must compile for (CUDA 13 supports Turing, 7.5, and newer):
 # Turing, Ampere, Hopper, Blackwell. A program that needs a newer one guards its code and waives.
@@ -165,27 +167,46 @@ def header_flags(names: list[str]) -> list[str]:
     return flags
 
 
+@dataclass(frozen=True)
+class Compilation:
+    """One source to compile, as plain data: what the compiler command and the up-to-date check need."""
 
-def build_command(program: Program, arch: str) -> list[str]:
-    """The command that compiles a program for one architecture into program.executable."""
-    out = str(program.executable) + (".o" if program.compile_only else "")
-    libs = (header_flags(program.headers) if program.headers else []) + (library_flags(program.libs) if program.libs else [])
-    if program.lang == "cuda":
-        cmd = ["nvcc", *NVCC_FLAGS, f"-arch={arch}", *program.flags, *libs]
-        return cmd + (["-c"] if program.compile_only else []) + ["-o", out, str(program.path)]
-    compiler = "g++" if program.lang == "cpp" else "gcc"
-    std = ["-std=c++17"] if program.lang == "cpp" else ["-std=c11"]
-    return [compiler, *std, *GCC_FLAGS, *program.flags, *libs] + (["-c"] if program.compile_only else []) + ["-o", out, str(program.path)]
+    source: Path                   # a file under kernels/
+    lang: str                      # "cuda", "cpp" or "c" (course/programs.py's SOURCE_SUFFIXES)
+    executable: Path               # the linked program; with compile_only, the object file beside it
+    flags: tuple[str, ...] = ()    # the program's own compiler flags
+    libs: tuple[str, ...] = ()     # CUDA libraries (LIBRARIES)
+    headers: tuple[str, ...] = ()  # header-only libraries (HEADER_LIBRARIES)
+    compile_only: bool = False     # no main: compile to an object file, do not link
+    inputs: tuple[Path, ...] = ()  # every file the compiler reads (the source, its local headers)
 
 
-def portable_build_command(program: Program) -> list[str]:
+def _library_flags(unit: Compilation) -> list[str]:
+    # Only when asked for: library_flags asks nvcc where the toolkit lives.
+    return ((header_flags(list(unit.headers)) if unit.headers else [])
+            + (library_flags(list(unit.libs)) if unit.libs else []))
+
+
+def build_command(unit: Compilation, arch: str) -> list[str]:
+    """The command that compiles a source for one architecture into unit.executable."""
+    out = str(unit.executable) + (".o" if unit.compile_only else "")
+    libs = _library_flags(unit)
+    if unit.lang == "cuda":
+        cmd = ["nvcc", *NVCC_FLAGS, f"-arch={arch}", *unit.flags, *libs]
+        return cmd + (["-c"] if unit.compile_only else []) + ["-o", out, str(unit.source)]
+    compiler = "g++" if unit.lang == "cpp" else "gcc"
+    std = ["-std=c++17"] if unit.lang == "cpp" else ["-std=c11"]
+    return [compiler, *std, *GCC_FLAGS, *unit.flags, *libs] + (["-c"] if unit.compile_only else []) + ["-o", out, str(unit.source)]
+
+
+def portable_build_command(unit: Compilation) -> list[str]:
     """Compile (no link) for every architecture the course supports, to an object file under
     build/portable/: a program must compile for all of them and waive at run time where its GPU
     lacks a feature (see PORTABLE_ARCHS)."""
-    out = BUILD / "portable" / program.path.relative_to(KERNELS).with_suffix(".o")
-    libs = (header_flags(program.headers) if program.headers else []) + (library_flags(program.libs) if program.libs else [])
+    out = BUILD / "portable" / unit.source.relative_to(KERNELS).with_suffix(".o")
+    libs = _library_flags(unit)
     gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in PORTABLE_ARCHS]
-    return ["nvcc", *NVCC_FLAGS, "--threads", "0", *gencode, *program.flags, *libs, "-c", "-o", str(out), str(program.path)]
+    return ["nvcc", *NVCC_FLAGS, "--threads", "0", *gencode, *unit.flags, *libs, "-c", "-o", str(out), str(unit.source)]
 
 
 def has_gpu() -> bool:
@@ -204,16 +225,16 @@ def default_arch() -> str:
     return "native" if has_gpu() else "sm_90"
 
 
-def build(program: Program, arch: str | None = None, portable: bool = False) -> subprocess.CompletedProcess:
-    """Compile a program, unless the same command already built the same sources (a stamp beside the
-    output holds a hash of both), so that several runs of one program build it once. portable: the
+def build(unit: Compilation, arch: str | None = None, portable: bool = False) -> subprocess.CompletedProcess:
+    """Compile, unless the same command already built the same sources (a stamp beside the output
+    holds a hash of both), so that several runs of one program build it once. portable: the
     compile-only build for every architecture in PORTABLE_ARCHS."""
-    cmd = portable_build_command(program) if portable else build_command(program, arch or default_arch())
+    cmd = portable_build_command(unit) if portable else build_command(unit, arch or default_arch())
     Path(cmd[cmd.index("-o") + 1]).parent.mkdir(parents=True, exist_ok=True)
     # The stamp names paths relative to the tree, so that a build folder copied into another copy of
     # the tree (the GPU run's shards) still counts as built.
     h = hashlib.sha256(json.dumps(cmd).replace(str(ROOT), "<root>").encode())
-    for path in program.sources():
+    for path in unit.inputs:
         h.update(path.read_bytes())
     output = Path(cmd[cmd.index("-o") + 1])
     stamp = output.with_name(output.name + ".stamp")
@@ -231,45 +252,15 @@ BENCH_TIMEOUT_S = 560  # a timed run, which may compile and autotune first (mnis
                        # GPU machine's ten-minute limit on one command
 
 
-def execute(run: Run, timeout: int | None = None, timing_process: int = 1, retime: list[str] | None = None) -> Outcome:
-    """Runs one program and reads its verdict. A benchmark is timed in several processes
+def execute(command: list[str], timeout: int, timing_process: int = 1, retime: list[str] | None = None) -> Outcome:
+    """Runs one program's command line and reads its verdict. A benchmark is timed in several processes
     (course/bench.py); `timing_process` (COURSE_TIMING_PROCESS) tells a program which one it is, so
     that a repeat may check a smaller sample of what the first process checked in full; `retime`
     (COURSE_RETIME, a JSON list) names the implementations whose rows a repeat must time, so that a
     program which cannot time everything (a search within a budget) times those first or only."""
-    timeout = timeout or (BENCH_TIMEOUT_S if run.bench else RUN_TIMEOUT_S)
     env = dict(os.environ, COURSE_TIMING_PROCESS=str(timing_process))
     env.pop("COURSE_RETIME", None)
     if retime is not None:
         env["COURSE_RETIME"] = json.dumps(retime)
-    proc = subprocess.run(
-        run.program.run_command(run.args), cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env
-    )
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
     return verdict(proc.returncode, proc.stdout, proc.stderr)
-
-
-def build_all(jobs: int, only: list[str] | None = None) -> int:
-    """Builds every program the generic harness compiles (or those of `only`, paths under kernels/),
-    `jobs` at a time, for this machine's GPU (the GPU run does this once before copying the tree into
-    its processes' copies, so that none compiles what another already did). Returns how many failed
-    to build; the tests report why."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .programs import all_programs
-
-    todo = [p for p in all_programs() if p.generic_build and p.lang != "python" and (only is None or p.rel in only)]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        failed = sum(proc.returncode != 0 for proc in pool.map(build, todo))
-    print(f"built {len(todo) - failed} of {len(todo)} programs ({failed} failed: the tests say why)")
-    return failed
-
-
-def main(argv: list[str]) -> None:
-    """python -m course.toolchain build-all [JOBS [PROGRAM ...]]"""
-    if len(argv) < 1 or argv[0] != "build-all" or (len(argv) >= 2 and not argv[1].isdigit()):
-        sys.exit("usage: python -m course.toolchain build-all [JOBS [kernels/PROGRAM ...]]")
-    build_all(int(argv[1]) if len(argv) >= 2 else os.cpu_count() or 1, argv[2:] or None)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -126,7 +126,8 @@ def main():
     # Without --bench odd sizes and adversarial rows; the benchmark checks each case before timing it.
     course_tools.check_then_bench(run_all, "Greedy and top-k sampling in PyTorch: checked, and timed with --bench",
                                   "time every configuration at the CUDA program's cases",
-                                  ((64, 32001, 50, 1.0, True),), [(batch, 128256, 50, 1.0, False) for batch in (1, 64)])
+                                  ((64, 32001, 50, 1.0, True),),
+                                  [(batch, 128256, 50, 1.0, False) for batch in (1, 64)])
 
 
 if __name__ == "__main__":

@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       };
       fp8_gemm::promoted_k_loop<OVERLAP>(ktiles, d, d_next, issue, release_ktile, promote);
       it += ktiles;
-      fp8_gemm::store_scaled(total, 1.0f, C, M, N, tm * BM + row_in_tile, tn * BN);  // scaled already
+      store_accumulator<BN>(total, C, M, N, tm * BM + row_in_tile, tn * BN);  // scaled already
     }
   }
 #endif

@@ -38,8 +38,8 @@
 #include <string>
 #include <vector>
 
-#include "../attention/attention_common.cuh"
 #include "../common/check_cublas.cuh"
+#include "../common/bf16.cuh"
 #include "../common/course.cuh"
 #include "decode_common.cuh"
 #include "decode_gemv.cuh"
@@ -386,7 +386,7 @@ static cudaGraphExec_t capture(const Model& m, cublasHandle_t h, cudaStream_t s,
 // --8<-- [end:graph]
 
 // ---- The float64 reference: the same step on the host, rounding to bf16 where the kernels store bf16.
-static double rb(double x) { return attn::round_bf16(x); }
+static double rb(double x) { return course::round_bf16(x); }
 
 struct HostModel {
   Config c;

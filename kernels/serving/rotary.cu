@@ -24,7 +24,7 @@
 #include <cmath>
 #include <vector>
 
-#include "../attention/attention_common.cuh"
+#include "../common/bf16.cuh"
 #include "../common/course.cuh"
 #include "rotary.cuh"
 
@@ -63,7 +63,7 @@ static bool check(int tokens, int heads, int dim, uint64_t seed, bool plant) {
   course::fill_uniform(x, seed, -2.0f, 2.0f);
   course::quiet_rows(x, tokens, static_cast<size_t>(heads) * dim);
   std::vector<__nv_bfloat16> xb;
-  attn::round_to_bf16(x, xb);
+  course::round_to_bf16(x, xb);
   std::vector<int> positions(tokens);
   std::mt19937_64 rng(seed + 1);
   for (int& p : positions) p = static_cast<int>(rng() % kMaxPosition);

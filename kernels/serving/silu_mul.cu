@@ -28,7 +28,7 @@
 #include <iterator>
 #include <vector>
 
-#include "../attention/attention_common.cuh"
+#include "../common/bf16.cuh"
 #include "../common/course.cuh"
 #include "bf16_checks.cuh"
 #include "silu_mul.cuh"
@@ -110,8 +110,8 @@ static bool check(int tokens, int inter, uint64_t seed, bool plant) {
     for (size_t k = 0; k < count; ++k) gate[last + k] = kAdversarial[k].gate, up[last + k] = kAdversarial[k].up;
   }
   std::vector<__nv_bfloat16> gate_b, up_b;  // rounds gate and up to bf16 in place, too
-  attn::round_to_bf16(gate, gate_b);
-  attn::round_to_bf16(up, up_b);
+  course::round_to_bf16(gate, gate_b);
+  course::round_to_bf16(up, up_b);
   std::vector<__nv_bfloat16> in_b(2 * n);  // each token's row: its gate, then its up
   for (int t = 0; t < tokens; ++t) {
     const size_t row = static_cast<size_t>(t) * inter;

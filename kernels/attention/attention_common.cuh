@@ -28,9 +28,14 @@
 #include <thread>
 #include <vector>
 
+#include "../common/args.cuh"
 #include "../common/bf16.cuh"
-#include "../common/course.cuh"
+#include "../common/check.cuh"
 #include "../common/cpu_threads.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 namespace attn {
 
@@ -76,13 +81,13 @@ inline std::string padded_suffix(const Shape& s) {
   return s.key_len[0] < s.seq || s.key_len[s.batch - 1] < s.seq ? " padded" : "";
 }
 
-// A fault planted in a kernel's output after it ran (--plant), to show that the checks reject it:
+// A fault planted in a kernel's output after it ran (--plant), to show that the checks reject it, named
+// in kernels/common/planted.cuh's vocabulary:
 //   zeros-small  zeros wherever the reference's magnitude is below the old absolute tolerance
 //   tile         one tile of 64 rows (at three fifths of the checked rows) shifted by 1% of the
 //                output's typical (RMS) magnitude
-enum class Plant { kNone, kZerosSmall, kTile };
-
-inline const char* plant_name(Plant p) { return p == Plant::kZerosSmall ? "zeros-small" : "tile"; }
+using course::Plant;
+using course::plant_name;
 
 // The options every CUDA program of the chapter takes: the shape to check (--batch, --heads, --seq,
 // --dim 64 or 128, --causal, --padding), --seed, --bench for the benchmark cases instead, and
@@ -111,15 +116,12 @@ inline Options parse_options(int argc, char** argv, int max_seq = 1 << 16, bool 
     std::fprintf(stderr, "error: --dim must be 64 or 128, got %d\n", dim);
     std::exit(course::kExitFail);
   }
-  if (plant != "none" && plant != "zeros-small" && plant != "tile") {
-    std::fprintf(stderr, "error: --plant expects none, zeros-small or tile, got '%s'\n", plant.c_str());
-    std::exit(course::kExitFail);
-  }
-  if (bench && plant != "none") {
+  Plant p;
+  if (!course::parse_plant(plant, {Plant::kZerosSmall, Plant::kTile}, p)) std::exit(course::kExitFail);
+  if (bench && p != Plant::kNone) {
     std::fprintf(stderr, "error: --plant checks one shape; it cannot be combined with --bench\n");
     std::exit(course::kExitFail);
   }
-  const Plant p = plant == "zeros-small" ? Plant::kZerosSmall : plant == "tile" ? Plant::kTile : Plant::kNone;
   return Options{make_shape(batch, heads, seq, dim, causal, padding), seed, bench, p};
 }
 

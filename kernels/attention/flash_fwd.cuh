@@ -17,7 +17,7 @@
 
 #include <cuda_bf16.h>
 
-#include "../common/course.cuh"
+#include "../common/check.cuh"
 #include "../common/mma.cuh"
 #include "../memory-model/softmax.cuh"  // the -inf rules (softmax_base, softmax_inv_sum), warp_max/warp_add
 

@@ -1,7 +1,7 @@
 // args.cuh: strict command-line options. Taught in docs/conventions.md.
 //   Args                   "--name value" and "--flag": unknown, missing or malformed options are errors
 //   SizeOptions            --n, --bench-n, --seed and --bench: a size checked and a size timed
-//   RunOptions             --seed, --bench and --plant (planted.cuh's faults) read in one line
+//   (RunOptions, which also reads --plant, is planted.cuh's)
 //   require_multiple       exit unless an option's value is a multiple of a step
 #pragma once
 
@@ -140,29 +140,6 @@ struct SizeOptions {
         seed(static_cast<uint64_t>(args.get_int("--seed", 2026))),
         bench_n(args.get_int("--bench-n", timed.fallback, timed.lo, timed.hi)),
         bench(args.has("--bench")) {}
-};
-
-// The fault `--plant` names: "" (none) or "zeros-small" (planted.cuh). Anything else is an error (exit
-// code 1).
-inline bool plant_zeros_small_requested(const Args& args) {
-  const std::string fault = args.get_str("--plant", "");
-  if (fault.empty()) return false;
-  if (fault == "zeros-small") return true;
-  std::fprintf(stderr, "error: --plant expects zeros-small, got '%s'\n", fault.c_str());
-  std::exit(kExitFail);
-}
-
-// The options of a program that checks, times with --bench and plants a fault with --plant
-// zeros-small: --seed (the inputs), --bench, --plant. Read after the program's own sizes.
-struct RunOptions {
-  uint64_t seed;
-  bool bench;
-  bool plant;
-
-  explicit RunOptions(const Args& args)
-      : seed(static_cast<uint64_t>(args.get_int("--seed", 2026, 0))),
-        bench(args.has("--bench")),
-        plant(plant_zeros_small_requested(args)) {}
 };
 
 // Exits with kExitFail unless option `name`'s value is a multiple of `step`; `why` says why it must be.

@@ -39,7 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "course.cuh"
+#include "check.cuh"
 
 namespace course::hopper {
 

@@ -3,18 +3,23 @@
 //   verdict_quietly        a check's verdict without its CHECK line
 //   report_planted_zeros_small  the planted verdict line course/verdicts.py reads
 //   check_close_each_planted    check_close_each, then (with --plant zeros-small) the planted verdict
-// A program reads --plant with args.cuh's RunOptions (or plant_zeros_small_requested).
+//   Plant, plant_name, parse_plant  the faults --plant names, one vocabulary for every program
+//   RunOptions             --seed, --bench and --plant read in one line
 #pragma once
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
+#include <string>
 #include <vector>
 
 #include <fcntl.h>   // open, for verdict_quietly
 #include <unistd.h>  // dup, dup2, close
 
+#include "args.cuh"
 #include "check.cuh"
 #include "memory.cuh"
 #include "verify.cuh"
@@ -29,6 +34,65 @@ namespace course {
 //   CHECK PASS planted_zeros_small_caught n=<zeroed elements>
 // only if the check rejected that output; a check that accepts it, or a run where no element was small
 // enough to plant, prints CHECK FAIL.
+
+// The faults `--plant` names, one vocabulary for every program (a program accepts the ones it plants):
+//   zeros-small        zeros wherever the reference is nonzero but smaller than the old fixed tolerance
+//   tile               one tile of 64 rows shifted by 1% of the output's typical magnitude (attention)
+//   skip-bucket        one bucket of gradients left out of the all-reduce (data-parallel training)
+//   skip-residual      one layer's residual update left out of a decode step
+//   dropped-block      one block's partial sum of a grid reduction lost
+//   argmax             greedy tokens in place of a sampler's draws
+//   wrong-block-scale  each row of A read with the next K block's scale (block-scaled FP8 GEMM)
+enum class Plant { kNone, kZerosSmall, kTile, kSkipBucket, kSkipResidual, kDroppedBlock, kArgmax, kWrongBlockScale };
+
+inline const char* plant_name(Plant p) {
+  switch (p) {
+    case Plant::kZerosSmall: return "zeros-small";
+    case Plant::kTile: return "tile";
+    case Plant::kSkipBucket: return "skip-bucket";
+    case Plant::kSkipResidual: return "skip-residual";
+    case Plant::kDroppedBlock: return "dropped-block";
+    case Plant::kArgmax: return "argmax";
+    case Plant::kWrongBlockScale: return "wrong-block-scale";
+    default: return "none";
+  }
+}
+
+// Reads --plant's value into `plant`: "" or "none" is no fault; a fault of `accepted` is itself. Anything
+// else prints an error naming what is accepted and returns false (the caller exits with kExitFail).
+inline bool parse_plant(const std::string& text, std::initializer_list<Plant> accepted, Plant& plant) {
+  plant = Plant::kNone;
+  if (text.empty() || text == "none") return true;
+  std::string expected = "none";
+  size_t left = accepted.size();
+  for (const Plant p : accepted) {
+    if (text == plant_name(p)) return plant = p, true;
+    expected += (--left == 0 ? " or " : ", ") + std::string(plant_name(p));
+  }
+  std::fprintf(stderr, "error: --plant expects %s, got '%s'\n", expected.c_str(), text.c_str());
+  return false;
+}
+
+// --plant for a program whose only fault is zeros-small: whether it was asked for. An unknown fault is an
+// error (exit code 1).
+inline bool plant_zeros_small_requested(const Args& args) {
+  Plant plant;
+  if (!parse_plant(args.get_str("--plant", ""), {Plant::kZerosSmall}, plant)) std::exit(kExitFail);
+  return plant == Plant::kZerosSmall;
+}
+
+// The options of a program that checks, times with --bench and plants a fault with --plant
+// zeros-small: --seed (the inputs), --bench, --plant. Read after the program's own sizes.
+struct RunOptions {
+  uint64_t seed;
+  bool bench;
+  bool plant;
+
+  explicit RunOptions(const Args& args)
+      : seed(static_cast<uint64_t>(args.get_int("--seed", 2026, 0))),
+        bench(args.has("--bench")),
+        plant(plant_zeros_small_requested(args)) {}
+};
 
 // Runs `check` (any callable returning a check's verdict, such as a lambda around check_close) with
 // everything it prints to stdout discarded, and returns the verdict: the same check, without its CHECK

@@ -15,9 +15,16 @@
 // course: bench --bench
 #include <cuda_bf16.h>
 
+#include "../common/args.cuh"
 #include "../common/bf16.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
 #include "../common/gemm_reference.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // Fills device memory with reproducible values in [-1, 1) without a host round trip, so the
 // 8192^3 benchmark does not spend seconds generating and copying inputs.

@@ -17,9 +17,16 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
+#include "../common/args.cuh"
 #include "../common/bf16.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
 #include "../common/gemm_reference.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 enum class Act { kRelu, kGelu };
 

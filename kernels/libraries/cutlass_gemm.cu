@@ -17,7 +17,13 @@
 // course: run --m 1 --n 8 --k 8
 // course: run --m 251 --n 136 --k 72 --plant zeros-small
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // The options, read the same way whether or not the CUTLASS headers are there, so that a typo is an
 // error (exit 1) even in the stub below.

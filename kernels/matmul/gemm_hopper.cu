@@ -46,8 +46,9 @@
 
 #include <algorithm>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
 #include "../common/hopper.cuh"  // mbarrier, TMA, cluster, setmaxnreg, wgmma wrappers and tensor maps
 

@@ -29,8 +29,9 @@
 // course: bench --bench
 #include <cuda_bf16.h>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
 #include "../common/hopper.cuh"  // mbarrier, TMA, wgmma wrappers and tensor maps (shown on the page)
 

@@ -26,6 +26,7 @@
 #include <set>
 #include <utility>
 
+#include "../common/check.cuh"
 #include "../common/mma.cuh"
 #include "layers_fused.cuh"
 #include "layers_tc_around.cuh"

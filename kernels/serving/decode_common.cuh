@@ -14,10 +14,15 @@
 #include <string>
 #include <vector>
 
-#include "../attention/attention_common.cuh"
+#include "../common/args.cuh"
 #include "../common/bf16.cuh"
-#include "../common/course.cuh"
+#include "../common/check.cuh"
 #include "../common/cpu_threads.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../attention/attention_common.cuh"
 #include "bf16_vectors.cuh"
 
 namespace decode {
@@ -450,16 +455,6 @@ inline Options read_options(const course::Args& args) {
   o.bench = args.has("--bench");
   o.plant = args.get_str("--plant", "none");
   return o;
-}
-
-// --plant's fault (after args.finish()); an unknown one is refused with an error.
-inline bool parse_plant(const std::string& text, attn::Plant& plant) {
-  if (text != "none" && text != "zeros-small" && text != "tile") {
-    std::fprintf(stderr, "error: --plant expects none, zeros-small or tile, got '%s'\n", text.c_str());
-    return false;
-  }
-  plant = text == "tile" ? attn::Plant::kTile : text == "zeros-small" ? attn::Plant::kZerosSmall : attn::Plant::kNone;
-  return true;
 }
 
 // Lengths that exercise every edge: sequence 0 the full context, 1 about two thirds (odd), 2 an empty

@@ -38,9 +38,15 @@
 #include <string>
 #include <vector>
 
-#include "../common/check_cublas.cuh"
+#include "../common/args.cuh"
 #include "../common/bf16.cuh"
-#include "../common/course.cuh"
+#include "../common/check.cuh"
+#include "../common/check_cublas.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "decode_common.cuh"
 #include "decode_gemv.cuh"
 #include "fused_add_rmsnorm.cuh"
@@ -785,7 +791,7 @@ int main(int argc, char** argv) {
   const int context = static_cast<int>(args.get_int("--context", 5, 0, 1 << 20));
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
   const bool run_bench = args.has("--bench");
-  const std::string plant = args.get_str("--plant", "none");
+  const std::string plant_text = args.get_str("--plant", "none");
   const std::string step_kind = args.get_str("--step", "cublas");
   const std::string pdl = args.get_str("--pdl", "on");  // the fused step's checks with PDL on sm_90+, or without
   args.finish();
@@ -797,18 +803,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --pdl expects on or off, got '%s'\n", pdl.c_str());
     return course::kExitFail;
   }
-  if (plant != "none" && plant != "skip-residual") {
-    std::fprintf(stderr, "error: --plant expects none or skip-residual, got '%s'\n", plant.c_str());
-    return course::kExitFail;
-  }
+  course::Plant plant;
+  if (!course::parse_plant(plant_text, {course::Plant::kSkipResidual}, plant)) return course::kExitFail;
   // The checks' cache holds context + kGenerateSteps tokens; the host reference is O(context) per step.
   if (context > 4096) {
     std::fprintf(stderr, "error: --context %d is beyond the checks' cache (at most 4096 tokens)\n", context);
     return course::kExitFail;
   }
   const int sms = decode::sm_count();
-  bool ok = check(batch, context, seed, plant == "skip-residual", sms, step_kind, pdl == "on");
-  if (ok && run_bench && plant == "none")
+  bool ok = check(batch, context, seed, plant == course::Plant::kSkipResidual, sms, step_kind, pdl == "on");
+  if (ok && run_bench && plant == course::Plant::kNone)
     for (int b : {1, 8, 64}) ok &= bench(b, seed, sms);
   return ok ? 0 : course::kExitFail;
 }

@@ -58,9 +58,15 @@
 #include <random>
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
 #include "../common/hopper_fp8.cuh"  // the e4m3 wgmma and its descriptor; hopper.cuh's TMA, mbarriers, ...
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "fp8_gemm_shared.cuh"       // tile order, promoted k-loop, bf16 epilogue, cuBLASLt's FP8 GEMM
 
 using bf16 = __nv_bfloat16;

@@ -33,9 +33,12 @@
 #include <thread>
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
+#include "../common/cpu_threads.cuh"
 #include "../common/hopper_fp8.cuh"  // wgmma_wait, fence_accumulators
+#include "../common/memory.cuh"
 
 namespace fp8_gemm {
 

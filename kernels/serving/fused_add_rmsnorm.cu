@@ -25,8 +25,14 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.cuh"
 #include "../common/bf16.cuh"
-#include "../common/course.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "fused_add_rmsnorm.cuh"
 
 using rmsnorm::fused_add_rmsnorm, rmsnorm::kMaxHidden, rmsnorm::kThreads;

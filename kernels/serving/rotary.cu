@@ -24,8 +24,13 @@
 #include <cmath>
 #include <vector>
 
+#include "../common/args.cuh"
 #include "../common/bf16.cuh"
-#include "../common/course.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
 #include "rotary.cuh"
 
 using rope::kThreads, rope::rotary;

@@ -12,6 +12,7 @@
 
 namespace course {
 
+// --8<-- [start:bf16]
 inline double round_bf16(double x) { return __bfloat162float(__float2bfloat16(static_cast<float>(x))); }
 
 inline void round_to_bf16(std::vector<float>& x, std::vector<__nv_bfloat16>& out) {
@@ -27,5 +28,6 @@ inline std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
   for (size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16(v[i]);
   return out;
 }
+// --8<-- [end:bf16]
 
 }  // namespace course

@@ -6,8 +6,9 @@
 //   inputs.cuh       fill_uniform, quiet_rows
 //   verify.cuh       check_close, check_true, check_close_each, sum_atol, abs_values
 //   timing.cuh       time_kernel_ms, print_bench, is_timing_repeat
-//   args.cuh         Args, SizeOptions, RunOptions, require_multiple
-//   planted.cuh      planted faults: plant_zeros_small, report_planted_zeros_small, check_close_each_planted
+//   args.cuh         Args, SizeOptions, require_multiple: strict command-line options
+//   planted.cuh      planted faults: the --plant vocabulary, RunOptions, plant_zeros_small,
+//                    report_planted_zeros_small, check_close_each_planted
 //   cpu_threads.cuh  cpu_threads, parallel_for
 #pragma once
 

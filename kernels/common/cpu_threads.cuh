@@ -11,6 +11,7 @@
 
 namespace course {
 
+// --8<-- [start:threads]
 // The CPU cores this process may run on (its affinity mask, which the GPU run narrows to one GPU's
 // share of the host: course/gpu_run.py), for host-side float64 references spread over threads.
 inline int cpu_threads() {
@@ -18,7 +19,6 @@ inline int cpu_threads() {
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
   return 1;
 }
-
 
 // Runs body(i) for i in [0, n) on every CPU core this process may use: the float64 references of
 // the benchmark sizes and the inputs of the large ones.
@@ -32,5 +32,6 @@ void parallel_for(long long n, const F& body) {
     });
   for (auto& t : pool) t.join();
 }
+// --8<-- [end:threads]
 
 }  // namespace course

@@ -10,6 +10,7 @@
 
 namespace course {
 
+// --8<-- [start:inputs]
 // Reproducible inputs: a fixed seed by default so a failure can be replayed; the harness passes
 // --seed to draw fresh inputs.
 inline void fill_uniform(std::vector<float>& v, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
@@ -26,5 +27,6 @@ inline void quiet_rows(std::vector<float>& v, size_t rows, size_t row_len, float
   for (size_t r = 1; r < rows; r += 3)
     for (size_t j = 0; j < row_len; ++j) v[r * row_len + j] *= scale;
 }
+// --8<-- [end:inputs]
 
 }  // namespace course

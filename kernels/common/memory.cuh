@@ -13,6 +13,7 @@
 
 namespace course {
 
+// --8<-- [start:memory]
 // Device memory: allocate, copy in, copy out, free a list of buffers.
 template <typename T>
 T* device_alloc(size_t count) {
@@ -39,10 +40,10 @@ inline void device_free(std::initializer_list<const void*> buffers) {
   for (const void* ptr : buffers) CUDA_CHECK(cudaFree(const_cast<void*>(ptr)));
 }
 
-
 // Fill device memory with NaN bytes so that any element a kernel forgets to write fails the check.
 inline void poison(void* device_ptr, size_t bytes) {
   CUDA_CHECK(cudaMemset(device_ptr, 0xFF, bytes));  // 0xFFFFFFFF is a NaN as float
 }
+// --8<-- [end:memory]
 
 }  // namespace course

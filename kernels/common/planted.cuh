@@ -57,6 +57,7 @@ inline const char* plant_name(Plant p) {
     default: return "none";
   }
 }
+// --8<-- [end:plant]
 
 // Reads --plant's value into `plant`: "" or "none" is no fault; a fault of `accepted` is itself. Anything
 // else prints an error naming what is accepted and returns false (the caller exits with kExitFail).
@@ -146,7 +147,6 @@ inline bool report_planted_zeros_small(size_t planted, bool check_passed) {
   std::fflush(stdout);
   return caught;
 }
-// --8<-- [end:plant]
 
 // The planted-fault verdict of one of several checks in a program: the same line, naming the check.
 inline bool report_planted_zeros_small(const char* check, size_t planted, bool check_passed) {
@@ -158,7 +158,6 @@ inline bool report_planted_zeros_small(const char* check, size_t planted, bool c
   std::fflush(stdout);
   return caught;
 }
-
 
 // check_close_each; with plant_below > 0 (a --plant zeros-small run) also the same check, quietly, on a
 // copy of got with zeros wherever 0 < |want| < plant_below (the old fixed atol), and its verdict
@@ -175,6 +174,5 @@ bool check_close_each_planted(const char* name, const T* got, const R* want, con
   }
   return ok;
 }
-
 
 }  // namespace course

@@ -1,7 +1,7 @@
 """Verdicts: how the harness reads what a program printed, and when a run passes.
 
-A program reports its checks and figures on stdout, one line each (kernels/common/course.cuh and
-kernels/common/course_tools.py print them):
+A program reports its checks and figures on stdout, one line each (kernels/common/verify.cuh,
+planted.cuh and timing.cuh, and kernels/common/course_tools.py print them):
 
     CHECK PASS <name> n=<count> [detail]     a check that compared <count> values and passed
     CHECK FAIL <name> n=<count> [detail]     one that failed

@@ -28,7 +28,14 @@
 #include <thread>
 #include <vector>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/bf16.cuh"
+#include "../common/check.cuh"
+#include "../common/cpu_threads.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 namespace attn {
 
@@ -74,13 +81,13 @@ inline std::string padded_suffix(const Shape& s) {
   return s.key_len[0] < s.seq || s.key_len[s.batch - 1] < s.seq ? " padded" : "";
 }
 
-// A fault planted in a kernel's output after it ran (--plant), to show that the checks reject it:
+// A fault planted in a kernel's output after it ran (--plant), to show that the checks reject it, named
+// in kernels/common/planted.cuh's vocabulary:
 //   zeros-small  zeros wherever the reference's magnitude is below the old absolute tolerance
 //   tile         one tile of 64 rows (at three fifths of the checked rows) shifted by 1% of the
 //                output's typical (RMS) magnitude
-enum class Plant { kNone, kZerosSmall, kTile };
-
-inline const char* plant_name(Plant p) { return p == Plant::kZerosSmall ? "zeros-small" : "tile"; }
+using course::Plant;
+using course::plant_name;
 
 // The options every CUDA program of the chapter takes: the shape to check (--batch, --heads, --seq,
 // --dim 64 or 128, --causal, --padding), --seed, --bench for the benchmark cases instead, and
@@ -109,15 +116,12 @@ inline Options parse_options(int argc, char** argv, int max_seq = 1 << 16, bool 
     std::fprintf(stderr, "error: --dim must be 64 or 128, got %d\n", dim);
     std::exit(course::kExitFail);
   }
-  if (plant != "none" && plant != "zeros-small" && plant != "tile") {
-    std::fprintf(stderr, "error: --plant expects none, zeros-small or tile, got '%s'\n", plant.c_str());
-    std::exit(course::kExitFail);
-  }
-  if (bench && plant != "none") {
+  Plant p;
+  if (!course::parse_plant(plant, {Plant::kZerosSmall, Plant::kTile}, p)) std::exit(course::kExitFail);
+  if (bench && p != Plant::kNone) {
     std::fprintf(stderr, "error: --plant checks one shape; it cannot be combined with --bench\n");
     std::exit(course::kExitFail);
   }
-  const Plant p = plant == "zeros-small" ? Plant::kZerosSmall : plant == "tile" ? Plant::kTile : Plant::kNone;
   return Options{make_shape(batch, heads, seq, dim, causal, padding), seed, bench, p};
 }
 
@@ -148,6 +152,10 @@ using course::device_alloc;
 using course::device_free;
 using course::to_device;
 using course::to_host;
+// bf16 rounding (kernels/common/bf16.cuh) and the host's threads (kernels/common/cpu_threads.cuh).
+using course::parallel_for;
+using course::round_bf16;
+using course::round_to_bf16;
 
 // Random inputs, rounded to bf16 so that the reference sees exactly the values the GPU reads.
 // Q and K in [-2, 2] give scaled scores with a spread of a few units, so that the softmax is far
@@ -156,27 +164,6 @@ struct Inputs {
   std::vector<float> q, k, v;           // bf16 values held as floats (the reference's inputs)
   std::vector<__nv_bfloat16> qb, kb, vb;  // the same values, for the GPU
 };
-
-inline void round_to_bf16(std::vector<float>& x, std::vector<__nv_bfloat16>& out) {
-  out.resize(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    out[i] = __float2bfloat16(x[i]);
-    x[i] = __bfloat162float(out[i]);
-  }
-}
-
-// Runs body(i) for i in [0, n) on every CPU core this process may use: the float64 references of
-// the benchmark sizes and the inputs of the large ones.
-template <typename F>
-void parallel_for(long long n, const F& body) {
-  const long long workers = std::max(1LL, std::min<long long>(n, course::cpu_threads()));
-  std::vector<std::thread> pool;
-  for (long long w = 0; w < workers; ++w)
-    pool.emplace_back([&, w] {
-      for (long long i = w; i < n; i += workers) body(i);
-    });
-  for (auto& t : pool) t.join();
-}
 
 // Uniform values in [lo, hi), each a hash of (seed, index) (splitmix64's mixing), rounded to bf16: the
 // same numbers however many threads make them, so that the inputs of the memory sweeps' long sequences
@@ -241,9 +228,6 @@ inline ForwardBuffers upload_and_allocate(const Shape& s, const Inputs& in) {
   d.bytes = d.in.bytes + s.elements() * sizeof(__nv_bfloat16) + s.rows() * sizeof(float);
   return d;
 }
-
-// bf16's rounding (to nearest even), for the reference computed in the kernels' precision.
-inline double round_bf16(double x) { return __bfloat162float(__float2bfloat16(static_cast<float>(x))); }
 
 // --8<-- [start:reference]
 // float64 reference for one query row r (= (b * heads + h) * seq + i): the output row and the

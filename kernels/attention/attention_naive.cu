@@ -27,7 +27,10 @@
 
 #include <string>
 
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
 #include "../memory-model/softmax.cuh"
 #include "attention_common.cuh"
 

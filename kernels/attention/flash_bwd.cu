@@ -35,6 +35,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "../common/check.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
 #include "attention_common.cuh"
 #include "flash_bwd_common.cuh"
 #include "flash_fwd.cuh"

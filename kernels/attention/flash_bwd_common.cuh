@@ -17,6 +17,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "../common/cpu_threads.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
 #include "attention_common.cuh"
 #include "flash_fwd.cuh"  // the forward that gives O and the logsumexp; warp_add
 

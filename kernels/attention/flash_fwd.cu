@@ -27,6 +27,8 @@
 // course: invariant grows seq "flash v2*"
 #include <string>
 
+#include "../common/check.cuh"
+#include "../common/planted.cuh"
 #include "attention_common.cuh"
 #include "flash_fwd.cuh"
 

@@ -17,7 +17,8 @@
 
 #include <cuda_bf16.h>
 
-#include "../common/course.cuh"
+#include "../common/check.cuh"
+#include "../common/mma.cuh"
 #include "../memory-model/softmax.cuh"  // the -inf rules (softmax_base, softmax_inv_sum), warp_max/warp_add
 
 namespace flash {
@@ -143,20 +144,10 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* 
 #endif
 }
 
-// D = A B + D for a 16x16 bf16 A (4 registers), a 16x8 bf16 B (2 registers) and a 16x8 fp32 D.
-// Fragments (g = lane / 4, t = lane % 4): A a0 (row g, cols 2t, 2t+1), a1 (row g+8), a2 (row g,
-// cols 2t+8, 2t+9), a3 (row g+8, cols 2t+8, 2t+9); B b0 (rows 2t, 2t+1, col g), b1 (rows 2t+8, 2t+9);
-// D d0, d1 (row g, cols 2t, 2t+1), d2, d3 (row g+8, same cols).
-__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-#ifdef FLASH_HAS_MMA
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
 // --8<-- [end:ptx]
+
+// The tensor-core product itself, mma.sync m16n8k16, is kernels/common/mma.cuh's.
+using course::mma_bf16_16816;
 
 __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);

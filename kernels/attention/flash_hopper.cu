@@ -56,7 +56,9 @@
 #include <algorithm>
 #include <string>
 
+#include "../common/check.cuh"
 #include "../common/hopper.cuh"
+#include "../common/planted.cuh"
 #include "attention_common.cuh"
 #include "flash_fwd.cuh"  // flash::fast_exp2, pack_bf16, quad_row_sums, kLog2e, kLn2, and (through it) the -inf rules
 

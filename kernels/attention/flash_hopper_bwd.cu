@@ -54,7 +54,12 @@
 
 #include <string>
 
+#include "../common/check.cuh"
 #include "../common/hopper.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "attention_common.cuh"
 #include "flash_bwd_common.cuh"  // BwdParams, bwd_delta, bwd_dq_convert, the reference and its check
 #include "flash_fwd.cuh"         // the forward (O, logsumexp), pack_bf16, fast_exp2, kLog2e

@@ -27,7 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:formats]
 // A format is its rounding function: double in, nearest value of the format out (as a double).

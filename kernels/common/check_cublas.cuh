@@ -4,7 +4,7 @@
 
 #include <cublas_v2.h>
 
-#include "course.cuh"
+#include "check.cuh"
 
 // --8<-- [start:check]
 // The status name says what went wrong: CUBLAS_STATUS_NOT_INITIALIZED (no handle),

@@ -5,7 +5,7 @@
 
 #include <cudnn.h>
 
-#include "course.cuh"
+#include "check.cuh"
 
 // --8<-- [start:check]
 // CUDNN_STATUS_BAD_PARAM (a descriptor that does not match the others, a null pointer),

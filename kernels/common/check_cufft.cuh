@@ -4,7 +4,7 @@
 
 #include <cufft.h>
 
-#include "course.cuh"
+#include "check.cuh"
 
 // --8<-- [start:check]
 // cufftResult has no string function, so the names are spelled out. The ones you will meet:

@@ -4,7 +4,7 @@
 
 #include <curand.h>
 
-#include "course.cuh"
+#include "check.cuh"
 
 // --8<-- [start:check]
 // curandStatus_t, like cufftResult, has no string function. The ones you will meet:

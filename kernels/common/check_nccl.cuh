@@ -4,7 +4,7 @@
 
 #include <nccl.h>
 
-#include "course.cuh"
+#include "check.cuh"
 
 // --8<-- [start:check]
 // ncclUnhandledCudaError (a CUDA call inside NCCL failed), ncclSystemError (the OS: shared memory,

@@ -15,6 +15,7 @@
 //     setmaxnreg_dec, setmaxnreg_inc
 //     smem_desc                     wgmma descriptor of a K-major, 128-byte-swizzled bf16 tile
 //     wgmma_64x128x16, wgmma_64x256x16, wgmma_fence, wgmma_commit, wgmma_wait<N>, fence_accumulators<N>
+//     store_accumulator<NCOLS>      the plain epilogue: a warpgroup's accumulator (times a scale) to bf16 C
 //     tma_load_3d, smem_desc_mn     (attention) a 3-D TMA load; the descriptor of an N-major tile (V in P V)
 //     wgmma_64x128x16_ss            (attention) S = Q K^T with scale-d at run time (first k-step overwrites)
 //     wgmma_64xNx16_rs<N>           (attention) O += P V with P from registers and B N-major, N = 64 or 128
@@ -38,7 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "course.cuh"
+#include "check.cuh"
 
 namespace course::hopper {
 
@@ -318,6 +319,37 @@ __device__ __forceinline__ void wgmma_64xNx16_rs(float* d, const unsigned* a, ui
     HOPPER_WGMMA_RS("64", HOPPER_REGS_0_31, "{%32, %33, %34, %35}, %36", HOPPER_ACC32(d, 0), a, desc_b);
 }
 // --8<-- [end:wgmma_rs]
+
+// --8<-- [start:store_accumulator]
+// The plain epilogue: a warpgroup's 64 x NCOLS fp32 accumulator, times `scale` (1 for a bf16 GEMM; an
+// FP8 GEMM's dequantisation factor), rounded once to bf16 and written to row-major C at (row0, col0),
+// skipping what lies outside C. Layout (mma.sync's, repeated): warp w holds rows 16w..16w+15; for each
+// 8-column block t, lane l holds (row l/4, columns 2(l%4) and +1) in d[4t], d[4t+1], and the same
+// columns 8 rows down in d[4t+2], d[4t+3].
+template <int NCOLS>
+__device__ __forceinline__ void store_accumulator(const float* d, __nv_bfloat16* C, int M, int N, int row0, int col0,
+                                                  float scale = 1.0f) {
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int r0 = row0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int t = 0; t < NCOLS / 8; ++t) {
+    const int c = col0 + t * 8 + 2 * (lane % 4);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 8 * h;
+      if (r >= M) continue;
+      __nv_bfloat16* p = C + static_cast<size_t>(r) * N + c;
+      const float x = scale * d[4 * t + 2 * h], y = scale * d[4 * t + 2 * h + 1];
+      if (c + 1 < N && N % 2 == 0) {  // c is even, so with N even the pair is 4-byte aligned
+        *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+      } else {
+        if (c < N) p[0] = __float2bfloat16(x);
+        if (c + 1 < N) p[1] = __float2bfloat16(y);
+      }
+    }
+  }
+}
+// --8<-- [end:store_accumulator]
 
 // 128-byte-swizzled tiles must start on a 1 KiB boundary (the swizzle pattern repeats every 1 KiB).
 template <typename T = __nv_bfloat16>

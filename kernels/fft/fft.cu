@@ -27,8 +27,14 @@
 // course: bench --bench
 #include <type_traits>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cufft.cuh"
-#include "../common/course.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // ---------------------------------------------------------------------------------------------
 // CPU reference: the DFT by its definition, in float64 (O(N^2) per transform).

@@ -23,9 +23,15 @@
 // course: run --h 37 --w 53 --r 5 --s 3 --plant zeros-small
 // course: run --h 64 --w 45 --r 7 --s 8 --plant zeros-small
 // course: bench --bench
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cudnn.cuh"
 #include "../common/check_cufft.cuh"
-#include "../common/course.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 constexpr int kMaxFilter = 64;  // the constant-memory filter holds up to 64 x 64 floats (16 KiB)
 

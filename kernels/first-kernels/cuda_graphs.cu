@@ -18,7 +18,12 @@
 // course: run --n 4099 --kernels 100
 // course: run --n 100003 --kernels 1000
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // The chain's coefficients: exact in float, |a| < 1 so the values stay bounded.
 static float coef_a(int step) { return 0.5f + 0.125f * static_cast<float>(step % 4); }

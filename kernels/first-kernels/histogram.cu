@@ -14,7 +14,11 @@
 // course: run --n 1 --seed 4
 // course: run --n 7919 --seed 5
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 constexpr int kBins = 256;
 

@@ -13,9 +13,14 @@
 // course: run --m 1 --n 1 --k 1 --batch 1
 // course: run --m 257 --n 33 --k 1 --batch 2
 // course: bench --bench
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // The CPU reference is course::gemm_reference (kernels/common/gemm_reference.cuh), called once per
 // matrix of the batch: float64 sums of the float inputs, the one reference every GEMM program shares.

@@ -14,7 +14,11 @@
 // course: gpu
 // course: run --n 1000003
 // course: run --n 1
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:oob]
 __global__ void scale(const float* in, float* out, int n, float alpha, bool plant_bug) {

@@ -18,7 +18,12 @@
 // course: run --n 1 --steps 2
 // course: run --n 100003 --steps 20
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 static float step_scale(int step) { return 0.25f * static_cast<float>(step % 5 + 1); }
 

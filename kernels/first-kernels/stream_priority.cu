@@ -16,7 +16,12 @@
 // course: run --n 1
 // course: run --n 1000003
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 constexpr int kRounds = 16;      // work per element of the long kernel
 constexpr int kShortN = 4096;    // the short kernel's elements

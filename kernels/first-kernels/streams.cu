@@ -15,7 +15,11 @@
 // course: run --n 1
 // course: run --n 4099
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // Enough arithmetic per element that computing takes about as long as copying.
 __device__ float work(float x) {

@@ -15,7 +15,11 @@
 // course: bench --bench
 #include <chrono>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 __global__ void saxpy(float alpha, const float* __restrict__ x, float* __restrict__ y, size_t n) {
   const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -14,7 +14,10 @@
 // course: run --n 1000003
 // course: run --n 1
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 __global__ void scale_in_place(float* x, size_t n, float alpha) {
   const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;

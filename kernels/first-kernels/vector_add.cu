@@ -19,7 +19,12 @@
 
 #include <chrono>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:reference]
 // CPU reference: one core, one element at a time.

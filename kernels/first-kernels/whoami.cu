@@ -17,7 +17,10 @@
 // course: run --nx 131 --ny 7 --nz 3 --n 257 --print
 // course: sanitizer-expect memcheck its two deliberately invalid launches (a block of 1025 threads, a grid of 65536
 //         blocks in y) are reported as CUDA API errors
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/memory.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:print]
 // A 2D grid of 2D blocks, each thread printing its coordinates. Only for tiny launches.

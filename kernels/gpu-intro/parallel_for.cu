@@ -9,7 +9,10 @@
 // course: run --n 1
 // course: run --n 1000
 // course: run --n 1000003
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:cpu]
 // The CPU loop: one core walks i = 0, 1, 2, ... Every iteration is independent of the others,

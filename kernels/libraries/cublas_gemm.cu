@@ -15,8 +15,16 @@
 // course: bench --bench
 #include <cuda_bf16.h>
 
+#include "../common/args.cuh"
+#include "../common/bf16.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
 #include "../common/gemm_reference.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // Fills device memory with reproducible values in [-1, 1) without a host round trip, so the
 // 8192^3 benchmark does not spend seconds generating and copying inputs.
@@ -78,12 +86,6 @@ static void gemm_strided_batched(cublasHandle_t h, const __nv_bfloat16* A, const
 }
 // --8<-- [end:batched]
 
-static std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
-  std::vector<__nv_bfloat16> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16(v[i]);
-  return out;
-}
-
 // --8<-- [start:tolerance]
 // Each output is a sum of k products, so its tolerance comes from the size of those products,
 // sum_k |a_ik b_kj| (a reference run on |A| and |B|), times the unit roundoff of what rounds: the fp32
@@ -126,7 +128,7 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
 
   // bf16: the reference reads the same rounded inputs the GPU multiplies, so that the tolerance
   // measures the GEMM and not the rounding of its inputs.
-  const std::vector<__nv_bfloat16> A16 = to_bf16(A), B16 = to_bf16(B);
+  const std::vector<__nv_bfloat16> A16 = course::to_bf16(A), B16 = course::to_bf16(B);
   std::vector<double> want16((size_t)m * n), sum_abs16((size_t)m * n);
   course::gemm_reference(m, n, k, A16.data(), B16.data(), want16.data());
   course::gemm_reference(m, n, k, course::abs_values(A16).data(), course::abs_values(B16).data(), sum_abs16.data());
@@ -143,7 +145,7 @@ static bool check_all(cublasHandle_t h, int m, int n, int k, int batch, uint64_t
   course::fill_uniform(Ab, seed + 2);
   course::fill_uniform(Bb, seed + 3);
   course::quiet_rows(Ab, (size_t)batch * m, k);
-  const std::vector<__nv_bfloat16> Ab16 = to_bf16(Ab), Bb16 = to_bf16(Bb);
+  const std::vector<__nv_bfloat16> Ab16 = course::to_bf16(Ab), Bb16 = course::to_bf16(Bb);
   const std::vector<float> Ab_abs = course::abs_values(Ab16), Bb_abs = course::abs_values(Bb16);
   std::vector<double> wantb(Cb.size()), sum_absb(Cb.size());
   for (int b = 0; b < batch; ++b) {

@@ -17,8 +17,16 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
+#include "../common/args.cuh"
+#include "../common/bf16.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
 #include "../common/gemm_reference.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 enum class Act { kRelu, kGelu };
 
@@ -160,12 +168,6 @@ static void unfused_run(cublasHandle_t h, const __nv_bfloat16* X, const __nv_bfl
   launch_bias_act(Y, bias, m, n, act);
 }
 
-static std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
-  std::vector<__nv_bfloat16> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16(v[i]);
-  return out;
-}
-
 // --8<-- [start:tolerance]
 // The tolerance of y = act(z) when z may be off by e_z (the GEMM's error, bounded per element by
 // course::sum_atol from its terms' sizes): the error of z carried through the activation's slope, at most
@@ -197,7 +199,7 @@ static bool check(cublasLtHandle_t lt, cublasHandle_t h, int m, int n, int k, ui
   course::fill_uniform(X, seed);
   course::fill_uniform(W, seed + 1);
   course::fill_uniform(b, seed + 2);
-  const auto X16 = to_bf16(X), W16 = to_bf16(W), b16 = to_bf16(b);
+  const auto X16 = course::to_bf16(X), W16 = course::to_bf16(W), b16 = course::to_bf16(b);
   __nv_bfloat16 *dX = course::to_device(X16), *dW = course::to_device(W16), *db = course::to_device(b16), *dY;
   CUDA_CHECK(cudaMalloc(&dY, (size_t)m * n * sizeof(__nv_bfloat16)));
   std::vector<__nv_bfloat16> Y16((size_t)m * n);
@@ -245,7 +247,7 @@ static bool check_bias_act_scalar(int m, int n, uint64_t seed, bool plant) {
   std::vector<float> y((size_t)m * width), b(width);
   course::fill_uniform(y, seed + 3, -3.0f, 3.0f);
   course::fill_uniform(b, seed + 4);
-  const auto y16 = to_bf16(y), b16 = to_bf16(b);
+  const auto y16 = course::to_bf16(y), b16 = course::to_bf16(b);
   __nv_bfloat16 *dY = course::to_device(y16), *db = course::to_device(b16);
   launch_bias_act(dY, db, m, width, Act::kGelu);
   std::vector<__nv_bfloat16> got16(y16.size());
@@ -277,8 +279,8 @@ static void bench(cublasLtHandle_t lt, cublasHandle_t h, void* ws, size_t ws_byt
   course::fill_uniform(hX, seed);
   course::fill_uniform(hW, seed + 1);
   course::fill_uniform(hb, seed + 2);
-  __nv_bfloat16 *X = course::to_device(to_bf16(hX)), *W = course::to_device(to_bf16(hW)),
-                *b = course::to_device(to_bf16(hb)), *Y;
+  __nv_bfloat16 *X = course::to_device(course::to_bf16(hX)), *W = course::to_device(course::to_bf16(hW)),
+                *b = course::to_device(course::to_bf16(hb)), *Y;
   CUDA_CHECK(cudaMalloc(&Y, (size_t)m * n * sizeof(__nv_bfloat16)));
   const double flops = 2.0 * m * n * k, bytes = 2.0 * ((double)m * k + (double)k * n + n + (double)m * n);
   const char* c = "linear 8192x1024 -> 4096, bf16, bias+GELU";

@@ -17,8 +17,14 @@
 
 #include <cstring>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
 #include "../common/gemm_reference.cuh"
+#include "../common/inputs.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:xt]
 // cuBLASXt takes HOST pointers. It cuts C into blockDim x blockDim tiles, deals them out to the

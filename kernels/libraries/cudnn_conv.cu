@@ -19,7 +19,14 @@
 // course: bench --bench
 #include <utility>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cudnn.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 struct ConvShape {
   int n, c, h, w;  // input, NCHW

@@ -16,7 +16,12 @@
 // course: run --n 3 --c 16 --h 19 --w 13 --k 24 --plant zeros-small
 // (One shape only: C and K must be multiples of 8, H and W are primes, and each run costs the test
 // harness a rebuild of the frontend's templates, which takes a minute or more.)
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/verify.cuh"
 
 // The options, read the same way whether or not the frontend's headers are there, so that a typo is
 // an error (exit 1) even in the stub below.

@@ -17,7 +17,14 @@
 // course: bench --bench
 #include <complex>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cufft.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 using cd = std::complex<double>;
 const double kPi = 3.14159265358979323846;

@@ -14,7 +14,12 @@
 // course: bench --bench
 #include <curand_kernel.h>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_curand.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 static std::vector<float> to_host(const float* d, size_t n) {
   std::vector<float> h(n);

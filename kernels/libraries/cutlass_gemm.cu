@@ -17,7 +17,13 @@
 // course: run --m 1 --n 8 --k 8
 // course: run --m 251 --n 136 --k 72 --plant zeros-small
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // The options, read the same way whether or not the CUTLASS headers are there, so that a typo is an
 // error (exit 1) even in the stub below.
@@ -53,6 +59,7 @@ static Options parse_options(int argc, char** argv) {
 #if __has_include(<cutlass/gemm/device/gemm.h>)
 #include <cutlass/gemm/device/gemm.h>
 
+#include "../common/bf16.cuh"
 #include "../common/check_cublas.cuh"
 #include "../common/gemm_reference.cuh"
 
@@ -97,12 +104,6 @@ static cutlass::Status run_gemm(const TA* A, const TA* B, TC* D, int m, int n, i
     CUDA_CHECK_LAUNCH();                                                                          \
   } while (0)
 
-static std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& v) {
-  std::vector<__nv_bfloat16> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16(v[i]);
-  return out;
-}
-
 template <typename T>
 static T* upload(const std::vector<T>& v) {
   T* p;
@@ -138,7 +139,7 @@ static bool check(int m, int n, int k, uint64_t seed, bool plant) {
                                              gemm_atol(m, n, k, A, B).data(), C.size(), 0, plant_below);
 
   // The reference reads the bf16-rounded inputs, the values the tensor cores multiply.
-  const std::vector<__nv_bfloat16> A16 = to_bf16(A), B16 = to_bf16(B);
+  const std::vector<__nv_bfloat16> A16 = course::to_bf16(A), B16 = course::to_bf16(B);
   course::gemm_reference(m, n, k, A16.data(), B16.data(), want.data());
   // cutlass::bfloat16_t and __nv_bfloat16 are both the 16-bit bf16 format.
   auto* dA16 = reinterpret_cast<cutlass::bfloat16_t*>(upload(A16));
@@ -163,8 +164,8 @@ static void bench(uint64_t seed) {
   course::fill_uniform(hB, seed + 1);
   float *A = upload(hA), *B = upload(hB), *C;
   CUDA_CHECK(cudaMalloc(&C, e * 4));
-  auto* A16 = reinterpret_cast<cutlass::bfloat16_t*>(upload(to_bf16(hA)));
-  auto* B16 = reinterpret_cast<cutlass::bfloat16_t*>(upload(to_bf16(hB)));
+  auto* A16 = reinterpret_cast<cutlass::bfloat16_t*>(upload(course::to_bf16(hA)));
+  auto* B16 = reinterpret_cast<cutlass::bfloat16_t*>(upload(course::to_bf16(hB)));
   cublasHandle_t h;
   CUBLAS_CHECK(cublasCreate(&h));
   const float one = 1.0f, zero = 0.0f;

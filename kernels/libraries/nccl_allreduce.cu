@@ -24,7 +24,11 @@
 // course: run --count 1
 // course: bench --bench
 // course: measured algbw_gbps busbw_gbps
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_nccl.cuh"
+#include "../common/memory.cuh"
+#include "../common/verify.cuh"
 
 // Rank r's input element i: a value whose sum over ranks is known exactly in float (small
 // integers), so the check can demand the exact sum.

@@ -27,7 +27,11 @@
 #include <exception>
 #include <numeric>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:thrust]
 // Thrust: containers and algorithms like the C++ standard library's. device_vector owns device

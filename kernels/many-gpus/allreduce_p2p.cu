@@ -28,7 +28,11 @@
 #include <algorithm>
 #include <string>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_nccl.cuh"
+#include "../common/memory.cuh"
+#include "../common/verify.cuh"
 
 constexpr int kMaxRanks = 8;
 constexpr int kMaxBlocks = 256;

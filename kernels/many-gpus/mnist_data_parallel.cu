@@ -37,7 +37,12 @@
 #include <thread>
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_nccl.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/verify.cuh"
 #include "../mnist/mnist_host.cuh"
 
 using namespace mnist;
@@ -484,16 +489,14 @@ int main(int argc, char** argv) {
   const bool run_bench = args.has("--bench");
   const bool no_overlap = args.has("--no-overlap");
   use_graphs = !args.has("--eager");
-  const std::string plant = args.get_str("--plant", "none");
+  const std::string plant_text = args.get_str("--plant", "none");
   const long long want_gpus = args.get_int("--gpus", 0, 0, 1024);  // 0: every GPU
   const int batch = static_cast<int>(args.get_int("--batch", kReferenceBatch, 1, kMaxPerGpuBatch));
   const int epochs = static_cast<int>(args.get_int("--epochs", 3, 1, 100));
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1LL << 40));
   args.finish();
-  if (plant != "none" && plant != "skip-bucket") {
-    std::fprintf(stderr, "error: --plant expects none or skip-bucket, got '%s'\n", plant.c_str());
-    return course::kExitFail;
-  }
+  course::Plant plant;
+  if (!course::parse_plant(plant_text, {course::Plant::kSkipBucket}, plant)) return course::kExitFail;
   Split train_split, test_split;
   load_data(data_dir, train_split, test_split);
   setenv("NCCL_NVLS_ENABLE", "0", 1);  // NVLink multicast stays off on the course's machines
@@ -541,7 +544,7 @@ int main(int argc, char** argv) {
   NCCL_CHECK(ncclGetVersion(&version));
   std::printf("NCCL %d, %d GPUs, global batch %d (%d per GPU)\n", version, gpus, batch, batch / gpus);
   bool ok = true;
-  if (plant == "skip-bucket") {
+  if (plant == course::Plant::kSkipBucket) {
     ok = check_plant(rs, comms_of[gpus], gpus, batch, seed);
   } else {
     const Reduce how = no_overlap ? Reduce::kAfterBackward : Reduce::kOverlap;

@@ -46,8 +46,9 @@
 
 #include <algorithm>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
 #include "../common/hopper.cuh"  // mbarrier, TMA, cluster, setmaxnreg, wgmma wrappers and tensor maps
 
@@ -95,32 +96,6 @@ __host__ __device__ inline void tile_coords(int t, int tiles_m, int tiles_n, int
 // --8<-- [end:schedule]
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// --8<-- [start:store]
-// Write a warpgroup's 64 x NCOLS accumulator tile to C at (row0, col0), skipping what lies outside C.
-// Layout (mma.sync's, repeated): warp w holds rows 16w..16w+15; for each 8-column block t, lane l holds
-// (row l/4, columns 2(l%4) and +1) in d[4t], d[4t+1], and the same columns 8 rows down in d[4t+2], d[4t+3].
-template <int NCOLS>
-__device__ __forceinline__ void store_tile(const float* d, bf16* C, int M, int N, int row0, int col0) {
-  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-  const int r0 = row0 + warp * 16 + lane / 4;
-#pragma unroll
-  for (int t = 0; t < NCOLS / 8; ++t) {
-    const int c = col0 + t * 8 + 2 * (lane % 4);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = r0 + 8 * h;
-      if (r >= M) continue;
-      bf16* p = C + static_cast<size_t>(r) * N + c;
-      if (c + 1 < N && N % 2 == 0) {  // c is even, so with N even the pair is 4-byte aligned
-        *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(d[4 * t + 2 * h], d[4 * t + 2 * h + 1]);
-      } else {
-        if (c < N) p[0] = __float2bfloat16(d[4 * t + 2 * h]);
-        if (c + 1 < N) p[1] = __float2bfloat16(d[4 * t + 2 * h + 1]);
-      }
-    }
-  }
-}
-// --8<-- [end:store]
 
 // --8<-- [start:store_tma]
 // v5's epilogue: the same 64 x 256 accumulator tile leaves through shared memory and TMA stores, in four
@@ -227,8 +202,8 @@ __global__ void __launch_bounds__(V1_THREADS, 1)
     __syncthreads();
     if (threadIdx.x == 0 && kt + V1_STAGES < ktiles) load_stage(kt + V1_STAGES);
   }
-  store_tile<V1_BN>(d[0], C, M, N, brow, bcol);
-  store_tile<V1_BN>(d[1], C, M, N, brow + 64, bcol);
+  store_accumulator<V1_BN>(d[0], C, M, N, brow, bcol);
+  store_accumulator<V1_BN>(d[1], C, M, N, brow + 64, bcol);
 #endif
 }
 // --8<-- [end:v1]
@@ -340,7 +315,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       if constexpr (TMA_STORE)
         store_tile_tma(d, stage, &tmC, M, N, row + row_in_tile, col, wg, stored_last);  // barrier wg: 1 or 2
       else
-        store_tile<BN>(d, C, M, N, row + row_in_tile, col);
+        store_accumulator<BN>(d, C, M, N, row + row_in_tile, col);
     }
     // v5: the stores must have read their shared memory before the block (and its memory) goes away.
     if constexpr (TMA_STORE)

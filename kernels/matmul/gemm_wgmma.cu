@@ -29,8 +29,9 @@
 // course: bench --bench
 #include <cuda_bf16.h>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
 #include "../common/hopper.cuh"  // mbarrier, TMA, wgmma wrappers and tensor maps (shown on the page)
 
@@ -98,26 +99,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     wgmma_wait<0>();
     if (tid % 32 == 0) mbar_arrive(&empty[s]);  // this warp is done reading the slot
   }
-  // Accumulator layout (as mma.sync's, repeated): warp w of the warpgroup holds rows 16w..16w+15;
-  // for each 8-column block t, lane l holds (row l/4, cols 2(l%4), +1) and the same 8 rows further.
-  const int warp = tid / 32, lane = tid % 32;
-  const int r0 = brow + row0 + warp * 16 + lane / 4;
-#pragma unroll
-  for (int t = 0; t < BN / 8; ++t) {
-    const int c = bcol + t * 8 + 2 * (lane % 4);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = r0 + 8 * h;
-      if (r >= M) continue;
-      bf16* p = C + static_cast<size_t>(r) * N + c;
-      if (c + 1 < N && N % 2 == 0) {
-        *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(d[4 * t + 2 * h], d[4 * t + 2 * h + 1]);
-      } else {
-        if (c < N) p[0] = __float2bfloat16(d[4 * t + 2 * h]);
-        if (c + 1 < N) p[1] = __float2bfloat16(d[4 * t + 2 * h + 1]);
-      }
-    }
-  }
+  // The epilogue walks the accumulator's fragment layout (store_accumulator, kernels/common/hopper.cuh).
+  store_accumulator<BN>(d, C, M, N, brow + row0, bcol);
 #endif
 }
 // --8<-- [end:kernel]

@@ -22,8 +22,9 @@
 #include <cuda_bf16.h>
 #include <mma.h>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
 
 using bf16 = __nv_bfloat16;

@@ -42,9 +42,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
 
 namespace matmul {
 

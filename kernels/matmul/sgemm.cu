@@ -33,9 +33,11 @@
 // course: run --plant zeros
 // course: run --plant tile
 // course: bench --bench
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
 #include "../common/gemm_reference.cuh"
+#include "../common/timing.cuh"
 
 // The checks, the float64 reference with alpha and beta, the benchmark loop and main are in
 // matmul_harness.cuh, included at the end.

@@ -29,8 +29,13 @@
 #include <cuda/pipeline>
 #include <cuda/ptx>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/hopper.cuh"  // get_encode: cuTensorMapEncodeTiled from the driver
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 constexpr int kRadius = 2;                     // 5 x 5 box
 constexpr int kTileW = 64, kTileH = 16;        // outputs per tile

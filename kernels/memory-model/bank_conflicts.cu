@@ -12,7 +12,11 @@
 // course: run
 // course: run --blocks 1 --iters 1
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 constexpr int kWords = 4096;   // 16 KiB of shared memory per block (a power of two)
 constexpr int kThreads = 256;

@@ -27,7 +27,13 @@
 // course: bench --bench
 #include <cooperative_groups.h>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "softmax.cuh"            // softmax_base, softmax_inv_sum, block_allreduce, softmax_block
 #include "softmax_reference.cuh"  // the float64 reference, the adversarial rows, the check
 

@@ -12,7 +12,12 @@
 // course: run --n 1
 // course: run --n 100003
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:kernels]
 // A warp's 32 loads of 4 bytes are merged into as few 32-byte sectors as their addresses allow:

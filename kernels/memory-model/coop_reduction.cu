@@ -23,7 +23,11 @@
 
 #include <cub/cub.cuh>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
 #include "reduction.cuh"  // versions 6 and 7 and reduce_partials, the kernels this one is measured against
 #include "reduction_check.cuh"  // the tolerance and the planted lost block
 

@@ -17,7 +17,12 @@
 // course: run --n 1 --table-floats 1
 // course: run --n 4099 --table-floats 7
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:reference]
 // A multiplicative hash spreads consecutive i over the table (the same on CPU and GPU).

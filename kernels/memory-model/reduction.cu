@@ -19,7 +19,11 @@
 // course: bench --bench
 #include <cub/cub.cuh>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
 #include "reduction.cuh"
 #include "reduction_check.cuh"
 

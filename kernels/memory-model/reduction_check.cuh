@@ -13,7 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/planted.cuh"
+#include "../common/verify.cuh"
 #include "reduction.cuh"  // kReduceThreads, kGridThreads
 
 // --8<-- [start:tolerance]
@@ -66,11 +69,10 @@ inline bool check_sum(const char* name, float got, const SumReference& ref, long
 // block whose elements happen to cancel to nearly zero can be lost without any sum check noticing.
 // Prints CHECK PASS planted_dropped_block_caught only if check_sum rejects the planted result.
 inline bool plant_dropped_block_requested(const course::Args& args) {
-  const std::string fault = args.get_str("--plant", "");
-  if (fault.empty()) return false;
-  if (fault == "dropped-block") return true;
-  std::fprintf(stderr, "error: --plant expects dropped-block, got '%s'\n", fault.c_str());
-  std::exit(course::kExitFail);
+  course::Plant plant;
+  if (!course::parse_plant(args.get_str("--plant", ""), {course::Plant::kDroppedBlock}, plant))
+    std::exit(course::kExitFail);
+  return plant == course::Plant::kDroppedBlock;
 }
 
 inline bool check_dropped_block(const char* name, float got, const SumReference& ref, long long chain,

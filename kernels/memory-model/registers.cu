@@ -14,7 +14,12 @@
 // course: run --n 1
 // course: run --n 100003
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 constexpr int kK = 48;          // values per thread, all live at once
 constexpr int kThreads = 256;

@@ -22,7 +22,11 @@
 // course: run --rows 40 --cols 33
 // course: run --rows 37 --cols 8192 --plant zeros-small
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
 #include "softmax.cuh"
 #include "softmax_reference.cuh"
 

@@ -7,7 +7,11 @@
 // course: header
 #pragma once
 
-#include "../common/course.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:reference]
 // The same conventions as the kernels, written out case by case: a NaN anywhere makes the row NaN;

@@ -12,7 +12,12 @@
 // course: run --rows 1009 --cols 997
 // course: run --rows 1004 --cols 100
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "transpose.cuh"
 
 // --8<-- [start:reference]

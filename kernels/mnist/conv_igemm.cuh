@@ -17,6 +17,7 @@
 
 #include <mma.h>
 
+#include "../common/check.cuh"
 #include "layers_naive.cuh"
 
 namespace mnist {

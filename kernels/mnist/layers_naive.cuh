@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "../common/course.cuh"
+#include "../common/check.cuh"
 
 namespace mnist {
 

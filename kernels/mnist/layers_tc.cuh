@@ -26,6 +26,8 @@
 #include <set>
 #include <utility>
 
+#include "../common/check.cuh"
+#include "../common/mma.cuh"
 #include "layers_fused.cuh"
 #include "layers_tc_around.cuh"
 
@@ -33,35 +35,6 @@ namespace mnist {
 namespace tc {
 
 constexpr int kBK = 32, kThreads = 256, kPad = 8;  // k-tile; 8 warps; row padding (bf16) against bank conflicts
-
-// bf16 mma.sync exists from compute capability 8.0 on. Device code compiled for sm_75 gets a stub that
-// traps; the MNIST programs waive version 4 on such a GPU before it launches anything of this file.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#define MNIST_HAS_BF16_MMA 0
-#else
-#define MNIST_HAS_BF16_MMA 1
-#endif
-
-// --8<-- [start:mma]
-// d (16 x 8, fp32) += a (16 x 16, bf16, row-major) * b (16 x 8, bf16, column-major), one warp.
-// Fragment layout (PTX ISA, "mma.m16n8k16"): with g = lane / 4 and t = lane % 4, a[0] holds
-// A[g][2t..2t+1], a[1] A[g+8][2t..], a[2] A[g][2t+8..], a[3] A[g+8][2t+8..]; b[0] holds
-// B[2t..2t+1][g], b[1] B[2t+8..][g]; d[0..1] = D[g][2t..2t+1], d[2..3] = D[g+8][2t..2t+1].
-__device__ inline void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-#if MNIST_HAS_BF16_MMA
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-  (void)d;
-  (void)a;
-  (void)b;
-  __trap();
-#endif
-}
-// --8<-- [end:mma]
 
 __device__ inline uint32_t ld_pair(const __nv_bfloat16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
@@ -140,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_bf16(const Op op, int M, int
 #pragma unroll
       for (int i = 0; i < MF; ++i)
 #pragma unroll
-        for (int j = 0; j < NF; ++j) mma_bf16_16816(acc[i][j], af[i], bf[j]);
+        for (int j = 0; j < NF; ++j) course::mma_bf16_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
     }
     __syncthreads();
   }
@@ -373,7 +346,7 @@ __global__ void __launch_bounds__(kThreads, 2)
             uint32_t bf[2];
             ldmatrix_x2(bf, Is + (pos[j] + tap) * LDI + c0 + b_half);
 #pragma unroll
-            for (int i = 0; i < MF; ++i) mma_bf16_16816(acc[i][j], af[i], bf);
+            for (int i = 0; i < MF; ++i) course::mma_bf16_16816(acc[i][j], af[i], bf[0], bf[1]);
           }
         }
       }
@@ -509,7 +482,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         uint32_t bf[2];
         ldmatrix_x2(bf, Bs + b_off[j] + p0);
 #pragma unroll
-        for (int i = 0; i < 2; ++i) mma_bf16_16816(acc[i][j], af[i], bf);
+        for (int i = 0; i < 2; ++i) course::mma_bf16_16816(acc[i][j], af[i], bf[0], bf[1]);
       }
     }
   }

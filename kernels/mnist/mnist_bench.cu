@@ -25,6 +25,11 @@
 #include <random>
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "mnist_host.cuh"
 
 using namespace mnist;

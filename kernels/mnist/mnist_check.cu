@@ -25,7 +25,12 @@
 #include <utility>
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/gemm_reference.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/verify.cuh"
 #include "mnist_host.cuh"
 
 using namespace mnist;

@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "../common/check.cuh"
+#include "../common/memory.cuh"
+#include "../common/verify.cuh"
 #include "mnist_idx.h"
 #include "mnist_model.cuh"
 

@@ -26,8 +26,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
 #include "conv_igemm.cuh"
 #include "layers_fused.cuh"
 #include "layers_naive.cuh"

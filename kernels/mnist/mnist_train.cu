@@ -36,6 +36,10 @@
 #include <utility>
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/memory.cuh"
+#include "../common/verify.cuh"
 #include "mnist_host.cuh"
 
 using namespace mnist;

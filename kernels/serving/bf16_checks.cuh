@@ -1,6 +1,6 @@
-// bf16_checks.cuh: the check of a bf16 output against a float64 reference that may hold NaN, shared by
-// the chapter's element-wise and GEMV programs (silu_mul.cu, w4a16_gemv.cu). Taught in
-// docs/serving/w4a16.md.
+// bf16_checks.cuh: the checks of a bf16 output, against a float64 reference that may hold NaN and after
+// a launch with nothing to do, shared by the chapter's element-wise and GEMV programs (silu_mul.cu,
+// w4a16_gemv.cu). Taught in docs/serving/w4a16.md.
 //
 // course: header
 #pragma once
@@ -9,9 +9,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
-#include "../common/course.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:check]
 // Where the reference is finite, each output within atol[e] + rtol |want[e]| (check_close_each_planted:
@@ -42,3 +45,16 @@ inline bool check_bf16_with_nans(const char* name, const std::vector<__nv_bfloat
   return ok;
 }
 // --8<-- [end:check]
+
+// The check of a launch with nothing to do: the output, filled with the byte 0x5A before it, must still
+// hold that sentinel everywhere (the launcher returned without writing).
+inline bool check_sentinel_unchanged(const char* name, const __nv_bfloat16* d_out, size_t n) {
+  const std::vector<__nv_bfloat16> got = course::to_host(d_out, n);
+  size_t untouched = 0;
+  for (const __nv_bfloat16& v : got) {
+    unsigned short bits;
+    std::memcpy(&bits, &v, sizeof(bits));
+    untouched += bits == 0x5A5A;
+  }
+  return course::check_true(name, untouched == n, n, "(the output's sentinel bytes are unchanged)");
+}

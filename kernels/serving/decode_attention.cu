@@ -28,6 +28,12 @@
 
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "decode_common.cuh"  // the problem, reference, split and merge kernels, shared with the paged cache
 
 // Checks the kernels on one problem: random q, K, V rounded to bf16, NaN in every cache slot past a
@@ -100,7 +106,8 @@ int main(int argc, char** argv) {
   const int cache = static_cast<int>(args.get_int("--cache", 0, 0, 1 << 17));  // 0: as long as the context
   args.finish();
   attn::Plant fault = attn::Plant::kNone;
-  if (!decode::parse_plant(o.plant, fault)) return course::kExitFail;
+  if (!course::parse_plant(o.plant, {attn::Plant::kZerosSmall, attn::Plant::kTile}, fault))
+    return course::kExitFail;
   decode::Problem& p = o.p;
   p.capacity = std::max(1, cache > 0 ? cache : o.context);
   p.lengths = decode::edge_lengths(p.batch, o.context);

@@ -14,8 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/bf16.cuh"
+#include "../common/check.cuh"
+#include "../common/cpu_threads.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
 #include "../attention/attention_common.cuh"
-#include "../common/course.cuh"
 #include "bf16_vectors.cuh"
 
 namespace decode {
@@ -48,7 +55,7 @@ inline bool lengths_fit(const Problem& p, bool quiet = false) {
 template <typename RowOf>
 std::vector<double> reference(const Problem& p, const float* q, const float* k, const float* v, RowOf row_of) {
   std::vector<double> out(p.q_elements(), 0.0);
-  attn::parallel_for(static_cast<long long>(p.batch) * p.heads, [&](long long row) {
+  course::parallel_for(static_cast<long long>(p.batch) * p.heads, [&](long long row) {
     const int b = static_cast<int>(row / p.heads), h = static_cast<int>(row % p.heads), len = p.lengths[b];
     const float* qr = q + row * p.dim;
     std::vector<double> score(len);
@@ -405,14 +412,14 @@ inline HostInputs random_host_inputs(size_t q_elements, size_t cache_elements, u
   course::fill_uniform(in.q, seed, -2.0f, 2.0f);
   course::fill_uniform(in.k, seed + 1, -2.0f, 2.0f);
   course::fill_uniform(in.v, seed + 2, -1.0f, 1.0f);
-  attn::round_to_bf16(in.q, in.qb), attn::round_to_bf16(in.k, in.kb), attn::round_to_bf16(in.v, in.vb);
+  course::round_to_bf16(in.q, in.qb), course::round_to_bf16(in.k, in.kb), course::round_to_bf16(in.v, in.vb);
   return in;
 }
 
 // The reference as the kernel's only rounding leaves it: the output to bf16.
 inline std::vector<double> rounded_output(const std::vector<double>& exact) {
   std::vector<double> rounded(exact.size());
-  for (size_t e = 0; e < exact.size(); ++e) rounded[e] = attn::round_bf16(exact[e]);
+  for (size_t e = 0; e < exact.size(); ++e) rounded[e] = course::round_bf16(exact[e]);
   return rounded;
 }
 
@@ -448,16 +455,6 @@ inline Options read_options(const course::Args& args) {
   o.bench = args.has("--bench");
   o.plant = args.get_str("--plant", "none");
   return o;
-}
-
-// --plant's fault (after args.finish()); an unknown one is refused with an error.
-inline bool parse_plant(const std::string& text, attn::Plant& plant) {
-  if (text != "none" && text != "zeros-small" && text != "tile") {
-    std::fprintf(stderr, "error: --plant expects none, zeros-small or tile, got '%s'\n", text.c_str());
-    return false;
-  }
-  plant = text == "tile" ? attn::Plant::kTile : text == "zeros-small" ? attn::Plant::kZerosSmall : attn::Plant::kNone;
-  return true;
 }
 
 // Lengths that exercise every edge: sequence 0 the full context, 1 about two thirds (odd), 2 an empty

@@ -16,7 +16,8 @@
 #include <cstdlib>
 #include <map>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "bf16_vectors.cuh"
 #include "silu_mul.cuh"
 

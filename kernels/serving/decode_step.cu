@@ -39,9 +39,15 @@
 #include <string>
 #include <vector>
 
-#include "../attention/attention_common.cuh"
+#include "../common/args.cuh"
+#include "../common/bf16.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "decode_common.cuh"
 #include "decode_gemv.cuh"
 #include "decode_step_model.cuh"
@@ -233,7 +239,7 @@ static cudaGraphExec_t capture(const Model& m, cublasHandle_t h, cudaStream_t s,
 // --8<-- [end:graph]
 
 // ---- The float64 reference: the same step on the host, rounding to bf16 where the kernels store bf16.
-static double rb(double x) { return attn::round_bf16(x); }
+static double rb(double x) { return course::round_bf16(x); }
 
 struct HostModel {
   Config c;
@@ -617,7 +623,7 @@ int main(int argc, char** argv) {
   const int context = static_cast<int>(args.get_int("--context", 5, 0, 1 << 20));
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
   const bool run_bench = args.has("--bench");
-  const std::string plant = args.get_str("--plant", "none");
+  const std::string plant_text = args.get_str("--plant", "none");
   const std::string step_kind = args.get_str("--step", "cublas");
   const std::string pdl = args.get_str("--pdl", "on");  // the fused step's checks with PDL on sm_90+, or without
   args.finish();
@@ -629,18 +635,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --pdl expects on or off, got '%s'\n", pdl.c_str());
     return course::kExitFail;
   }
-  if (plant != "none" && plant != "skip-residual") {
-    std::fprintf(stderr, "error: --plant expects none or skip-residual, got '%s'\n", plant.c_str());
-    return course::kExitFail;
-  }
+  course::Plant plant;
+  if (!course::parse_plant(plant_text, {course::Plant::kSkipResidual}, plant)) return course::kExitFail;
   // The checks' cache holds context + kGenerateSteps tokens; the host reference is O(context) per step.
   if (context > 4096) {
     std::fprintf(stderr, "error: --context %d is beyond the checks' cache (at most 4096 tokens)\n", context);
     return course::kExitFail;
   }
   const int sms = decode::sm_count();
-  bool ok = check(batch, context, seed, plant == "skip-residual", sms, step_kind, pdl == "on");
-  if (ok && run_bench && plant == "none")
+  bool ok = check(batch, context, seed, plant == course::Plant::kSkipResidual, sms, step_kind, pdl == "on");
+  if (ok && run_bench && plant == course::Plant::kNone)
     for (int b : {1, 8, 64}) ok &= bench(b, seed, sms);
   return ok ? 0 : course::kExitFail;
 }

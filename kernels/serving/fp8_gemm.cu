@@ -58,9 +58,15 @@
 #include <random>
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
 #include "../common/hopper_fp8.cuh"  // the e4m3 wgmma and its descriptor; hopper.cuh's TMA, mbarriers, ...
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "fp8_gemm_shared.cuh"       // tile order, promoted k-loop, bf16 epilogue, cuBLASLt's FP8 GEMM
 
 using bf16 = __nv_bfloat16;
@@ -99,7 +105,6 @@ __global__ void __launch_bounds__(THREADS, 1)
                         int group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace course::hopper;
-  using fp8_gemm::store_scaled;
   using fp8_gemm::tile_coords;
   extern __shared__ unsigned char smem_raw[];
   uint8_t* sA = align_1k<uint8_t>(smem_raw);  // STAGES x (BM x BK)
@@ -155,7 +160,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         wgmma_wait<0>();
         fence_accumulators<64>(d);
         release(previous);
-        store_scaled(d, scale, C, M, N, tm * BM + row_in_tile, tn * BN);
+        store_accumulator<BN>(d, C, M, N, tm * BM + row_in_tile, tn * BN, scale);
       } else {
 #pragma unroll
         for (int i = 0; i < 64; ++i) total[i] = 0.0f;
@@ -178,7 +183,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         fp8_gemm::promoted_k_loop<MODE == Accumulation::kPromoteOverlap>(ktiles, d, d_next, issue, release_ktile,
                                                                           promote);
         it += ktiles;
-        store_scaled(total, scale, C, M, N, tm * BM + row_in_tile, tn * BN);
+        store_accumulator<BN>(total, C, M, N, tm * BM + row_in_tile, tn * BN, scale);
       }
     }
   }

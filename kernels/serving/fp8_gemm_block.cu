@@ -56,9 +56,15 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
 #include "../common/hopper_fp8.cuh"  // the e4m3 wgmma and its descriptor; hopper.cuh's TMA, mbarriers, ...
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "fp8_gemm_shared.cuh"       // tile order, bf16 epilogue, cuBLASLt's FP8 GEMM
 
 using bf16 = __nv_bfloat16;
@@ -169,7 +175,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       };
       fp8_gemm::promoted_k_loop<OVERLAP>(ktiles, d, d_next, issue, release_ktile, promote);
       it += ktiles;
-      fp8_gemm::store_scaled(total, 1.0f, C, M, N, tm * BM + row_in_tile, tn * BN);  // scaled already
+      store_accumulator<BN>(total, C, M, N, tm * BM + row_in_tile, tn * BN);  // scaled already
     }
   }
 #endif
@@ -332,14 +338,13 @@ int main(int argc, char** argv) {
   course::Args args(argc, argv);
   const fp8_gemm::Options opt(args, 0);
   const bool bench = opt.bench, overlap = opt.overlap();
-  const std::string plant = args.get_str("--plant", "");
+  const std::string plant_text = args.get_str("--plant", "");
   args.finish();
   opt.check();
-  if (plant != "" && plant != "zeros-small" && plant != "wrong-block-scale") {
-    std::fprintf(stderr, "error: --plant expects zeros-small or wrong-block-scale, got '%s'\n", plant.c_str());
+  course::Plant plant;
+  if (!course::parse_plant(plant_text, {course::Plant::kZerosSmall, course::Plant::kWrongBlockScale}, plant))
     return course::kExitFail;
-  }
-  if (plant == "wrong-block-scale" && opt.k <= SCALE_BLOCK) {
+  if (plant == course::Plant::kWrongBlockScale && opt.k <= SCALE_BLOCK) {
     std::fprintf(stderr, "error: --plant wrong-block-scale needs two K blocks (--k > %d)\n", SCALE_BLOCK);
     return course::kExitFail;
   }
@@ -387,7 +392,7 @@ int main(int argc, char** argv) {
     const fp8_gemm::Fp8Operands per_tensor{s.m, s.n, s.k, dA, dB, d_one, d_one, dC};
     const fp8_gemm::CublasLtFp8 cublas(lt, per_tensor, false);
 
-    const double plant_below = plant == "zeros-small" ? fp8_gemm::zeros_small_below(ref.want) : 0.0;
+    const double plant_below = plant == course::Plant::kZerosSmall ? fp8_gemm::zeros_small_below(ref.want) : 0.0;
     const std::vector<double> atol = tolerance(ref.sum_abs, s.k);
     // the selected promotion (both in the benchmark, which times both)
     if (bench || !overlap)
@@ -399,7 +404,7 @@ int main(int argc, char** argv) {
     // --8<-- [start:plant]
     // --plant wrong-block-scale: the kernel reads each row's scale of the next K block (the last block
     // reads the first's), as a kernel indexing sa off by one block would. The check must reject it.
-    if (plant == "wrong-block-scale") {
+    if (plant == course::Plant::kWrongBlockScale) {
       std::vector<float> shifted(A.scales.size());
       for (int kb = 0; kb < kblocks; ++kb)
         std::copy_n(A.scales.begin() + static_cast<size_t>((kb + 1) % kblocks) * s.m, s.m,

@@ -7,7 +7,6 @@
 //   host and device:  tile_coords       tile t of a grid in grouped order (L2 reuse)
 //   device (sm_90a):  produce_tiles     the producer thread: the ring of stages kept full by TMA, across tiles
 //                     promoted_k_loop   one tile's k-tiles, each summed by wgmma alone, then promoted
-//                     store_scaled      C = scale * acc, rounded once to bf16, clipped to C
 //   host:             Fp8Operands       an FP8 GEMM's operands (codes, scale pointers, C)
 //                     run_and_gather    poison C, run, and bring back the rows of C a reference covers
 //                     for_each_cell     a reference's loop over its rows (on all CPU threads) and columns
@@ -34,9 +33,12 @@
 #include <thread>
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
 #include "../common/check_cublas.cuh"
-#include "../common/course.cuh"
+#include "../common/cpu_threads.cuh"
 #include "../common/hopper_fp8.cuh"  // wgmma_wait, fence_accumulators
+#include "../common/memory.cuh"
 
 namespace fp8_gemm {
 
@@ -140,31 +142,6 @@ __device__ __forceinline__ void promoted_k_loop(int ktiles, float* d, float* d_n
 }
 // --8<-- [end:promoted_k_loop]
 
-// The epilogue: C = scale * acc in fp32, rounded once to bf16, for a warpgroup's 64 x 128 tile at (row0,
-// col0), skipping what lies outside C. The accumulator's layout is the bf16 wgmma's: warp w holds rows
-// 16w..16w+15; for 8-column block t, lane l holds (row l/4, columns 2(l%4), +1) in d[4t], d[4t+1] and the
-// same columns 8 rows down in d[4t+2], d[4t+3].
-__device__ __forceinline__ void store_scaled(const float* d, float scale, bf16* C, int M, int N, int row0, int col0) {
-  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-  const int r0 = row0 + warp * 16 + lane / 4;
-#pragma unroll
-  for (int t = 0; t < kTileN / 8; ++t) {
-    const int c = col0 + t * 8 + 2 * (lane % 4);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = r0 + 8 * h;
-      if (r >= M) continue;
-      bf16* p = C + static_cast<size_t>(r) * N + c;
-      const float x = scale * d[4 * t + 2 * h], y = scale * d[4 * t + 2 * h + 1];
-      if (c + 1 < N && N % 2 == 0) {  // c is even, so with N even the pair is 4-byte aligned
-        *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
-      } else {
-        if (c < N) p[0] = __float2bfloat16(x);
-        if (c + 1 < N) p[1] = __float2bfloat16(y);
-      }
-    }
-  }
-}
 #endif
 
 // An FP8 GEMM's operands as cuBLASLt takes them: e4m3 codes, one fp32 scale per tensor in device memory.

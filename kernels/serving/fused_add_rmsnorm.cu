@@ -25,8 +25,14 @@
 #include <string>
 #include <vector>
 
-#include "../attention/attention_common.cuh"
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/bf16.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "fused_add_rmsnorm.cuh"
 
 using rmsnorm::fused_add_rmsnorm, rmsnorm::kMaxHidden, rmsnorm::kThreads;
@@ -39,7 +45,7 @@ static void reference_row(const float* x, const float* res, const float* w, int 
                           double* exact) {
   double squares = 0.0;
   for (int c = 0; c < hidden; ++c) {
-    res_out[c] = static_cast<float>(attn::round_bf16(static_cast<double>(x[c]) + res[c]));
+    res_out[c] = static_cast<float>(course::round_bf16(static_cast<double>(x[c]) + res[c]));
     squares += static_cast<double>(res_out[c]) * res_out[c];
   }
   const double inv_rms = 1.0 / std::sqrt(squares / hidden + kEps);
@@ -73,7 +79,7 @@ static bool check(int tokens, int hidden, uint64_t seed, bool plant) {
   course::quiet_rows(x, tokens, hidden);
   course::quiet_rows(res, tokens, hidden);
   std::vector<__nv_bfloat16> xb, resb, wb;
-  attn::round_to_bf16(x, xb), attn::round_to_bf16(res, resb), attn::round_to_bf16(w, wb);
+  course::round_to_bf16(x, xb), course::round_to_bf16(res, resb), course::round_to_bf16(w, wb);
   if (tokens > 1)  // a single token stays random: its check is not only of zeros
     for (int c = 0; c < hidden; ++c) x[c] = -res[c], xb[c] = __float2bfloat16(x[c]);
 

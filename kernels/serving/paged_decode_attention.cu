@@ -31,6 +31,12 @@
 #include <string>
 #include <vector>
 
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "decode_common.cuh"
 
 namespace paged {
@@ -263,7 +269,8 @@ int main(int argc, char** argv) {
   const int table_pages = static_cast<int>(args.get_int("--table-pages", 0, 0, 1 << 13));  // 0: enough, plus one
   args.finish();
   attn::Plant fault = attn::Plant::kNone;
-  if (!decode::parse_plant(o.plant, fault)) return course::kExitFail;
+  if (!course::parse_plant(o.plant, {attn::Plant::kZerosSmall, attn::Plant::kTile}, fault))
+    return course::kExitFail;
   if (!paged::page_size_supported(page_size)) return course::kExitFail;
   decode::Problem& p = o.p;
   p.lengths = decode::edge_lengths(p.batch, o.context);

@@ -24,8 +24,13 @@
 #include <cmath>
 #include <vector>
 
-#include "../attention/attention_common.cuh"
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/bf16.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
 #include "rotary.cuh"
 
 using rope::kThreads, rope::rotary;
@@ -63,7 +68,7 @@ static bool check(int tokens, int heads, int dim, uint64_t seed, bool plant) {
   course::fill_uniform(x, seed, -2.0f, 2.0f);
   course::quiet_rows(x, tokens, static_cast<size_t>(heads) * dim);
   std::vector<__nv_bfloat16> xb;
-  attn::round_to_bf16(x, xb);
+  course::round_to_bf16(x, xb);
   std::vector<int> positions(tokens);
   std::mt19937_64 rng(seed + 1);
   for (int& p : positions) p = static_cast<int>(rng() % kMaxPosition);

@@ -36,7 +36,12 @@
 #include <string>
 #include <vector>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/memory.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 constexpr int kThreads = 1024;  // one block per row: at batch 1, as many loads in flight as a block holds
 constexpr int kWarps = kThreads / 32;
@@ -540,12 +545,10 @@ int main(int argc, char** argv) {
   c.temperature = args.get_double("--temperature", 1.0);
   const uint64_t seed = static_cast<uint64_t>(args.get_int("--seed", 2026, 0));
   const bool bench = args.has("--bench");
-  const std::string plant = args.get_str("--plant", "");
+  const std::string plant_text = args.get_str("--plant", "");
   args.finish();
-  if (!plant.empty() && plant != "argmax") {
-    std::fprintf(stderr, "error: --plant expects argmax, got '%s'\n", plant.c_str());
-    return course::kExitFail;
-  }
+  course::Plant plant;
+  if (!course::parse_plant(plant_text, {course::Plant::kArgmax}, plant)) return course::kExitFail;
   if (c.k > c.vocab) {
     std::fprintf(stderr, "error: --k must be at most --vocab (%d), got %d\n", c.vocab, c.k);
     return course::kExitFail;
@@ -559,8 +562,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: --batch x --vocab must be at most 2^26 logits\n");
     return course::kExitFail;
   }
-  const bool ok = check(c, seed, !plant.empty());
-  if (ok && bench && plant.empty())
+  const bool ok = check(c, seed, plant == course::Plant::kArgmax);
+  if (ok && bench && plant == course::Plant::kNone)
     for (const int batch : {1, 64}) bench_case(batch, 128256, 50);
   return ok ? 0 : course::kExitFail;
 }

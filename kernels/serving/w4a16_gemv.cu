@@ -41,11 +41,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <vector>
 
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/mma.cuh"
+#include "../common/planted.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 #include "bf16_checks.cuh"
 #include "bf16_vectors.cuh"
 
@@ -182,30 +188,6 @@ __device__ __forceinline__ uint32_t nibble_pair_minus_8(uint32_t word, int shift
 }
 // --8<-- [end:dequant_pairs]
 
-// bf16 mma.sync exists from compute capability 8.0 on; code compiled for older GPUs gets a stub that
-// traps, and the program waives the tensor-core variant on such a GPU before it launches anything.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#define W4A16_HAS_BF16_MMA 0
-#else
-#define W4A16_HAS_BF16_MMA 1
-#endif
-
-// d (16 x 8, fp32) += a (16 x 16, bf16) b (16 x 8, bf16), one warp. Fragments (PTX ISA, "mma.m16n8k16"),
-// g = lane / 4, t = lane % 4: a[0] A[g][2t, 2t+1], a[1] A[g+8][2t, 2t+1], a[2] A[g][2t+8, 2t+9],
-// a[3] A[g+8][2t+8, 2t+9]; b0 B[2t, 2t+1][g], b1 B[2t+8, 2t+9][g]; d[0..1] D[g][2t, 2t+1], d[2..3] D[g+8][..].
-__device__ __forceinline__ void mma_16816_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if W4A16_HAS_BF16_MMA
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  (void)d, (void)a, (void)b0, (void)b1;
-  __trap();
-#endif
-}
-
 // --8<-- [start:kernel_mma]
 // The tensor-core variant. A block owns 16 output rows (the mma's M) and its kWarps warps split K
 // between them: warp w takes the groups w, w + kWarps, ... The batch (up to 8 rows of x) is the
@@ -259,7 +241,8 @@ __global__ void __launch_bounds__(kWarps * 32)
         const uint32_t a[4] = {nibble_pair_minus_8(lo, 8 * h), nibble_pair_minus_8(hi, 8 * h),
                                nibble_pair_minus_8(lo, 8 * h + 4), nibble_pair_minus_8(hi, 8 * h + 4)};
         const uint32_t x_first = h == 0 ? xv[j].x : xv[j].y, x_second = h == 0 ? xv[j].z : xv[j].w;
-        mma_16816_bf16(d, a, __byte_perm(x_first, x_second, 0x5410), __byte_perm(x_first, x_second, 0x7632));
+        course::mma_bf16_16816(d, a, __byte_perm(x_first, x_second, 0x5410),
+                               __byte_perm(x_first, x_second, 0x7632));
       }
     }
     acc[0] = fmaf(cur.scale_lo, d[0], acc[0]), acc[1] = fmaf(cur.scale_lo, d[1], acc[1]);
@@ -385,17 +368,11 @@ static bool check_empty(const Variant& v, int n, int k) {
   CUDA_CHECK(cudaMemset(d_y, 0x5A, ny * sizeof(__nv_bfloat16)));
   v.launch(d_w, d_scale, d_x, d_y, 0, n, k);
   CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<__nv_bfloat16> got = course::to_host(d_y, ny);
-  course::device_free({d_w, d_scale, d_x, d_y});
-  size_t untouched = 0;
-  for (const __nv_bfloat16& v : got) {
-    unsigned short bits;
-    std::memcpy(&bits, &v, sizeof(bits));
-    untouched += bits == 0x5A5A;
-  }
   char name[64];
   std::snprintf(name, sizeof(name), "%s_b0_n%d_k%d_launches_nothing", v.checks, n, k);
-  return course::check_true(name, untouched == ny, ny, "(the output's sentinel bytes are unchanged)");
+  const bool ok = check_sentinel_unchanged(name, d_y, ny);
+  course::device_free({d_w, d_scale, d_x, d_y});
+  return ok;
 }
 
 // x uniform in [-1, 1] rounded to bf16, every third row of x 2^-20 times smaller (its outputs are small and

@@ -11,7 +11,12 @@
 // course: run --floats 1000003
 // course: run --floats 1
 // course: bench --bench
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/inputs.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:copy_kernel]
 // Each thread copies 16 bytes per step (a float4), and the grid strides over the array, so any

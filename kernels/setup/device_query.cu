@@ -9,7 +9,9 @@
 // uses for them.
 //
 // course: gpu
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:attribute]
 // cudaDeviceGetAttribute answers one question at a time and never allocates: cheap to call.

@@ -6,7 +6,9 @@
 // Run:   ./build/setup/hello_gpu
 //
 // course: gpu
-#include "../common/course.cuh"
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/verify.cuh"
 
 // --8<-- [start:kernel]
 // __global__ marks a kernel: it runs on the GPU and is launched with <<<...>>> (here from the host).

@@ -12,6 +12,7 @@
 #pragma once
 #include <cuda_bf16.h>
 
+#include "../../common/bf16.cuh"
 #include "../../common/exercise.cuh"
 
 constexpr int kAddNormThreads = 256;  // 8 warps per block, one block per row
@@ -23,12 +24,6 @@ constexpr float kAddNormEps = 1e-5f;
 __global__ void add_rmsnorm(const __nv_bfloat16* __restrict__ x, __nv_bfloat16* __restrict__ residual,
                             const __nv_bfloat16* __restrict__ weight, __nv_bfloat16* __restrict__ out, int hidden,
                             float eps);
-
-static std::vector<__nv_bfloat16> to_bf16(std::vector<float>& v) {  // rounds v in place, returns the bf16
-  std::vector<__nv_bfloat16> b(v.size());
-  for (size_t i = 0; i < v.size(); ++i) b[i] = __float2bfloat16(v[i]), v[i] = __bfloat162float(b[i]);
-  return b;
-}
 
 static std::vector<float> to_float(const std::vector<__nv_bfloat16>& b) {
   std::vector<float> v(b.size());
@@ -48,7 +43,8 @@ static bool check_add_rmsnorm(int rows, int hidden, uint64_t seed) {
   const size_t zero_row = 2 * static_cast<size_t>(hidden);  // row 2: x = -residual, a sum of zeros
   if (rows > 2)
     for (int c = 0; c < hidden; ++c) x[zero_row + c] = -res[zero_row + c];
-  const std::vector<__nv_bfloat16> xb = to_bf16(x), resb = to_bf16(res), wb = to_bf16(w);
+  std::vector<__nv_bfloat16> xb, resb, wb;  // x, res and w rounded in place, and their bf16 copies
+  course::round_to_bf16(x, xb), course::round_to_bf16(res, resb), course::round_to_bf16(w, wb);
 
   // The reference: the sum rounded to bf16 once (as stored), the norm of the stored values in float64.
   std::vector<float> want_res(n);

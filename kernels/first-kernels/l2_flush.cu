@@ -15,7 +15,17 @@
 // course: run --n 1 --seed 12
 // course: run --n 4099 --seed 13
 // course: bench --bench
-#include "../common/course.cuh"
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../common/args.cuh"
+#include "../common/check.cuh"
+#include "../common/memory.cuh"
+#include "../common/timing.cuh"
+#include "../common/verify.cuh"
 
 constexpr int kThreads = 256;
 constexpr int kRepeats = 20;

@@ -11,7 +11,7 @@
 // Checks (a small model of the same structure, head dimension 64 as the attention kernel requires):
 // the logits against a float64 host reference that rounds where the kernels round, then greedy
 // generation token for token against the reference's.
-// Build: python -m course.toolchain build kernels/serving/decode_step.cu
+// Build: python -m course.toolchain build-all 1 kernels/serving/decode_step.cu
 // Run:   ./build/serving/decode_step                (checks)
 //        ./build/serving/decode_step --step fused   (checks the fused step: decode_gemv.cuh's GEMVs)
 //        ./build/serving/decode_step --bench        (also times both steps, real shapes, batch 1, 8, 64)

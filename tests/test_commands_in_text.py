@@ -341,3 +341,22 @@ def test_commands_are_found():
     assert {"nvcc", "gcc", "g++", "python", "compute-sanitizer"} <= kinds | {"python3"}, kinds
     assert any(c.text.startswith("./build/") for c in COMMANDS)
     assert any(c.text.startswith("python -m course.") and "(inline span)" in c.where for c in COMMANDS)
+
+
+def test_a_wrong_command_fails(monkeypatch, tmp_path):
+    """Each check can fail: an option the program does not take, a missing value, a subcommand and a
+    module that do not exist, a source file that is gone, a flag nvcc does not know."""
+    memory = programs.parse(KERNELS / "cpp" / "memory.c")
+    _check_program_accepts(Command("t", "ok"), memory, ["--n", "1000"])
+    wrong = [lambda: _check_program_accepts(Command("t", "typo"), memory, ["--nn", "1000"]),
+             lambda: _check_program_accepts(Command("t", "no value"), memory, ["--n"]),
+             lambda: test_command_works(Command("t", "python -m course.toolchain build kernels/cpp/memory.c"),
+                                        monkeypatch, tmp_path),
+             lambda: test_command_works(Command("t", "python -m course.no_such_module"), monkeypatch, tmp_path),
+             lambda: test_command_works(Command("t", "gcc -std=c11 -o build/cpp/gone kernels/cpp/gone.c"),
+                                        monkeypatch, tmp_path),
+             lambda: test_command_works(Command("t", "nvcc -O3 --no-such-flag -o build/setup/hello_gpu "
+                                                     "kernels/setup/hello_gpu.cu"), monkeypatch, tmp_path)]
+    for check in wrong:
+        with pytest.raises((AssertionError, ModuleNotFoundError)):
+            check()

@@ -393,7 +393,8 @@ def run_lanes(lanes: list[tuple[list[Slot], Slot]], deadline: float, record_path
     return all(results) and len(results) == len(lanes)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line of `python -m course.gpu_run`; options it does not know go to pytest."""
     p = argparse.ArgumentParser(prog="python -m course.gpu_run", description=__doc__.splitlines()[0])
     p.add_argument("--stale-only", action="store_true", help="run only units that are not complete in the record")
     p.add_argument("--since", default="", metavar="ISO-TIME",
@@ -410,7 +411,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plan", action="store_true", help="print the deal and exit without running anything")
     p.add_argument("--gpus", type=int, default=None,
                    help="with --plan: plan for this many GPUs (default: the machine's, or 4 where it has none)")
-    args, pytest_args = p.parse_known_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, pytest_args = parser().parse_known_args(argv)
     started = time.time()
     deadline = started + args.limit_s
     out = Path(args.out).resolve()

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from . import programs
@@ -329,24 +330,39 @@ def rekey(target: Path, old_listing: list[dict], new_listing: list[dict], awaiti
     return moved
 
 
-if __name__ == "__main__":  # python -m course.record merge TARGET SOURCE... | prune TARGET LISTING
-    import sys
+def prune_command(target: Path, listing_path: Path) -> int:
+    """python -m course.record prune TARGET LISTING: prune(), refusing a listing that names no item."""
+    listing = json.loads(listing_path.read_text())
+    if not listing:
+        sys.exit(f"error: {listing_path} lists no GPU items; refusing to empty the record")
+    gone = prune(target, listing)
+    print(f"dropped {len(gone)} entries of ids that are no longer GPU items from {target}")
+    return 0
 
+
+def rekey_command(target: Path, old_path: Path, new_path: Path) -> int:
+    """python -m course.record rekey TARGET OLD NEW: rekey(), refusing a listing that names no item."""
+    old, new = (json.loads(p.read_text()) for p in (old_path, new_path))
+    if not old or not new:
+        sys.exit("error: a listing names no GPU items; refusing to re-key against it")
+    print(f"{rekey(target, old, new)} entries of {target} re-keyed")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """python -m course.record merge TARGET SOURCE... | prune TARGET LISTING | rekey TARGET OLD NEW"""
     usage = ("usage: python -m course.record merge TARGET.json SOURCE.json [SOURCE.json ...]\n"
              "       python -m course.record prune TARGET.json LISTING.json   (LISTING: pytest --co --gpu-list)\n"
              "       python -m course.record rekey TARGET.json OLD-LISTING.json NEW-LISTING.json")
-    if len(sys.argv) >= 4 and sys.argv[1] == "merge":
-        print(f"{merge(Path(sys.argv[2]), [Path(a) for a in sys.argv[3:]])} items in {sys.argv[2]}")
-    elif len(sys.argv) == 4 and sys.argv[1] == "prune":
-        listing = json.loads(Path(sys.argv[3]).read_text())
-        if not listing:
-            sys.exit(f"error: {sys.argv[3]} lists no GPU items; refusing to empty the record")
-        gone = prune(Path(sys.argv[2]), listing)
-        print(f"dropped {len(gone)} entries of ids that are no longer GPU items from {sys.argv[2]}")
-    elif len(sys.argv) == 5 and sys.argv[1] == "rekey":
-        old, new = (json.loads(Path(a).read_text()) for a in sys.argv[3:5])
-        if not old or not new:
-            sys.exit("error: a listing names no GPU items; refusing to re-key against it")
-        print(f"{rekey(Path(sys.argv[2]), old, new)} entries of {sys.argv[2]} re-keyed")
-    else:
-        sys.exit(usage)
+    if len(argv) >= 3 and argv[0] == "merge":
+        print(f"{merge(Path(argv[1]), [Path(a) for a in argv[2:]])} items in {argv[1]}")
+        return 0
+    if len(argv) == 3 and argv[0] == "prune":
+        return prune_command(Path(argv[1]), Path(argv[2]))
+    if len(argv) == 4 and argv[0] == "rekey":
+        return rekey_command(Path(argv[1]), Path(argv[2]), Path(argv[3]))
+    sys.exit(usage)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -28,8 +28,15 @@ def build_all(jobs: int, only: list[str] | None = None) -> int:
 
 
 def main(argv: list[str]) -> None:
+    usage = "usage: python -m course.toolchain build-all [JOBS [kernels/PROGRAM ...]]"
     if len(argv) < 1 or argv[0] != "build-all" or (len(argv) >= 2 and not argv[1].isdigit()):
-        sys.exit("usage: python -m course.toolchain build-all [JOBS [kernels/PROGRAM ...]]")
+        sys.exit(usage)
+    # A PROGRAM this command does not build would otherwise be skipped in silence ("built 0 of 0").
+    buildable = {p.rel for p in programs.all_programs() if p.generic_build and p.lang != "python"}
+    unknown = [a for a in argv[2:] if a not in buildable]
+    if unknown:
+        sys.exit(f"error: {', '.join(unknown)}: not a program this command builds (a C, C++ or CUDA file "
+                 f"under kernels/, named from the repository's root)\n{usage}")
     build_all(int(argv[1]) if len(argv) >= 2 else os.cpu_count() or 1, argv[2:] or None)
 
 

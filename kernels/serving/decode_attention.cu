@@ -12,7 +12,7 @@
 // backend at the same shapes). Layouts: q and the output [batch][heads][dim], the caches
 // [batch][kv_heads][capacity][dim], lengths[batch] in [0, capacity]; query head h reads KV head
 // h / (heads / kv_heads), as PyTorch's enable_gqa does. A sequence with an empty cache gets zeros.
-// Build: python -m course.toolchain build kernels/serving/decode_attention.cu
+// Build: python -m course.toolchain build-all 1 kernels/serving/decode_attention.cu
 // Run:   ./build/serving/decode_attention --batch 5 --context 4999 --cache 5003   (checks against float64)
 //        ./build/serving/decode_attention --bench          (also contexts 1k to 128k, batch 1 to 64)
 //

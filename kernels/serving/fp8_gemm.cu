@@ -16,7 +16,7 @@
 // Peers in the same process: cuBLASLt FP8 (e4m3 in, bf16 out, fp32 compute, scale pointers) with its fast
 // accumulation off and on. K must be a multiple of 16 (16-byte TMA row strides; the program says so and
 // exits 1); M and N are free.
-// Build: python -m course.toolchain build kernels/serving/fp8_gemm.cu
+// Build: python -m course.toolchain build-all 1 kernels/serving/fp8_gemm.cu
 // Run:   ./build/serving/fp8_gemm --m 200 --n 135 --k 528                 (checks the promoted kernel and peers)
 //        ./build/serving/fp8_gemm --m 200 --n 135 --k 528 --promote overlap  (the same, overlapped promotion)
 //        ./build/serving/fp8_gemm --m 200 --n 135 --k 528 --no-promote    (the same, the un-promoted kernel)

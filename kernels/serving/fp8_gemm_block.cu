@@ -13,7 +13,7 @@
 // its scales cover its K % 128 values (TMA fills the rest of the tile with zeros, which add nothing).
 // K must be a multiple of 16 (16-byte TMA row strides; the program says so and exits 1); M and N are free,
 // and M = 0 or N = 0 is an empty product (nothing is launched).
-// Build: python -m course.toolchain build kernels/serving/fp8_gemm_block.cu
+// Build: python -m course.toolchain build-all 1 kernels/serving/fp8_gemm_block.cu
 // Run:   ./build/serving/fp8_gemm_block --m 200 --n 135 --k 528
 //        ./build/serving/fp8_gemm_block --m 200 --n 135 --k 528 --promote overlap  (overlapped promotion)
 //        ./build/serving/fp8_gemm_block --bench        (4096^3, 8192^3 and 4096 x 7168 x 2048: both

@@ -8,7 +8,7 @@
 //
 // Taught in docs/serving/fused-small.md; its peer is fused_add_rmsnorm_torch.py (the same operation in
 // PyTorch: eager, CUDA graph, every torch.compile mode).
-// Build: python -m course.toolchain build kernels/serving/fused_add_rmsnorm.cu
+// Build: python -m course.toolchain build-all 1 kernels/serving/fused_add_rmsnorm.cu
 // Run:   ./build/serving/fused_add_rmsnorm --tokens 333 --hidden 2048    (checks against float64)
 //        ./build/serving/fused_add_rmsnorm --bench                        (also times it against a copy)
 //

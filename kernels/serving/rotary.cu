@@ -9,7 +9,7 @@
 //
 // Taught in docs/serving/fused-small.md; its peer is rotary_torch.py (eager, CUDA graph, every
 // torch.compile mode).
-// Build: python -m course.toolchain build kernels/serving/rotary.cu
+// Build: python -m course.toolchain build-all 1 kernels/serving/rotary.cu
 // Run:   ./build/serving/rotary --tokens 333           (checks against float64)
 //        ./build/serving/rotary --bench                (also times it against a copy)
 //

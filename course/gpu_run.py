@@ -478,7 +478,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.plan:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        wanted = sorted({it["program"] for u in units for it in u.items if it["program"]})
+        # Compiled programs only: build-all refuses a file it does not build (a Python program).
+        wanted = sorted({it["program"] for u in units for it in u.items
+                         if it["program"] and not it["program"].endswith(".py")})
         built = subprocess.run([sys.executable, "-m", "course.toolchain", "build-all", str(os.cpu_count() or 1), *wanted],
                                cwd=ROOT, capture_output=True, text=True)
         log(built.stdout.strip() or built.stderr.strip()[-2000:])

@@ -26,6 +26,7 @@
 
 #include <exception>
 #include <numeric>
+#include <random>
 
 #include "../common/args.cuh"
 #include "../common/check.cuh"

@@ -3,7 +3,7 @@
 //
 // Taught in docs/memory-model/reduction.md (kernels in reduction.cuh); the --plant-race run in
 // docs/memory-model/synchronisation.md. A sum reads n * 4 bytes and writes nothing worth counting,
-// so its ceiling is the device's read bandwidth. The peer is cudaMemcpy of n * 2 bytes: it reads
+// so the device's read bandwidth bounds it. The peer is cudaMemcpy of n * 2 bytes: it reads
 // n * 2 and writes n * 2, the same n * 4 bytes moved, so "% of peer" is "% of copy bandwidth".
 // Build: nvcc -O3 -arch=native -o build/memory-model/reduction kernels/memory-model/reduction.cu
 // Run:   ./build/memory-model/reduction --n 1000003               (checks every version and CUB)

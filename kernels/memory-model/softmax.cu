@@ -8,7 +8,7 @@
 //
 // Taught in docs/memory-model/softmax.md (kernels in softmax.cuh; reference, inputs and checks in
 // softmax_reference.cuh). Softmax must read every input once and write every output once, like a
-// copy: a copy of the same buffer is its ceiling, the peer.
+// copy: a copy of the same buffer is its reference, the peer.
 // Build: nvcc -O3 -arch=native -o build/memory-model/softmax kernels/memory-model/softmax.cu
 // Run:   ./build/memory-model/softmax --rows 97 --cols 997     (checks every version that applies)
 //        ./build/memory-model/softmax --bench                  (also times them on 8192 x 8192)

@@ -2,7 +2,7 @@
 // reference and timed against cudaMemcpy of the same number of bytes.
 //
 // Taught in docs/memory-model/transpose.md (kernels in transpose.cuh). A transpose reads and writes
-// every element once, exactly like a copy, so a copy of the same bytes is its ceiling: the peer.
+// every element once, exactly like a copy, so a copy of the same bytes is its reference: the peer.
 // Build: nvcc -O3 -arch=native -o build/memory-model/transpose kernels/memory-model/transpose.cu
 // Run:   ./build/memory-model/transpose --rows 1009 --cols 997     (checks every version)
 //        ./build/memory-model/transpose --bench                    (also times them on 8192 x 8192)

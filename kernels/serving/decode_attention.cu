@@ -79,7 +79,7 @@ static bool check(const decode::Problem& p, uint64_t seed, attn::Plant plant) {
 
 // --8<-- [start:bench]
 // The benchmark: Llama-3.2-1B's attention (32 query heads, 8 KV heads, dim 64), every sequence at the
-// same context; bytes are the K and V cache read (q and the output are under 0.1% of it). The ceiling
+// same context; bytes are the K and V cache read (q and the output are under 0.1% of it). The reference
 // is a device-to-device copy moving the same bytes (half read, half written).
 static void bench_case(int batch, int context, uint64_t seed) {
   decode::Problem p{batch, 32, 8, 64, context, std::vector<int>(batch, context)};

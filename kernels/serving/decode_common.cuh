@@ -367,7 +367,7 @@ inline void launch(const Problem& p, const Plan& pl, const Buffers& d) {
   launch(p, pl, d, ContiguousCache{p.capacity});
 }
 
-// The bandwidth ceiling of the benchmarks: a device-to-device copy of n bf16 values (half of the bytes
+// The bandwidth reference of the benchmarks: a device-to-device copy of n bf16 values (half of the bytes
 // read, half written).
 inline float time_copy_ms(__nv_bfloat16* dst, const __nv_bfloat16* src, size_t n) {
   return course::time_kernel_ms(

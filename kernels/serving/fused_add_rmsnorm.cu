@@ -111,7 +111,7 @@ static bool check(int tokens, int hidden, uint64_t seed, bool plant) {
 
 // --8<-- [start:bench]
 // Bytes: x and residual read, residual and out written (the weight, read by every block, stays in L2
-// and is counted once). The ceiling copies half of those bytes into the other half.
+// and is counted once). The copy reference copies half of those bytes into the other half.
 static void bench_case(int tokens, int hidden) {
   const size_t n = static_cast<size_t>(tokens) * hidden;
   __nv_bfloat16* buf = course::device_alloc<__nv_bfloat16>(4 * n + hidden);

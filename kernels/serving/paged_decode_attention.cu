@@ -225,7 +225,7 @@ static bool check(const decode::Problem& p, const paged::Pool& pool, uint64_t se
 // --8<-- [start:bench]
 // The benchmark: Llama-3.2-1B's attention (32 query heads, 8 KV heads, dim 64), every sequence at the
 // same context, the contiguous kernel and the paged one (pages dealt in random order, as a long-running
-// server's pool ends up) at the same plan; bytes are the K and V cache read. The ceiling is a
+// server's pool ends up) at the same plan; bytes are the K and V cache read. The reference is a
 // device-to-device copy moving the same bytes.
 static void bench_case(int batch, int context, uint64_t seed) {
   decode::Problem p{batch, 32, 8, 64, context, std::vector<int>(batch, context)};

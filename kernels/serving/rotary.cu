@@ -108,7 +108,7 @@ static bool check(int tokens, int heads, int dim, uint64_t seed, bool plant) {
 
 // --8<-- [start:bench]
 // Llama-3.2-1B's heads (32 query and 8 key heads of 64) at 1 to 32,768 tokens. Bytes: every element
-// read and written once, and each token's cos and sin row. The ceiling copies the same bytes.
+// read and written once, and each token's cos and sin row. The copy reference copies the same bytes.
 static void bench_case(int tokens) {
   const int heads = 40, dim = 64;
   const size_t n = static_cast<size_t>(tokens) * heads * dim;

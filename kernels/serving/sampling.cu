@@ -503,7 +503,7 @@ static bool check(const Case& c, uint64_t seed, bool plant) {
 
 // --8<-- [start:bench]
 // Bytes: the logits read once (4 vocab bytes a row) and a token written; both kernels need no more. The
-// top-k kernel reads each row five times, but four of them from L2 (a row is 0.5 MB). The ceiling copies
+// top-k kernel reads each row five times, but four of them from L2 (a row is 0.5 MB). The copy reference copies
 // half of the logits' bytes into a scratch buffer: the same bytes read and written.
 static void bench_case(int batch, int vocab, int k) {
   const size_t n = static_cast<size_t>(batch) * vocab;

@@ -137,7 +137,7 @@ static bool check(int tokens, int inter, uint64_t seed, bool plant) {
 }
 
 // --8<-- [start:bench]
-// Bytes: gate and up read (4 inter bytes a token), out written (2 inter). The ceiling copies half of
+// Bytes: gate and up read (4 inter bytes a token), out written (2 inter). The copy reference copies half of
 // those bytes into the other half of the same buffer.
 static void bench_case(int tokens, int inter) {
   const size_t n = static_cast<size_t>(tokens) * inter;

@@ -410,7 +410,7 @@ static bool check(const Variant& v, int batch, int n, int k, uint64_t seed, bool
 
 // --8<-- [start:bench]
 // Bytes: the packed weights (half a byte each), the scales (2 bytes per 128 weights), x read and y written.
-// The ceiling copies half of those bytes into the other half of one buffer: the same bytes moved. Every
+// The copy reference copies half of those bytes into the other half of one buffer: the same bytes moved. Every
 // variant the GPU runs is a row (the tensor-core one needs compute capability 8.0).
 static void bench_case(int batch, int n, int k, bool has_mma) {
   const size_t words = static_cast<size_t>(n) * (k / 8), scales = static_cast<size_t>(n) * (k / kGroup);

@@ -134,17 +134,6 @@ def without_comments(text: str, suffix: str) -> str:
     return text
 
 
-def code_of(path: Path) -> str:
-    """without_comments of a file, read once while the file is unchanged."""
-    stat = path.stat()
-    return _code_of(path, stat.st_mtime_ns, stat.st_size)
-
-
-@lru_cache(maxsize=4096)
-def _code_of(path: Path, _mtime_ns: int, _size: int) -> str:
-    return without_comments(path.read_text(errors="replace"), path.suffix)
-
-
 def computed_text(text: str, suffix: str) -> str | None:
     """The normal form of source text with this file suffix, or None for a file that is not source."""
     if suffix in C_SUFFIXES:
@@ -154,14 +143,27 @@ def computed_text(text: str, suffix: str) -> str | None:
     return None
 
 
+def _per_file_version(read):
+    """read(path), computed once for each version of the file (its modification time and size): the
+    keys of a thousand items read the same few headers again and again."""
+    cached = lru_cache(maxsize=4096)(lambda path, _mtime_ns, _size: read(path))
+
+    def per_version(path: Path):
+        stat = path.stat()
+        return cached(path, stat.st_mtime_ns, stat.st_size)
+    per_version.__doc__ = read.__doc__
+    return per_version
+
+
+@_per_file_version
+def code_of(path: Path) -> str:
+    """without_comments of a file."""
+    return without_comments(path.read_text(errors="replace"), path.suffix)
+
+
+@_per_file_version
 def computed_bytes(path: Path) -> bytes:
     """What a file contributes to a key: the normal form of a source, the bytes of anything else."""
-    stat = path.stat()
-    return _computed_bytes(path, stat.st_mtime_ns, stat.st_size)
-
-
-@lru_cache(maxsize=4096)
-def _computed_bytes(path: Path, _mtime_ns: int, _size: int) -> bytes:
     return computed_content(path.name, path.read_bytes())
 
 

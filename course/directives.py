@@ -5,6 +5,7 @@
     <!-- course:plot kernels/a.cu x=size y=gbps [...] -->      a chart of recorded rows
     <!-- course:output kernels/a.py [args="--flag"] -->       a program's recorded output
     <!-- course:record-summary -->                             which GPUs the record's items passed on
+    <!-- course:sitting-time -->                               how long re-verifying the course took
     <!-- course:kernel-index -->                               every file under kernels/, chapter by chapter
     <!-- claim: kernels/a.cu case="..." impl="..." show=... --> one recorded figure, inline in prose
     <!--pytest.mark.skip(reason="...")-->                     a visible "not run by the tests" note
@@ -52,6 +53,7 @@ KINDS: dict[str, Kind] = {
     "course:plot": Kind(re.compile(r"\s+(?P<path>\S+(?:\s+kernels/\S+)*)(?P<opts>[^>]*?)\s*"), "generated"),
     "course:output": Kind(re.compile(r"\s+(?P<path>\S+)(?:\s+args=\"(?P<args>[^\"]*)\")?\s*"), "generated"),
     "course:record-summary": Kind(re.compile(r"\s*"), "generated", indented=False),
+    "course:sitting-time": Kind(re.compile(r"\s*"), "generated", indented=False),
     "course:kernel-index": Kind(re.compile(r"\s*"), "generated", swallow_blank_lines=False),
     "claim:": Kind(re.compile(r"\s*(?P<path>\S+)(?P<opts>.*)", re.DOTALL), "claims", line=False),
     "pytest.mark.skip": Kind(re.compile(r"""\(reason=(?P<q>["'])(?P<reason>.+?)(?P=q)\)\s*"""), "notes"),

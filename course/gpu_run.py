@@ -245,6 +245,16 @@ def gpu_uuids() -> dict[str, int]:
     return {uuid.strip(): int(index) for index, uuid in pairs if index.strip().isdigit()}
 
 
+def gpu_name() -> str:
+    """The first GPU's name as nvidia-smi gives it (the record's runs use the same name)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown GPU"
+    return out.splitlines()[0].strip() if out.strip() else "unknown GPU"
+
+
 def gpu_count() -> int:
     try:
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
@@ -535,6 +545,11 @@ def main(argv: list[str] | None = None) -> int:
         incomplete = [u for u in make_units(items, compared_programs(), final) if not is_complete(u, final, args.since)]
         log(f"done in {time.time() - started:.0f} s; {len(incomplete)} units not complete in the record"
             + (": " + ", ".join(u.key for u in incomplete[:20]) if incomplete else ""))
+        record.note_command(record_path, os.environ["COURSE_SITTING"], {
+            "started": round(started, 1), "ended": round(time.time(), 1), "gpus": gpus, "gpu": gpu_name(),
+            "per_gpu": args.per_gpu, "phase": args.phase, "stale_only": args.stale_only, "since": args.since,
+            "units": len(units), "incomplete_units": sum(u.gpus <= gpus for u in incomplete),
+            "units_needing_more_gpus": sum(u.gpus > gpus for u in incomplete)})
         ok &= not incomplete
     return 0 if ok else 1
 

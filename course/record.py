@@ -282,6 +282,7 @@ def merge(target: Path, sources: list[Path]) -> int:
     latest: dict[str, tuple[str, str, dict, dict]] = {}
     for path in [target, *sources]:
         rec = load(path)
+        _merge_sittings(out, rec)
         for h, e in rec["items"].items():
             started = rec["runs"].get(e["run"], {}).get("started", "")
             if e["id"] not in latest or started >= latest[e["id"]][0]:
@@ -291,6 +292,59 @@ def merge(target: Path, sources: list[Path]) -> int:
         out["runs"][e["run"]] = run
     save(out, target)
     return len(latest)
+
+
+def _merge_sittings(into: dict, other: dict) -> None:
+    """Every command `other` noted for a sitting, in `into` too (once), in the order they started."""
+    for sitting, noted in other.get("sittings", {}).items():
+        commands = into.setdefault("sittings", {}).setdefault(sitting, {"commands": []})["commands"]
+        commands += [c for c in noted["commands"] if c not in commands]
+        commands.sort(key=lambda c: c["started"])
+
+
+def note_command(path: Path, sitting: str, command: dict) -> None:
+    """Record one GPU-run command of a sitting (course/gpu_run.py: when it started and ended, how it was
+    asked, what it left incomplete), so that the time a re-verification takes comes from the record."""
+    rec = load(path)
+    _merge_sittings(rec, {"sittings": {sitting: {"commands": [command]}}})
+    save(rec, path)
+
+
+def sitting_summary(rec: dict, sitting: str) -> dict | None:
+    """A sitting's span and outcome from its noted commands and the entries its runs left in the record:
+    None when no command of it was noted. `whole`: its first command ran every item, not only the stale
+    ones (not --stale-only, or --stale-only --since the sitting's start), and its last command left no
+    unit incomplete that the machine could run (units needing more GPUs than it has are counted apart)."""
+    commands = rec.get("sittings", {}).get(sitting, {}).get("commands", [])
+    if not commands:
+        return None
+    runs = {r for r, info in rec["runs"].items() if info.get("sitting") == sitting}
+    entries = [e for e in rec["items"].values() if e["run"] in runs]
+    return {
+        "sitting": sitting,
+        "commands": len(commands),
+        "started": commands[0]["started"],
+        "ended": max(c["ended"] for c in commands),
+        "wall_s": max(c["ended"] for c in commands) - commands[0]["started"],
+        "gpus": sorted({f"{c['gpus']} x {c['gpu']}" for c in commands}),
+        "passed": sum(e["outcome"] == "passed" for e in entries),
+        "not_passed": sum(e["outcome"] != "passed" for e in entries),
+        "needing_more_gpus": commands[-1].get("units_needing_more_gpus", 0),
+        "whole": all(_reruns_all(c, sitting) for c in commands) and commands[-1]["incomplete_units"] == 0,
+    }
+
+
+def _reruns_all(command: dict, sitting: str) -> bool:
+    """Whether a command re-ran every item not yet run in its sitting (ISO times: compare to the second)."""
+    return not command["stale_only"] or (command.get("since") or "")[:19] >= sitting[:19]
+
+
+def latest_sittings(rec: dict) -> tuple[dict | None, dict | None]:
+    """(the latest noted sitting, the latest whole one) as sitting_summary gives them."""
+    summaries = [s for s in (sitting_summary(rec, k) for k in rec.get("sittings", {})) if s]
+    summaries.sort(key=lambda s: s["started"])
+    whole = [s for s in summaries if s["whole"]]
+    return (summaries[-1] if summaries else None), (whole[-1] if whole else None)
 
 
 def prune(target: Path, listing: list[dict]) -> list[str]:

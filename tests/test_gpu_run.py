@@ -2,6 +2,8 @@
 together, compared benchmarks together (and only those with compatible arguments), the deal
 deterministic and within the time left, and a unit complete only when its benchmarks share a sitting."""
 
+from pathlib import Path
+
 from course import gpu_run
 
 
@@ -187,3 +189,31 @@ def test_a_record_left_in_the_out_folder_takes_the_newer_entries_of_the_courses(
     fresh = tmp_path / "fresh.json"
     gpu_run.prepare_out_record(fresh, course_record)
     assert sorted(record.load(fresh)["items"]) == ["a2", "b1"]
+
+
+def test_a_command_notes_its_start_and_end_in_the_record(tmp_path, monkeypatch):
+    """Without a GPU: the machine is faked as one H200 whose items are all complete already, so the run
+    has nothing to run; what it must still do is note the command in its record."""
+    import json
+    import subprocess
+
+    from course import record
+
+    real_run = subprocess.run
+
+    def fake_run(cmd, *args, **kwargs):
+        if "--gpu-list" in cmd:  # the collection: no GPU item left to run
+            Path(cmd[cmd.index("--gpu-list") + 1]).write_text(json.dumps([]))
+            return subprocess.CompletedProcess(cmd, 0, "", "")
+        if "build-all" in cmd:
+            return subprocess.CompletedProcess(cmd, 0, "built nothing", "")
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(gpu_run, "gpu_count", lambda: 1)
+    monkeypatch.setattr(gpu_run, "gpu_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(gpu_run.subprocess, "run", fake_run)
+    monkeypatch.setattr(gpu_run, "prepare_out_record", lambda out: None)
+    monkeypatch.setenv("COURSE_SITTING", "2026-12-02T10:00:00Z")
+    assert gpu_run.main(["--out", str(tmp_path), "--limit-s", "60"]) == 0
+    s = record.sitting_summary(record.load(tmp_path / "gpu-record.json"), "2026-12-02T10:00:00Z")
+    assert s["commands"] == 1 and s["whole"] and s["gpus"] == ["1 x NVIDIA H200"] and 0 <= s["wall_s"] < 60

@@ -121,6 +121,17 @@ def estimate(item: dict, rec: dict) -> float:
     return d
 
 
+def distinct_items(items: list[dict]) -> tuple[list[dict], list[str]]:
+    """The items with one item per key, and the ids of those dropped: a page block that repeats a
+    program's declared run has the run's key (course/items.py: program_run_of_block), and one run of
+    it is one verification. The program's own item is kept (it checks more than the block does)."""
+    kept: dict[str, dict] = {}
+    for it in sorted(items, key=lambda it: not it["id"].startswith("tests/")):
+        kept.setdefault(it["hash"], it)
+    ids = {id(it) for it in kept.values()}
+    return [it for it in items if id(it) in ids], [it["id"] for it in items if id(it) not in ids]
+
+
 def make_units(items: list[dict], links: list[set[str]], rec: dict) -> list[Unit]:
     """Every item in exactly one unit: a page's blocks together; alone items of compared programs
     with compatible arguments together (connected components); everything else on its own."""
@@ -462,7 +473,10 @@ def main(argv: list[str] | None = None) -> int:
             + (collected.stdout + collected.stderr)[-3000:])
         print((collected.stdout + collected.stderr)[-3000:], flush=True)
         return 1
-    items = json.loads(listing.read_text())
+    items, repeats = distinct_items(json.loads(listing.read_text()))
+    if repeats:
+        log(f"{len(repeats)} page blocks repeat a program's declared run and share its key; that run verifies "
+            f"them: {', '.join(repeats)}")
     rec = record.load(record_path)
     units = make_units(items, compared_programs(), rec)
     pinned: dict[str, int] = {}

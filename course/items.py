@@ -43,9 +43,36 @@ def files_used_by(code: str) -> list[Path]:
     return found
 
 
+_SHELL_OPERATORS = re.compile(r"[|&;<>`$()]")
+
+
+def program_run_of_block(syntax: str, code: str, marks: list[str]) -> programs.Run | None:
+    """The declared run a page block repeats, or None. A GPU block that is one command, `python
+    kernels/x.py ARGS` with exactly the arguments of one of the program's `course: run` or `course:
+    bench` lines, runs what that run runs (the run checks more: its verdicts, and a benchmark's second
+    process), so the block takes the run's key and one GPU run verifies both. Compiled programs are
+    not matched: a page's nvcc line builds with other flags than the harness."""
+    if syntax not in ("bash", "sh") or not marks or not all(is_gpu_mark(m) for m in marks):
+        return None
+    lines = [line.strip() for line in code.splitlines() if line.strip() and not line.strip().startswith("#")]
+    if len(lines) != 1 or _SHELL_OPERATORS.search(lines[0]):
+        return None
+    words = lines[0].split()
+    if len(words) < 2 or words[0] != "python" or not words[1].startswith("kernels/"):
+        return None
+    prog = programs.program_for(words[1])
+    if prog is None or not prog.gpu:
+        return None
+    return next((r for r in prog.runs() if list(r.args) == words[2:]), None)
+
+
 def block_hash(syntax: str, code: str, marks: list[str]) -> str:
     """A block's key: its code as course/normalise.py reads it (layout and, in Python, comments are
-    not part of it) and every course file it names, by what those compute."""
+    not part of it) and every course file it names, by what those compute; a block that repeats a
+    program's declared run has that run's key (program_run_of_block)."""
+    run = program_run_of_block(syntax, code, marks)
+    if run is not None:
+        return run.content_hash()
     h = hashlib.sha256()
     h.update(json.dumps([syntax, block_text(syntax, code), sorted(marks)]).encode())
     for path in files_used_by(code):

@@ -217,3 +217,27 @@ def test_a_command_notes_its_start_and_end_in_the_record(tmp_path, monkeypatch):
     assert gpu_run.main(["--out", str(tmp_path), "--limit-s", "60"]) == 0
     s = record.sitting_summary(record.load(tmp_path / "gpu-record.json"), "2026-12-02T10:00:00Z")
     assert s["commands"] == 1 and s["whole"] and s["gpus"] == ["1 x NVIDIA H200"] and 0 <= s["wall_s"] < 60
+
+
+def test_a_page_block_that_repeats_a_run_is_verified_by_that_run():
+    run = item("tests/test_programs.py::test_runs_and_checks[kernels/x/p.py[run]]", "kernels/x/p.py", h="k1")
+    block = item("docs/ch/a.md::line 10", h="k1")
+    other = item("docs/ch/a.md::line 20", h="k2")
+    kept, dropped = gpu_run.distinct_items([block, other, run])
+    assert kept == [other, run] and dropped == ["docs/ch/a.md::line 10"]
+
+
+def test_the_courses_blocks_that_repeat_a_run_take_its_key():
+    from course import items as course_items
+    from course import programs
+
+    prog = programs.program_for("kernels/matmul/sgemm_ncu.py")
+    run = next(r for r in prog.runs() if not r.args)
+    gpu = ["pytest.mark.gpu"]
+    assert course_items.block_hash("bash", "python kernels/matmul/sgemm_ncu.py\n", gpu) == run.content_hash()
+    # Anything more or else is its own item: other arguments, a second command, a pipe, no GPU mark.
+    for code, marks in (("python kernels/matmul/sgemm_ncu.py --x\n", gpu),
+                        ("python kernels/matmul/sgemm_ncu.py\nnvidia-smi\n", gpu),
+                        ("python kernels/matmul/sgemm_ncu.py | tee log\n", gpu),
+                        ("python kernels/matmul/sgemm_ncu.py\n", [])):
+        assert course_items.block_hash("bash", code, marks) != run.content_hash()

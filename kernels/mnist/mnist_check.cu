@@ -26,10 +26,12 @@
 #include <vector>
 
 #include "../common/args.cuh"
+#include "../common/bf16.cuh"
 #include "../common/check.cuh"
 #include "../common/gemm_reference.cuh"
 #include "../common/inputs.cuh"
 #include "../common/memory.cuh"
+#include "../common/planted.cuh"
 #include "../common/verify.cuh"
 #include "mnist_host.cuh"
 
@@ -232,12 +234,6 @@ static std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0
   return v;
 }
 
-static std::vector<__nv_bfloat16> to_bf16_host(const std::vector<float>& v) {
-  std::vector<__nv_bfloat16> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16_rn(v[i]);
-  return out;
-}
-
 // A convolution epilogue's batch-norm sums (d_stats: C sums, then C sums of squares) against those of
 // the values it stored (got: N images of C channels of HW pixels), up to fp32 partial sums. The
 // checks are named <layer>_bn_sum_vs_stored and <layer>_bn_sumsq_vs_stored.
@@ -266,9 +262,9 @@ static bool check_tc_convs(cudaStream_t st) {
   constexpr int N = 3, C = 32, K = 64, H = 14, HW = H * H, sms = 1;
   const std::vector<float> in = random_vector(N * C * HW, 101), w = random_vector(K * C * 9, 102),
                            dout = random_vector(N * K * HW, 103);
-  __nv_bfloat16* d_in = course::to_device(to_bf16_host(in));  // stored in bf16 by the step (p1); dout in fp32
+  __nv_bfloat16* d_in = course::to_device(course::to_bf16(in));  // stored in bf16 by the step (p1); dout in fp32
   float* d_dout = course::to_device(dout);
-  __nv_bfloat16* d_w = course::to_device(to_bf16_host(w));
+  __nv_bfloat16* d_w = course::to_device(course::to_bf16(w));
   float* d_out = course::device_alloc<float>(N * K * HW);
   float* d_din = course::device_alloc<float>(N * C * HW);
   float* d_dw = course::device_alloc<float>(K * C * 9);
@@ -359,9 +355,9 @@ static bool check_tc_linears(int sms, cudaStream_t st) {
   constexpr int B = 5, I = 3136, O = 128;
   const std::vector<float> x = random_vector(B * I, 201), w = random_vector(O * I, 202),
                            dy = random_vector(B * O, 203);
-  __nv_bfloat16* d_x = course::to_device(to_bf16_host(x));  // stored in bf16 by the step (p2); dy in fp32
+  __nv_bfloat16* d_x = course::to_device(course::to_bf16(x));  // stored in bf16 by the step (p2); dy in fp32
   float* d_dy = course::to_device(dy);
-  __nv_bfloat16* d_w = course::to_device(to_bf16_host(w));
+  __nv_bfloat16* d_w = course::to_device(course::to_bf16(w));
   float* d_y = course::device_alloc<float>(B * O);
   float* d_dx = course::device_alloc<float>(B * I);
   float* d_dw = course::device_alloc<float>(O * I);
@@ -643,20 +639,16 @@ static bool planted_zeros_caught(Net& n, DeviceData& d, int B) {
 int main(int argc, char** argv) {
   const course::Args args{argc, argv};
   const std::string layers_dir = args.get_str("--check-layers", "");
-  const std::string plant = args.get_str("--plant", "");
+  const bool plant = course::plant_zeros_small_requested(args);  // an unknown fault exits 1
   const std::string data_dir = mnist::data_dir(args.get_str("--data-dir", "").c_str());
   args.finish();
-  if (!plant.empty() && plant != "zeros-small") {
-    std::fprintf(stderr, "error: --plant knows one fault, zeros-small; got '%s'\n", plant.c_str());
-    return course::kExitFail;
-  }
   if (!layers_dir.empty()) return check_layers(layers_dir, kLearningRate);
   Split train_split, test_split;
   load_data(data_dir, train_split, test_split);
   Net n(1024, 16);
   DeviceData d = upload(train_split, test_split);
   const int batch = 61;  // a prime: no tile divides it
-  if (!plant.empty()) return planted_zeros_caught(n, d, batch) ? 0 : course::kExitFail;
+  if (plant) return planted_zeros_caught(n, d, batch) ? 0 : course::kExitFail;
   // Version 4's layers against float64, then the versions agree on one step.
   bool ok = true;
   if (tf32_supported()) {

@@ -3,8 +3,9 @@
 tests/test_figures.py checks that the committed files are exactly what this script produces, so a
 figure is changed here, never by hand. Each figure is a light card (its own opaque background) with
 dark text and mid-tone fills: it reads the same in the light and dark palettes and in print, whatever
-the page around it. Hardware figures are the H100 SXM's from NVIDIA's Hopper architecture whitepaper
-and the H100 datasheet, and say so; no measured number is drawn (those come from the GPU record).
+the page around it. Hardware figures are the H200 SXM's, the course's reference GPU: its SM from NVIDIA's
+Hopper architecture whitepaper (the H100's, the same GH100 SM), its memory from the H200 datasheet, and
+say so; no measured number is drawn (those come from the GPU record).
 course/svg.py writes the SVG (Svg, its drawing methods and the palette), for these figures and for the
 site's charts. Each module here draws the figures of one chapter (or two short ones), each figure a function
 under card.py's `@figure(height, heading)`: the docstring is its description, the body draws on the card.

@@ -45,7 +45,7 @@ def utilisation(s: Svg) -> None:
     sms(36, 76, 1, "one tiny kernel, one block", "nvidia-smi: 100%")
     sms(400, 76, 132, "a kernel that fills the GPU", "nvidia-smi: 100%")
     s.key(36, 278, GREEN, "SM busy")
-    s.key(156, 278, GREY, "SM idle: the 132 SMs of an H100 SXM")
+    s.key(156, 278, GREY, "SM idle: the 132 SMs of an H200 SXM")
     s.lines(380, 326, ["The same number for both: nsys shows when kernels ran, ncu what each did with the SMs "
                        "and memory."], step=18, size=12)
 

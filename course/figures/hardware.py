@@ -1,4 +1,4 @@
-"""The GPU and its toolchain (chapters GPU introduction and Setup): one SM of the H100, the memory
+"""The GPU and its toolchain (chapters GPU introduction and Setup): one Hopper SM, the memory
 hierarchy, what a fat binary holds, and the copies between host and device."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from ..svg import (BLUE, CARD, GREEN, GREY, INK, MUTED, ORANGE, PANEL, PURPLE, S
 from .card import figure
 
 
-@figure(560, "One SM of the H100 (Hopper, compute capability 9.0); the H100 SXM has 132")
+@figure(560, "One Hopper SM (compute capability 9.0); the H200 and the H100 SXM have 132")
 def h100_sm(s: Svg) -> None:
-    """One streaming multiprocessor (SM) of the H100, after NVIDIA's Hopper whitepaper"""
+    """One streaming multiprocessor (SM) of the H100, the same in the H200, after NVIDIA's Hopper whitepaper"""
     s.rect(20, 40, 720, 470, fill=CARD, width=1.5)
     s.box(40, 52, 680, 26, "L1 instruction cache", GREY)
     pw, ph = 330, 180  # the four partitions, a 2 x 2 grid
@@ -36,14 +36,14 @@ def h100_sm(s: Svg) -> None:
     s.caption(550, "Datasheet facts: NVIDIA H100 Tensor Core GPU Architecture whitepaper.")
 
 
-@figure(420, "Memory hierarchy of the H100 SXM: smaller and faster at the top")
+@figure(420, "Memory hierarchy of the H200 SXM: smaller and faster at the top")
 def memory_hierarchy(s: Svg) -> None:
-    """The H100's memory hierarchy, from registers to host memory, with datasheet sizes"""
+    """The H200's memory hierarchy, from registers to host memory, with datasheet sizes (its L2 as it reports it)"""
     levels = [
         ("Registers", "private to a thread", "64K x 32-bit per SM (256 KB)", BLUE),
         ("Shared memory / L1 cache", "shared by a block, on the SM", "256 KB per SM, up to 228 KB shared", BLUE),
-        ("L2 cache", "shared by all 132 SMs", "50 MB", GREEN),
-        ("Global memory (HBM3)", "every thread, and the host by copies", "80 GB, 3.35 TB/s (datasheet)", ORANGE),
+        ("L2 cache", "shared by all 132 SMs", "60 MiB (as the H200 reports it)", GREEN),
+        ("Global memory (HBM3e)", "every thread, and the host by copies", "141 GB, 4.8 TB/s (datasheet)", ORANGE),
         ("Host memory", "across PCIe, from the CPU side", "the CPU's DRAM", GREY),
     ]
     top, step = 46, 66
@@ -57,7 +57,7 @@ def memory_hierarchy(s: Svg) -> None:
     s.line(28, top + 6, 28, top + 5 * step - 14, arrow=True)
     s.text(20, top + 5 * step / 2, "slower, larger", 11, fill=MUTED, anchor="middle")
     s.items[-1] = s.items[-1].replace("<text ", f'<text transform="rotate(-90 20 {top + 5 * step / 2:g})" ')
-    s.caption(400, "Sizes and the HBM3 bandwidth are datasheet figures (H100 SXM); measured bandwidths "
+    s.caption(400, "Datasheet figures (H200 SXM), but the L2 as the H200 reports it; measured bandwidths "
                "are on the pages' results tables.")
 
 

@@ -230,7 +230,7 @@ def occupancy(s: Svg) -> None:
     s.lines(380, 362, ["A warp's registers are allocated in units of 256 (8 a thread), so r is rounded up to a "
                        "multiple of 8;",
                        "the threads (2,048), blocks (32) and shared memory limits apply too: the smallest wins."])
-    s.caption(404, "Limits from NVIDIA's H100 datasheet and the CUDA Programming Guide's table; "
+    s.caption(404, "Limits of compute capability 9.0, from the CUDA Programming Guide's table; "
                    "nothing here is measured.", 12)
 
 

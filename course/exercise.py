@@ -8,6 +8,8 @@
     python -m course.exercise NAME --file PATH      check another file (a copy of the stub, beside it)
     python -m course.exercise NAME --mistake M      check one of the plausible mistakes registered below
     python -m course.exercise NAME --no-memcheck    CUDA C++: skip the run under compute-sanitizer memcheck
+    python -m course.exercise NAME --verbose        show everything the build and the checker printed
+    python -m course.exercise progress              the exercises you have passed, per chapter, and the next one
 
 Each exercise is a stub with TODOs that compiles (or imports) and fails its checker as shipped, a
 solution that passes, and a checker that draws fresh random inputs (the seed is printed), uses sizes
@@ -20,7 +22,10 @@ access outside an allocation; --no-memcheck skips that run. CUDA C++ exercises: 
 solution passes, and that every registered mistake fails. A mistake that is the solution with one
 deliberate error is stored as mistakes/STEM.diff against the solution and written out when it is
 checked (course/mistakes.py); one that is a different program is a whole file, mistakes/STEM.cu or .py.
-Exit code: 0 pass, 1 fail (or bad usage), 2 waived (the GPU lacks a feature).
+The runner shows each failed check once, the first with a few wrong values (course/exercise_report.py);
+a pass of the reader's own file is kept for `progress` (course/exercise_progress.py).
+Exit code: 0 pass, 1 fail (or bad usage), 2 waived (the GPU lacks a feature), 3 cannot check here (a
+CUDA C++ exercise on a machine without a GPU: it compiles, and nothing was checked).
 """
 
 from __future__ import annotations
@@ -90,7 +95,8 @@ class Exercise:
         """What checking this exercise reads, as (name, content) for the content hash of its GPU items
         (tests/test_exercises.py, course/pytest_plugin.py): the stub, checker, solution and mistakes with
         the headers and modules they include or import (kernels/common/exercise.cuh, exercise_tools.py),
-        and the runner: course/mistakes.py, and this file with the registry reduced to this exercise's
+        and the runner: course/mistakes.py, exercise_report.py (what a test of the output reads),
+        exercise_progress.py (which a pass calls), and this file with the registry reduced to this exercise's
         entry. Another exercise's files, or its registry entry, are not in it: editing one re-stales only
         that exercise's items."""
         found: list[Path] = []
@@ -98,7 +104,7 @@ class Exercise:
             path = ROOT / rel
             made_of = programs.parse(path).sources() if path.suffix in programs.SOURCE_SUFFIXES else [path]
             found += [p for p in made_of if p not in found]
-        found.append(ROOT / "course" / "mistakes.py")
+        found += [ROOT / "course" / f for f in ("mistakes.py", "exercise_report.py", "exercise_progress.py")]
         return [(p.relative_to(ROOT).as_posix(), p.read_bytes()) for p in found] + \
             [("course/exercise.py", registry_reduced_to(Path(__file__).read_text(), self).encode())]
 

@@ -50,10 +50,20 @@ def _clip(text: str) -> str:
     return text if len(text) <= LINE_WIDTH else text[:LINE_WIDTH - 3] + "..."
 
 
+def _without_name(message: str, name: str) -> str:
+    """A message without its "name: " prefix, where the prefix is the check's name or the start of it
+    (a case's name that its checks extend: "rows_9x40: ..." before "rows_9x40_opcheck")."""
+    head, sep, rest = message.partition(": ")
+    return rest if sep and " " not in head and name.startswith(head) else message
+
+
+_NAN_WHY = re.compile(r" \((\d+) of them NaN: [^)]*\)")  # compare's explanation, said once is enough
+
+
 def _about(check: Check) -> tuple[str, list[str]]:
     """What went wrong in a failed check, in one phrase, and its examples (wrong values)."""
     examples = [m for m in check.messages if _EXAMPLE.match(m)]
-    notes = [m.removeprefix(f"{check.name}: ") for m in check.messages if not _EXAMPLE.match(m)]
+    notes = [_without_name(m, check.name) for m in check.messages if not _EXAMPLE.match(m)]
     if notes:
         return "; ".join(notes), examples
     m = re.search(r"first_bad=(\d+) got=(\S+) want=(\S+)", check.detail)
@@ -74,6 +84,8 @@ def failure_lines(checks: list[Check]) -> list[str]:
     alike: dict[str, list[str]] = {}
     for check in failed[1:]:
         about, examples = _about(check)
+        if _NAN_WHY.search(lines[0]):
+            about = _NAN_WHY.sub(r" (\1 NaN)", about)
         if examples and examples[0].startswith("wrong at ") and examples[0] not in about:
             about += "; first " + examples[0].removeprefix("wrong ")
         alike.setdefault(about, []).append(check.name)

@@ -100,3 +100,14 @@ def test_skip_reasons_stay_out_of_the_readers_way():
     built = hooks._stage(page, "notes", hooks.renderers(programs.ROOT / "docs" / "index.md", "index.md"))
     assert "<!-- not run by the tests: checks your answer - -seed -->" in built, built
     assert "<p" not in built and "pytest.mark" not in built, built
+
+
+def test_every_exercise_has_two_folded_hints():
+    # Level 1 gives the idea, level 2 comes nearer the code; both folded, so that neither is read by accident.
+    for ch in dict.fromkeys(e.chapter for e in exercise.EXERCISES):
+        page = (programs.ROOT / "docs" / ch / "exercises.md").read_text()
+        for section in re.split(r"\n(?=## )", page):
+            named = re.search(r"python -m course\.exercise (\w+)    #", section)
+            if named:
+                hints = re.findall(r'^\?\?\? tip "(Hint \d)"', section, re.MULTILINE)
+                assert hints == ["Hint 1", "Hint 2"], f"docs/{ch}/exercises.md, {named[1]}: hints {hints}"

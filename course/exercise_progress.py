@@ -66,7 +66,9 @@ def report(exercises, has_gpu: bool) -> str:
     the first not passed that can be checked here (a CUDA C++ exercise needs a GPU)."""
     passed = load()
     width = max(len(e.name) for e in exercises) + 2
-    lines = [f"Your exercises (passes are kept in {_shown(progress_path())}, which git ignores)"]
+    path = progress_path()
+    ignored = ", which git ignores" if path == DEFAULT_PATH else ""
+    lines = [f"Your exercises (passes are kept in {_shown(path)}{ignored})"]
     chapters = list(dict.fromkeys(e.chapter for e in exercises))
     todo = []
     for chapter in chapters:

@@ -122,7 +122,8 @@ class Guarded {
     if (first_after)
       std::printf("  %s: your kernel wrote past the end of the output of %zu elements (byte %zu after it)\n", name,
                   n_, first_after - 1);
-    std::snprintf(detail, sizeof(detail), "bytes_written_outside=%zu", written);
+    // n counts the guard bytes checked, not the output's elements (an output may be empty): say so
+    std::snprintf(detail, sizeof(detail), "guard bytes around the output of %zu elements: %zu written", n_, written);
     return check_true(check_name, written == 0, 2 * kGuardBytes, detail);
   }
 

@@ -8,6 +8,8 @@
     python -m course.exercise NAME --file PATH      check another file (a copy of the stub, beside it)
     python -m course.exercise NAME --mistake M      check one of the plausible mistakes registered below
     python -m course.exercise NAME --no-memcheck    CUDA C++: skip the run under compute-sanitizer memcheck
+    python -m course.exercise NAME --verbose        show everything the build and the checker printed
+    python -m course.exercise progress              the exercises you have passed, per chapter, and the next one
 
 Each exercise is a stub with TODOs that compiles (or imports) and fails its checker as shipped, a
 solution that passes, and a checker that draws fresh random inputs (the seed is printed), uses sizes
@@ -20,7 +22,10 @@ access outside an allocation; --no-memcheck skips that run. CUDA C++ exercises: 
 solution passes, and that every registered mistake fails. A mistake that is the solution with one
 deliberate error is stored as mistakes/STEM.diff against the solution and written out when it is
 checked (course/mistakes.py); one that is a different program is a whole file, mistakes/STEM.cu or .py.
-Exit code: 0 pass, 1 fail (or bad usage), 2 waived (the GPU lacks a feature).
+The runner shows each failed check once, the first with a few wrong values (course/exercise_report.py);
+a pass of the reader's own file is kept for `progress` (course/exercise_progress.py).
+Exit code: 0 pass, 1 fail (or bad usage), 2 waived (the GPU lacks a feature), 3 cannot check here (a
+CUDA C++ exercise on a machine without a GPU: it compiles, and nothing was checked).
 """
 
 from __future__ import annotations
@@ -35,8 +40,8 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from course import exercise_progress, exercise_report, programs
 from course import mistakes as mistake_files
-from course import programs
 
 ROOT = programs.ROOT
 
@@ -90,7 +95,8 @@ class Exercise:
         """What checking this exercise reads, as (name, content) for the content hash of its GPU items
         (tests/test_exercises.py, course/pytest_plugin.py): the stub, checker, solution and mistakes with
         the headers and modules they include or import (kernels/common/exercise.cuh, exercise_tools.py),
-        and the runner: course/mistakes.py, and this file with the registry reduced to this exercise's
+        and the runner: course/mistakes.py, exercise_report.py (what a test of the output reads),
+        exercise_progress.py (which a pass calls), and this file with the registry reduced to this exercise's
         entry. Another exercise's files, or its registry entry, are not in it: editing one re-stales only
         that exercise's items."""
         found: list[Path] = []
@@ -98,7 +104,7 @@ class Exercise:
             path = ROOT / rel
             made_of = programs.parse(path).sources() if path.suffix in programs.SOURCE_SUFFIXES else [path]
             found += [p for p in made_of if p not in found]
-        found.append(ROOT / "course" / "mistakes.py")
+        found += [ROOT / "course" / f for f in ("mistakes.py", "exercise_report.py", "exercise_progress.py")]
         return [(p.relative_to(ROOT).as_posix(), p.read_bytes()) for p in found] + \
             [("course/exercise.py", registry_reduced_to(Path(__file__).read_text(), self).encode())]
 
@@ -187,59 +193,87 @@ EXERCISES = [
 BY_NAME = {e.name: e for e in EXERCISES}
 
 
+EXIT_CANNOT_CHECK = 3  # a CUDA C++ exercise where no GPU is: it compiles, and nothing was checked
+SIMULATOR_NAMES = {"numba": "Numba's CUDA simulator", "triton": "Triton's interpreter"}
+
+
 @dataclass
 class Result:
-    returncode: int   # 0 pass, 1 fail, 2 waived
-    output: str       # everything the build and the checker printed, and the verdict
+    returncode: int   # 0 pass, 1 fail, 2 waived, 3 cannot check here (no GPU)
+    output: str       # what the reader was shown: the verdict, each failed check once
+    log: str          # everything: the build's and the checker's whole output, and the verdict
 
 
-def _say(lines: list[str], text: str, echo: bool) -> None:
-    lines.append(text)
-    if echo:
-        print(text, flush=True)
+class _Report:
+    """The lines of one check: `say` is shown to the reader (and logged), `detail` is logged, and shown
+    with --verbose only."""
+
+    def __init__(self, echo: bool, verbose: bool):
+        self.echo, self.verbose = echo, verbose
+        self.shown: list[str] = []
+        self.log: list[str] = []
+
+    def say(self, text: str) -> None:
+        self.shown.append(text)
+        self.log.append(text)
+        if self.echo:
+            print(text, flush=True)
+
+    def detail(self, text: str) -> None:
+        if not text:
+            return
+        if self.verbose:
+            self.say(text)
+        else:
+            self.log.append(text)
+
+    def result(self, returncode: int) -> Result:
+        return Result(returncode, "\n".join(self.shown), "\n".join(self.log))
 
 
-def _verdict(ex: Exercise, proc_rc: int, stdout: str, stderr: str, lines: list[str], echo: bool) -> int:
+def _last_lines(text: str, count: int) -> list[str]:
+    return [f"  {ln.strip()}" for ln in text.splitlines() if ln.strip()][-count:]
+
+
+def _verdict(ex: Exercise, proc_rc: int, stdout: str, stderr: str, out: _Report, seed: int) -> int:
     outcome = programs.verdict(proc_rc, stdout, stderr)
+    checks, trailing = exercise_report.parse(stdout)
+    said_at_the_end = [f"  {t}" for t in trailing[-6:]] + _last_lines(stderr, 8)
     if outcome.waived:
-        _say(lines, f"WAIVED {ex.name}: this GPU lacks a feature the exercise needs (see above)", echo)
+        out.say(f"WAIVED {ex.name}: this GPU lacks a feature the exercise needs")
+        for line in said_at_the_end:
+            out.say(line)
         return programs.EXIT_WAIVED
-    passed = [c for c in outcome.checks if c["status"] == "PASS"]
     if outcome.passed:
-        _say(lines, f"PASS {ex.name}: {len(passed)} checks passed", echo)
+        out.say(exercise_report.summary(ex.name, checks, passed=True))
+        for line in exercise_report.pass_notes(checks):
+            out.say(line)
         return 0
-    _say(lines, f"FAIL {ex.name}:", echo)
-    for c in outcome.checks:
-        if c["status"] != "FAIL":
-            continue
-        m = re.search(r"first_bad=(\d+) got=(\S+) want=(\S+)", c["detail"])
-        why = f"first wrong index {m[1]}: expected {m[3]}, got {m[2]}" if m else c["detail"] or "failed"
-        count = re.search(rf"^  {re.escape(c['name'])}: (\d+) of (\d+) elements wrong", stdout, re.MULTILINE)
-        why += f" ({count[1]} of {count[2]} wrong)" if count else ""
-        _say(lines, f"  {c['name']}: {why}", echo)
-    if not any(c["status"] == "FAIL" for c in outcome.checks):
-        for p in outcome.problems:
-            _say(lines, f"  {p}", echo)
+    out.say(exercise_report.summary(ex.name, checks, passed=False))
+    failures = exercise_report.failure_lines(checks)
+    for line in failures or said_at_the_end + [f"  {p}" for p in outcome.problems]:
+        out.say(line)
+    if not out.verbose:
+        out.say(f"same inputs again: --seed {seed}; everything the checker printed: --verbose")
     return programs.EXIT_FAIL
 
 
-def _build_cuda(ex: Exercise, rel: str, lines: list[str], echo: bool) -> Path | None:
+def _build_cuda(ex: Exercise, rel: str, out: _Report) -> Path | None:
     path = (ROOT / rel).resolve()
     if programs.KERNELS not in path.parents:
-        _say(lines, f"error: {rel}: keep your file under kernels/ beside the stub (it includes its checker "
-                    f"by a relative path)", echo)
+        out.say(f"error: {rel}: keep your file under kernels/ beside the stub (it includes its checker by a "
+                f"relative path)")
         return None
     prog = replace(programs.parse(path), compile_only=False, header=False)
-    _say(lines, f"building {path.relative_to(ROOT)}", echo)
+    out.detail(f"building {path.relative_to(ROOT)}")
     try:
         proc = programs.build(prog)
     except (programs.MissingLibrary, FileNotFoundError) as e:
-        _say(lines, f"error: cannot build: {e}", echo)
+        out.say(f"error: cannot build: {e}")
         return None
     if proc.returncode != 0:
-        _say(lines, proc.stdout + proc.stderr, echo)
-        _say(lines, f"FAIL {ex.name}: {path.relative_to(ROOT)} does not compile (the compiler's messages are above)",
-             echo)
+        out.say((proc.stdout + proc.stderr).rstrip("\n"))
+        out.say(f"FAIL {ex.name}: {path.relative_to(ROOT)} does not compile (the compiler's messages are above)")
         return None
     return prog.executable
 
@@ -249,77 +283,82 @@ def _sanitizer() -> str | None:
         (str(p) for p in sorted(Path("/usr/local").glob("cuda*/bin/compute-sanitizer"))), None)
 
 
-def _memcheck(exe: Path, seed: int, lines: list[str], echo: bool) -> str:
-    """Run the checker (its checks, not its timing) under compute-sanitizer memcheck. Returns a CHECK
-    line for the verdict, or "" when memcheck cannot run here."""
+def _memcheck(exe: Path, seed: int, out: _Report) -> str:
+    """Run the checker (its checks, not its timing) under compute-sanitizer memcheck. Returns what the
+    checker's output gets first: the sanitizer's reports as messages and a CHECK line (course/
+    exercise_report.py reads them as one check), or "" when memcheck cannot run here."""
     sanitizer = _sanitizer()
     if sanitizer is None:
-        _say(lines, "compute-sanitizer not found (it ships with the CUDA toolkit): the memcheck run is skipped", echo)
+        out.say("compute-sanitizer not found (it ships with the CUDA toolkit): the memcheck run is skipped")
         return ""
-    _say(lines, "running your program under compute-sanitizer memcheck first (--no-memcheck skips this)", echo)
+    out.detail("running your program under compute-sanitizer memcheck first (--no-memcheck skips this)")
     proc = subprocess.run([sanitizer, "--tool", "memcheck", "--error-exitcode", "99", "--print-limit", "5",
                            str(exe), "--seed", str(seed)], cwd=ROOT, capture_output=True, text=True, timeout=1800)
     text = proc.stdout + proc.stderr
     m = re.search(r"ERROR SUMMARY: (\d+) error", text)
     errors = int(m[1]) if m else 0
     if errors == 0 and proc.returncode != 99:
-        _say(lines, "CHECK PASS memcheck n=1 errors=0", echo)
         return "CHECK PASS memcheck n=1 errors=0"
-    reports = [ln for ln in text.splitlines() if ln.startswith("=========")][:24]
-    for ln in reports:
-        _say(lines, ln, echo)
-    _say(lines, f"  memcheck: {errors} invalid memory accesses (or other errors) in your program (listed above)", echo)
-    _say(lines, f"CHECK FAIL memcheck n=1 errors={errors}", echo)
-    return f"CHECK FAIL memcheck n=1 errors={errors}"
+    reports = [f"  {ln}" for ln in text.splitlines() if ln.startswith("=========")][:24]
+    return "\n".join(reports + [f"  memcheck: {errors} invalid memory accesses (or other errors) in your program "
+                                f"(compute-sanitizer's report)", f"CHECK FAIL memcheck n=1 errors={errors}"])
 
 
 def check(ex: Exercise, solution: bool = False, sim: bool = False, seed: int | None = None,
-          file: str | None = None, echo: bool = True, memcheck: bool = True, mistake: str | None = None) -> Result:
+          file: str | None = None, echo: bool = True, memcheck: bool = True, mistake: str | None = None,
+          verbose: bool = False) -> Result:
     """Build or import the file, run the exercise's checker on fresh inputs, and judge it. `mistake`: one
-    of ex.mistakes, written out from its diff if it has one."""
-    lines: list[str] = []
+    of ex.mistakes, written out from its diff if it has one. A pass of the reader's own file (not
+    the solution, not a mistake) is kept for `progress` (course/exercise_progress.py)."""
+    out = _Report(echo, verbose)
     if mistake is not None:
         file = ex.mistake_file(mistake)
     seed = seed if seed is not None else random.randrange(1, 2**31)
     rel = file or (ex.solution if solution else ex.stub)
-    _say(lines, f"exercise {ex.name} ({ex.chapter}): {ex.title}", echo)
+    out.say(f"exercise {ex.name} ({ex.chapter}): {ex.title}")
     if ex.lang == "cuda":
         if sim:
-            _say(lines, f"error: {ex.name} is CUDA C++: it has no simulator and needs a GPU", echo)
-            return Result(programs.EXIT_FAIL, "\n".join(lines))
-        exe = _build_cuda(ex, rel, lines, echo)
+            out.say(f"error: {ex.name} is CUDA C++: it has no simulator and needs a GPU")
+            return out.result(programs.EXIT_FAIL)
+        exe = _build_cuda(ex, rel, out)
         if exe is None:
-            return Result(programs.EXIT_FAIL, "\n".join(lines))
+            return out.result(programs.EXIT_FAIL)
         if not programs.has_gpu():
-            _say(lines, f"FAIL {ex.name}: it compiles; checking it needs an NVIDIA GPU (none found: nvidia-smi -L)",
-                 echo)
-            return Result(programs.EXIT_FAIL, "\n".join(lines))
-        _say(lines, f"seed {seed} (repeat these inputs with --seed {seed})", echo)
-        memcheck_line = _memcheck(exe, seed, lines, echo) if memcheck else ""
+            out.say(f"CANNOT CHECK {ex.name} here: {rel} compiles, but its checker runs your kernel on an NVIDIA "
+                    f"GPU and none was found (nvidia-smi -L). Nothing was checked (exit code {EXIT_CANNOT_CHECK}).")
+            return out.result(EXIT_CANNOT_CHECK)
+        out.say(f"checking {rel} on the GPU, seed {seed}")
+        checker_said_first = _memcheck(exe, seed, out) if memcheck else ""
         cmd = [str(exe), "--seed", str(seed)] + (["--bench"] if ex.speed else [])
-        env = dict(os.environ)
     else:
+        where = ""
         if not sim and ex.simulator and not programs.has_gpu():
-            _say(lines, "no GPU found: running on the CPU (--sim)", echo)
-            sim = True
+            sim, where = True, f" on the CPU with {SIMULATOR_NAMES[ex.lang]} (no GPU found)"
+        elif sim:
+            where = f" on the CPU with {SIMULATOR_NAMES.get(ex.lang, 'no simulator')} (--sim)"
+        elif ex.simulator:
+            where = " on the GPU"
+        out.say(f"checking {rel}{where}, seed {seed}")
         cmd = [sys.executable, str(ROOT / ex.checker), "--seed", str(seed)]
         cmd += (["--solution"] if solution and not file else []) + (["--file", file] if file else [])
         cmd += ["--sim"] if sim else []
-        env = dict(os.environ)
-        memcheck_line = ""
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=1800)
-    for text in (proc.stdout.rstrip("\n"), proc.stderr.rstrip("\n")):
-        if text:
-            _say(lines, text, echo)
-    stdout = f"{memcheck_line}\n{proc.stdout}" if memcheck_line else proc.stdout
-    rc = _verdict(ex, proc.returncode, stdout, proc.stderr, lines, echo)
-    return Result(rc, "\n".join(lines))
+        checker_said_first = ""
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ), timeout=1800)
+    stdout = f"{checker_said_first}\n{proc.stdout}" if checker_said_first else proc.stdout
+    out.detail(stdout.rstrip("\n"))
+    out.detail(proc.stderr.rstrip("\n"))
+    rc = _verdict(ex, proc.returncode, stdout, proc.stderr, out, seed)
+    if rc == 0 and not solution and mistake is None:
+        exercise_progress.record_pass(ex.name, ROOT / rel, seed)
+    return out.result(rc)
 
 
 def _list() -> int:
-    print(f"{'exercise':16} {'chapter':20} {'language':8} runs on")
+    width = max(len(e.name) for e in EXERCISES) + 2
+    chapter_width = max(len(e.chapter) for e in EXERCISES) + 2
+    print(f"{'exercise':{width}}{'chapter':{chapter_width}}{'language':10}runs on")
     for e in EXERCISES:
-        print(f"{e.name:16} {e.chapter:20} {e.lang:8} {e.where_it_runs()}")
+        print(f"{e.name:{width}}{e.chapter:{chapter_width}}{e.lang:10}{e.where_it_runs()}")
     return 0
 
 
@@ -330,8 +369,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.exit(f"{self.prog}: error: {message}")
 
     p = Parser(prog="python -m course.exercise", allow_abbrev=False,
-               description="Check one of the course's exercises: `list` shows them all.")
-    p.add_argument("name", help="an exercise's name, or `list`")
+               description="Check one of the course's exercises: `list` shows them all, `progress` the ones "
+                           "you have passed.")
+    p.add_argument("name", help="an exercise's name, `list` or `progress`")
     p.add_argument("--solution", action="store_true", help="check the course's solution instead of the stub")
     p.add_argument("--sim", action="store_true", help="run on the CPU: Numba's simulator or Triton's interpreter")
     p.add_argument("--seed", type=int, default=None, help="replay the inputs of an earlier run")
@@ -340,9 +380,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="check one of the exercise's registered plausible mistakes (its name, with or without .cu/.py)")
     p.add_argument("--no-memcheck", action="store_true",
                    help="CUDA C++: skip the run of the checks under compute-sanitizer memcheck")
+    p.add_argument("--verbose", action="store_true", help="show everything the build and the checker printed")
     args = p.parse_args(argv)
     if args.name == "list":
         return _list()
+    if args.name == "progress":
+        print(exercise_progress.report(EXERCISES, programs.has_gpu()))
+        return 0
     if args.name not in BY_NAME:
         p.error(f"no exercise named {args.name!r}; `python -m course.exercise list` shows them")
     ex = BY_NAME[args.name]
@@ -355,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"{ex.name} has no mistake {args.mistake!r}; it has: {', '.join(ex.mistakes)}")
     try:
         return check(ex, args.solution, args.sim, args.seed, args.file, memcheck=not args.no_memcheck,
-                     mistake=mistake).returncode
+                     mistake=mistake, verbose=args.verbose).returncode
     except mistake_files.DiffError as e:
         print(f"error: {e}", file=sys.stderr)
         return programs.EXIT_FAIL

@@ -25,6 +25,7 @@ EXIT_FAIL = 1
 EXIT_WAIVED = 2
 
 _CHECK = re.compile(r"^CHECK (?P<status>PASS|FAIL) (?P<name>\S+) n=(?P<n>\d+)(?P<rest>.*)$", re.MULTILINE)
+CHECK_LINE = _CHECK  # one CHECK line, for readers of a program's output (course/exercise_report.py)
 _BENCH = re.compile(r"^BENCH (?P<json>\{.*\})\s*$", re.MULTILINE)
 
 

@@ -71,14 +71,14 @@ def test_solution_passes_on_the_gpu(ex):
 @pytest.mark.parametrize("ex,mistake", CPU_MISTAKES, ids=[f"{e.name}-{m}" for e, m in CPU_MISTAKES])
 def test_plausible_mistake_fails_on_the_cpu(ex, mistake):
     r = exercise.check(ex, mistake=mistake, sim=_sim(ex), echo=False)
-    assert r.returncode == programs.EXIT_FAIL and "CHECK FAIL" in r.output, r.output
+    assert r.returncode == programs.EXIT_FAIL and "CHECK FAIL" in r.log, r.log
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("ex,mistake", MISTAKES, ids=[f"{e.name}-{m}" for e, m in MISTAKES])
 def test_plausible_mistake_fails(ex, mistake):
     r = exercise.check(ex, mistake=mistake, echo=False)
-    assert r.returncode == programs.EXIT_FAIL and "CHECK FAIL" in r.output, r.output
+    assert r.returncode == programs.EXIT_FAIL and "CHECK FAIL" in r.log, r.log
 
 
 @pytest.mark.parametrize("ex,mistake", DIFF_MISTAKES, ids=[f"{e.name}-{m}" for e, m in DIFF_MISTAKES])
@@ -175,10 +175,11 @@ def test_memcheck_report_becomes_a_failing_check(tmp_path, monkeypatch):
                     "echo '========= ERROR SUMMARY: 1 error'\nexit 99\n")
     fake.chmod(0o755)
     monkeypatch.setattr(exercise, "_sanitizer", lambda: str(fake))
-    lines: list[str] = []
-    assert exercise._memcheck(tmp_path / "program", 1, lines, echo=False) == "CHECK FAIL memcheck n=1 errors=1"
-    assert any("Invalid __global__ write" in ln for ln in lines)
+    out = exercise._Report(echo=False, verbose=False)
+    said = exercise._memcheck(tmp_path / "program", 1, out)
+    assert said.splitlines()[-1] == "CHECK FAIL memcheck n=1 errors=1"
+    assert "Invalid __global__ write" in said
     fake.write_text("#!/bin/sh\necho '========= ERROR SUMMARY: 0 errors'\nexit 1\n")  # a failing check, no error
-    assert exercise._memcheck(tmp_path / "program", 1, [], echo=False) == "CHECK PASS memcheck n=1 errors=0"
+    assert exercise._memcheck(tmp_path / "program", 1, out) == "CHECK PASS memcheck n=1 errors=0"
     monkeypatch.setattr(exercise, "_sanitizer", lambda: None)
-    assert exercise._memcheck(tmp_path / "program", 1, [], echo=False) == ""
+    assert exercise._memcheck(tmp_path / "program", 1, out) == ""

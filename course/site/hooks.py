@@ -58,8 +58,9 @@ def renderers(src: Path, src_uri: str, plotted: frozenset = frozenset()) -> dict
         "course:sitting-time": lambda d: sittings.sitting_time(_record),
         "course:kernel-index": lambda d: kernel_index.kernel_index(src, _record, _nav_order),
         "claim:": lambda d: claims.render_one(d, _record, src_uri, log.warning, _awaiting),
-        "pytest.mark.skip": lambda d: (f'{d.indent}<p class="course-run-note course-not-run">Not run by the tests: '
-                                       f'{html.escape(d.args["reason"])}</p>\n'),
+        # Why the tests skip a block is for maintainers: kept in the built page's source, not shown.
+        "pytest.mark.skip": lambda d: (f'{d.indent}<!-- not run by the tests: '
+                                       f'{html.escape(d.args["reason"]).replace("--", "- -")} -->\n'),
         "pytest.mark.gpu": lambda d: (f'{d.indent}<p class="course-run-note course-needs-gpu">Runs on a GPU; '
                                       f'checked in the GPU record</p>\n'),
     }

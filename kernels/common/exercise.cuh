@@ -37,11 +37,12 @@ namespace course::exercise {
 template <typename T, typename R>
 bool compare(const char* name, const T* got, const R* want, size_t n, double rtol, double atol, size_t cols = 0,
              int shown = 5) {
-  size_t wrong = 0;
+  size_t wrong = 0, nan = 0;
   for (size_t i = 0; i < n; ++i) {
     const double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
     const double err = g == w ? 0.0 : std::fabs(g - w);
     if (g == w || err <= atol + rtol * std::fabs(w)) continue;  // equal infinities match whatever rtol
+    nan += std::isnan(g);  // the output starts as NaN: an element left NaN was never written
     if (static_cast<int>(wrong) < shown) {
       if (cols > 0)
         std::printf("  wrong at index %zu (row %zu, col %zu): expected %.9g, got %.9g\n", i, i / cols, i % cols, w,
@@ -51,8 +52,11 @@ bool compare(const char* name, const T* got, const R* want, size_t n, double rto
     }
     ++wrong;
   }
-  if (wrong > 0)
-    std::printf("  %s: %zu of %zu elements wrong (a NaN is an element your kernel never wrote)\n", name, wrong, n);
+  if (wrong > 0 && nan > 0)
+    std::printf("  %s: %zu of %zu elements wrong (%zu of them NaN: never written by your kernel, or computed as NaN)\n",
+                name, wrong, n, nan);
+  else if (wrong > 0)
+    std::printf("  %s: %zu of %zu elements wrong\n", name, wrong, n);
   return check_close(name, got, want, n, rtol, atol);
 }
 // --8<-- [end:compare]
@@ -118,7 +122,8 @@ class Guarded {
     if (first_after)
       std::printf("  %s: your kernel wrote past the end of the output of %zu elements (byte %zu after it)\n", name,
                   n_, first_after - 1);
-    std::snprintf(detail, sizeof(detail), "bytes_written_outside=%zu", written);
+    // n counts the guard bytes checked, not the output's elements (an output may be empty): say so
+    std::snprintf(detail, sizeof(detail), "guard bytes around the output of %zu elements: %zu written", n_, written);
     return check_true(check_name, written == 0, 2 * kGuardBytes, detail);
   }
 

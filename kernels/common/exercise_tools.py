@@ -195,7 +195,8 @@ def is_kernel(kernel, dialect: str) -> bool:
     if not ok:
         print(f"  the file exposes a {type(kernel).__name__}, not a kernel: decorate it with {decorator} and "
               f"compute inside it (no NumPy or PyTorch on the host)")
-    return course_tools.check_true("is_a_kernel", ok, 1, f"{type(kernel).__name__} (want {want.__name__})")
+    return course_tools.check_true("is_a_kernel", ok, 1, f"a {decorator} kernel" if ok else
+                                   f"a {type(kernel).__name__}, not a {decorator} kernel")
 
 
 def whole_writes_refused(array):
@@ -262,7 +263,9 @@ def past_the_end(name: str, d_whole, shape, fill) -> bool:
     if bad:
         print(f"  {name}_past_the_end: {bad} elements past the end of the output were written (a bounds check "
               f"is missing)")
-    return course_tools.check_true(f"{name}_past_the_end", bad == 0, outside.size, f"{bad} written past the end")
+    # n counts the guard elements checked (none of them is the case's output, which may be empty)
+    return course_tools.check_true(f"{name}_past_the_end", bad == 0, outside.size,
+                                   f"guard elements past the end of {int(np.prod(shape))}: {bad} written")
 
 
 # --8<-- [start:compare]
@@ -292,7 +295,9 @@ def compare(name: str, got, want, rtol: float, atol: float, shown: int = 5) -> b
             index = np.unravel_index(flat, g.shape) if g.ndim > 1 else int(flat)
             index = tuple(int(i) for i in index) if g.ndim > 1 else index
             print(f"  wrong at index {index}: expected {w.flat[flat]:.9g}, got {g.flat[flat]:.9g}")
-        print(f"  {name}: {int(bad.sum())} of {g.size} elements wrong (a NaN is an element your kernel never wrote)")
+        nan = int(np.isnan(g[bad]).sum())  # the output starts as NaN: an element left NaN was never written
+        print(f"  {name}: {int(bad.sum())} of {g.size} elements wrong" +
+              (f" ({nan} of them NaN: never written by your kernel, or computed as NaN)" if nan else ""))
     return course_tools.check_close(name, g, w, rtol, atol)
 # --8<-- [end:compare]
 

@@ -19,22 +19,28 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
-from course import claims, directives, items, prereqs, record  # noqa: E402
-from course.site import badge, kernel_index, plots, results, tabs  # noqa: E402
+from course import chapters, claims, directives, items, prereqs, record  # noqa: E402
+from course.site import badge, kernel_index, overview, plots, results, tabs  # noqa: E402
 
 log = logging.getLogger("mkdocs.plugins.course")
 
 _record: dict = {}
 _awaiting: dict = {}
 _nav_order: list[str] = []  # docs-relative paths of the pages, in the order the nav lists them
+_nav: list = []
+_repo_url: str | None = None
 _TITLE = directives.re.compile(r"^# .+$", directives.re.MULTILINE)
 
 
 def on_config(config, **kwargs):
-    global _record, _awaiting, _nav_order
+    global _record, _awaiting, _nav_order, _nav, _repo_url
     _record = record.load()
     _awaiting = record.load_awaiting()
-    _nav_order = [p for p in kernel_index.flatten_nav(config.get("nav") or []) if p.endswith((".md", ".ipynb"))]
+    _nav = config.get("nav") or []
+    _nav_order = [p for p in kernel_index.flatten_nav(_nav) if p.endswith((".md", ".ipynb"))]
+    _repo_url = overview.repo_url(config.get("repo_url"))
+    if _repo_url and not config.get("repo_url"):
+        config["repo_url"] = _repo_url  # the theme's header links the repository too
     config.markdown_extensions.append(tabs.KeepTabsExtension())
     return config
 
@@ -56,6 +62,10 @@ def renderers(src: Path, src_uri: str, plotted: frozenset = frozenset()) -> dict
         "course:output": lambda d: _indent(results.recorded_output(d.args["path"], d.args["args"], _record), d.indent),
         "course:record-summary": lambda d: results.record_summary(_record, _awaiting),
         "course:kernel-index": lambda d: kernel_index.kernel_index(src, _record, _nav_order),
+        "course:chapters": lambda d: chapters.table(_nav, log.warning),
+        "course:clone": lambda d: overview.clone(_repo_url),
+        "course:cpu-exercises": lambda d: overview.cpu_exercises(),
+        "course:exercises": lambda d: overview.exercise_count(d.args["chapter"], log.warning),
         "claim:": lambda d: claims.render_one(d, _record, src_uri, log.warning, _awaiting),
         "pytest.mark.skip": lambda d: (f'{d.indent}<p class="course-run-note course-not-run">Not run by the tests: '
                                        f'{html.escape(d.args["reason"])}</p>\n'),

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
 from course import chapters, claims, directives, items, prereqs, record  # noqa: E402
-from course.site import badge, kernel_index, overview, plots, results, tabs  # noqa: E402
+from course.site import badge, kernel_index, overview, plots, print_contents, results, search_index, tabs  # noqa: E402
 
 log = logging.getLogger("mkdocs.plugins.course")
 
@@ -45,8 +45,56 @@ def on_config(config, **kwargs):
     return config
 
 
+class _Progress:
+    """A line per chapter while pages are rendered and a line per tenth while they are written: a first
+    build takes minutes, and MkDocs itself is silent between its first lines and the end."""
+
+    def __init__(self):
+        self.total, self.rendered, self.written, self.folder = 0, 0, 0, None
+
+    def start(self, total: int) -> None:
+        self.total, self.rendered, self.written, self.folder = total, 0, 0, None
+
+    def rendering(self, src_uri: str) -> None:
+        folder = src_uri.split("/")[0] if "/" in src_uri else ""
+        if folder != self.folder:
+            self.folder = folder
+            log.info(f"course: {self.rendered} of {self.total} pages rendered; now docs/{folder}")
+        self.rendered += 1
+
+    def wrote(self) -> None:
+        self.written += 1
+        step = max(1, self.total // 10)
+        if self.written % step == 0 or self.written == self.total:
+            log.info(f"course: {self.written} of {self.total} pages written")
+
+
+_progress = _Progress()
+
+
+def on_files(files, config, **kwargs):
+    _progress.start(len(files.documentation_pages()))
+    return files
+
+
 def on_page_content(html, page, config, files, **kwargs):
-    return tabs.restore_tabs(html)
+    return search_index.exclude(tabs.restore_tabs(html))
+
+
+def on_post_page(output, page, config, **kwargs):
+    _progress.wrote()
+    return output
+
+
+def on_post_build(config, **kwargs):
+    # Both files are written by plugins' on_post_build, which runs before the hooks'.
+    whole_course = Path(config["site_dir"]) / "print_page" / "index.html"
+    if whole_course.is_file():
+        whole_course.write_text(print_contents.add_contents(whole_course.read_text(encoding="utf-8")), encoding="utf-8")
+    index = Path(config["site_dir"]) / "search" / "search_index.json"
+    if index.is_file():
+        before, after = search_index.trim(index)
+        log.info(f"course: search index trimmed from {before // 1024} KiB to {after // 1024} KiB")
 
 
 def _indent(text: str, indent: str) -> str:
@@ -79,6 +127,7 @@ def _stage(markdown: str, name: str, table: dict) -> str:
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
+    _progress.rendering(page.file.src_uri)
     src = Path(page.file.abs_src_path)
     # Claims first, in the page's own text: a claim's warning names its line in the page's source.
     markdown = _stage(markdown, "claims", renderers(src, page.file.src_uri))

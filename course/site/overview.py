@@ -35,10 +35,15 @@ def repo_url(configured: str | None) -> str | None:
                                 text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
-    m = re.fullmatch(r"(?:git@|ssh://git@)([^:/]+)[:/](.+?)(?:\.git)?/?", origin)
+    return web_address(origin)
+
+
+def web_address(remote: str) -> str | None:
+    """A git remote as the web address of its repository (git@host:owner/name.git -> https://host/owner/name)."""
+    m = re.fullmatch(r"(?:git@|ssh://git@)([^:/]+)[:/](.+?)(?:\.git)?/?", remote)
     if m:
         return f"https://{m[1]}/{m[2]}"
-    return re.sub(r"\.git$", "", origin).rstrip("/") if origin.startswith("https://") else None
+    return re.sub(r"\.git$", "", remote.rstrip("/")) if remote.startswith("https://") else None
 
 
 def clone(url: str | None) -> str:

@@ -129,5 +129,5 @@ def table(nav_entries: list, warn=None) -> str:
         rows.append(f"| {name} | {outcome} | {_hours(minutes)} |")
         total += minutes
         optional += minutes if chapter.optional else 0
-    rows.append(f"| **All chapters** | | **{_hours(total)}**, of which {_hours(optional)} optional |")
+    rows.append(f"| **All chapters** | | **about {round(total / 60)} h**, of which {_hours(optional)} optional |")
     return "\n".join(rows) + "\n"

@@ -59,7 +59,8 @@ class _Progress:
         folder = src_uri.split("/")[0] if "/" in src_uri else ""
         if folder != self.folder:
             self.folder = folder
-            log.info(f"course: {self.rendered} of {self.total} pages rendered; now docs/{folder}")
+            where = f"docs/{folder}/" if folder else "the pages at the top of docs/"
+            log.info(f"course: {self.rendered} of {self.total} pages rendered; now {where}")
         self.rendered += 1
 
     def wrote(self) -> None:

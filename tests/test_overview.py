@@ -90,7 +90,9 @@ def test_ci_installs_the_extras_of_the_command_without_a_gpu():
 
 def test_the_repository_address_is_one_setting():
     config = (ROOT / "mkdocs.yml").read_text()
-    assert re.search(r"^repo_url: !ENV REPO_URL$", config, re.MULTILINE)
+    assert re.search(r"^  repository: !ENV REPO_URL$", config, re.MULTILINE)
+    assert not re.search(r"^repo_url:", config, re.MULTILINE), \
+        "with repo_url the theme asks GitHub's API for the repository's stars, a request to another host"
     assert "REPO_URL: ${{ github.server_url }}/${{ github.repository }}" in \
         (ROOT / ".github" / "workflows" / "pages.yml").read_text()
     typed = [p.relative_to(ROOT).as_posix() for p in [ROOT / "README.md", *PAGES]
@@ -100,7 +102,8 @@ def test_the_repository_address_is_one_setting():
 
 
 def test_the_clone_command_is_made_from_the_address():
-    assert "git clone https://github.com/o/r.git cuda-course" in overview.clone("https://github.com/o/r")
+    shown = overview.clone("https://github.com/o/r")
+    assert "git clone https://github.com/o/r.git cuda-course" in shown and "<https://github.com/o/r>" in shown
     assert "git clone" not in overview.clone(None).split("`git clone ADDRESS")[0]
     assert overview.web_address("git@github.com:o/r.git") == "https://github.com/o/r"
     assert overview.web_address("https://github.com/o/r.git") == "https://github.com/o/r"
@@ -217,3 +220,4 @@ def test_the_whole_course_page_gets_a_contents_list():
     assert '<a href="#index">1 Home</a>' in out and '<a href="#setup">2.1 Setup GPU</a>' in out
     assert out.index("course-print-contents") < out.index('<section class="print-page"')
     assert print_contents.add_contents(out) == out
+    assert not re.search(r"<h\d", out[:out.index("<section")]), "the page's first heading must stay its first <h1>"

@@ -38,9 +38,7 @@ def on_config(config, **kwargs):
     _awaiting = record.load_awaiting()
     _nav = config.get("nav") or []
     _nav_order = [p for p in kernel_index.flatten_nav(_nav) if p.endswith((".md", ".ipynb"))]
-    _repo_url = overview.repo_url(config.get("repo_url"))
-    if _repo_url and not config.get("repo_url"):
-        config["repo_url"] = _repo_url  # the theme's header links the repository too
+    _repo_url = overview.repo_url(config.extra.get("repository"))
     config.markdown_extensions.append(tabs.KeepTabsExtension())
     return config
 

@@ -1,7 +1,8 @@
 """What the overview pages generate instead of typing it, so that it cannot drift from the course:
 
 - `<!-- course:chapters -->`: the home page's chapter table, from the nav (course/chapters.py);
-- `<!-- course:clone -->`: the command that clones the repository, from mkdocs.yml's `repo_url`;
+- `<!-- course:clone -->`: the repository's address and the command that clones it, from mkdocs.yml's
+  `extra.repository`;
 - `<!-- course:cpu-exercises -->`: every exercise that runs without a GPU, from the registry
   (course/exercise.py);
 - `<!-- course:exercises CHAPTER -->`, inline: how many exercises a chapter's exercises page has, linked.
@@ -25,7 +26,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def repo_url(configured: str | None) -> str | None:
-    """The repository's web address: mkdocs.yml's `repo_url` (the REPO_URL variable, which the
+    """The repository's web address: mkdocs.yml's `extra.repository` (the REPO_URL variable, which the
     publishing workflow sets to the repository it builds), else the `origin` remote of the checkout the
     site is built from, else None (a copy with no known address)."""
     if configured:
@@ -49,7 +50,8 @@ def web_address(remote: str) -> str | None:
 def clone(url: str | None) -> str:
     """Markdown: the clone command for the repository at `url`, or what to do when the build did not know it."""
     if url:
-        return (f"<!--pytest.mark.skip(reason=\"needs the network\")-->\n"
+        return (f"The repository is <{url}>.\n\n"
+                f"<!--pytest.mark.skip(reason=\"needs the network\")-->\n"
                 f"```bash\ngit clone {url}.git cuda-course && cd cuda-course\n```\n")
     return ("This copy of the site was built without the repository's address (the builder set no `REPO_URL` "
             "and its checkout has no `origin` remote), so no clone command can be shown: clone the repository "

@@ -26,7 +26,8 @@ def _text(fragment: str) -> str:
 def contents(page_html: str) -> str:
     """The contents list (HTML) of the combined page: chapters, each with its pages nested under it."""
     out, open_chapter = ['<nav class="course-print-contents" ' + MARK + ' aria-label="Contents">',
-                         "<h2>Contents</h2>", "<ol>"], False
+                         # Not a heading: the page's headings start with the first page's <h1>.
+                         "<p><strong>Contents</strong></p>", "<ol>"], False
     for m in _SECTION.finditer(page_html):
         inner = "." in m["number"]
         if open_chapter and not inner:

@@ -8,6 +8,9 @@
   generated from the record (results, plots, recorded output, the record summary, the kernel index);
   the visible run notes.
 - Tabs inside fenced code blocks survive (tabs.py).
+- A first build is long: it says how far it has got, a line per chapter and per tenth of the pages written.
+- After the build, the search index is trimmed (search_index.py) and the whole-course page gets a contents
+  list (print_contents.py).
 """
 
 from __future__ import annotations

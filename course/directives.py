@@ -7,11 +7,15 @@
     <!-- course:record-summary -->                             which GPUs the record's items passed on
     <!-- course:sitting-time -->                               how long re-verifying the course took
     <!-- course:kernel-index -->                               every file under kernels/, chapter by chapter
+    <!-- course:chapters -->                                   the home page's chapter table, from the nav
+    <!-- course:clone -->                                      the command that clones the repository
+    <!-- course:cpu-exercises -->                              the exercises that run without a GPU
+    <!-- course:exercises first-kernels -->                    inline: "seven exercises", from the registry
     <!-- claim: kernels/a.cu case="..." impl="..." show=... --> one recorded figure, inline in prose
     <!--pytest.mark.skip(reason="...")-->                     a visible "not run by the tests" note
     <!--pytest.mark.gpu-->                                     a visible "runs on a GPU" note
 
-Every form but a claim stands on a line of its own. KINDS says, per directive, what its arguments look
+Every form but a claim and an exercise count stands on a line of its own. KINDS says, per directive, what its arguments look
 like (a directive whose arguments do not match is left alone, an invisible comment), whether it may be
 indented (inside an admonition or a tab), and at which stage the site hook (course/site/hooks.py)
 renders it. Directives inside fenced code blocks are examples, not directives.
@@ -55,6 +59,11 @@ KINDS: dict[str, Kind] = {
     "course:record-summary": Kind(re.compile(r"\s*"), "generated", indented=False),
     "course:sitting-time": Kind(re.compile(r"\s*"), "generated", indented=False),
     "course:kernel-index": Kind(re.compile(r"\s*"), "generated", swallow_blank_lines=False),
+    "course:chapters": Kind(re.compile(r"\s*"), "generated", indented=False, swallow_blank_lines=False),
+    "course:clone": Kind(re.compile(r"\s*"), "generated", indented=False, swallow_blank_lines=False),
+    "course:cpu-exercises": Kind(re.compile(r"\s*"), "generated", indented=False, swallow_blank_lines=False),
+    "course:exercises": Kind(re.compile(r"\s+(?P<chapter>[\w-]+)\s*"), "generated", line=False,
+                             swallow_blank_lines=False),
     "claim:": Kind(re.compile(r"\s*(?P<path>\S+)(?P<opts>.*)", re.DOTALL), "claims", line=False),
     "pytest.mark.skip": Kind(re.compile(r"""\(reason=(?P<q>["'])(?P<reason>.+?)(?P=q)\)\s*"""), "notes"),
     "pytest.mark.gpu": Kind(re.compile(r"\s*"), "notes"),

@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from course import prereqs  # noqa: E402
+from course import directives, prereqs  # noqa: E402
 
 DOCS = ROOT / "docs"
 NAV = prereqs.nav_order()
@@ -48,7 +48,27 @@ def test_page_lists_prerequisites_after_its_title(page):
 def test_render_links_relative_to_the_page():
     out = prereqs.render("# T\n\n<!-- prereqs: setup/first-kernel.md -->\n", "memory-model/coalescing.md")
     assert "[Your first kernel](../setup/first-kernel.md)" in out and "Prerequisites:" in out
-    assert re.search(r"Prerequisites:\*\* none\.", prereqs.render("<!-- prereqs: none -->", "index.md"))
+    assert re.search(r"Prerequisites:\*\* no earlier page\.", prereqs.render("<!-- prereqs: none -->", "index.md"))
+
+
+def test_an_optional_chapter_is_offered_as_a_refresher_not_required():
+    out = prereqs.paragraph("setup/index.md cpp/index.md", "gpu-intro/index.md")
+    required, _, optional = out.partition("Optional refresher")
+    assert "../setup/index.md" in required and "../cpp/index.md" in optional
+    assert "Optional" not in prereqs.paragraph("cpp/pointers.md", "cpp/types.md"), \
+        "within the refresher, its own pages are prerequisites"
+
+
+# A second statement of prerequisites beside the generated one (they disagreed: "none", then "a GPU").
+_HAND_WRITTEN = re.compile(r"^(?:\*\*Prerequisites:?\*\*|#+\s*Prerequisites\b)", re.MULTILINE | re.IGNORECASE)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_prerequisites_are_stated_once(page):
+    text = directives.FENCE.sub("", (DOCS / page).read_text())
+    assert not _HAND_WRITTEN.search(text), \
+        f"docs/{page} states prerequisites by hand beside its prereqs line: list pages there, and write " \
+        f"what is not a page (hardware, software, skills) under **You will need:**"
 
 
 # Pages that are lists or references rather than lessons: no "What you now know" / "Further reading".

@@ -1,68 +1,87 @@
-"""The map of the course's chapters (the home page)."""
+"""The map of the course's chapters (the home page), drawn from the nav and the pages' prerequisites.
+
+The boxes are the nav's chapters (course/chapters.py) and the arrows follow the prereqs lines: chapter A
+leads to chapter B when a page of B lists a page of A, less the arrows that follow from others. Only
+where each box sits is chosen here (PLACES); a chapter without a place fails the drawing, so a new
+chapter cannot be left off the map.
+"""
 
 from __future__ import annotations
 
+from .. import chapters as course_chapters
+from .. import prereqs
 from ..svg import BLUE, CARD, GREEN, GREY, MUTED, ORANGE, PURPLE, Svg
 from .card import figure
 
-
-CHAPTERS = {  # key: (label, column, row), placed on a 4 x 4 grid; dashed = optional
-    "eco": ("Ecosystem map", 0, 0), "cpp": ("C/C++ refresher", 2, 0),
-    "setup": ("Setup", 0, 1), "intro": ("GPU introduction", 1, 1), "first": ("First kernels", 2, 1),
-    "mem": ("Memory model", 3, 1), "libs": ("CUDA libraries", 3, 2), "fast": ("Matmul and FFT", 2, 2),
-    "attn": ("Attention", 2, 3), "triton": ("Triton", 1, 3), "ext": ("PyTorch extensions", 0, 3),
-    "mnist": ("Final project: MNIST", 3, 3),
+# A chapter's folder -> (its label, column, row, fill) on a 4-column grid; optional chapters are dashed.
+PLACES = {
+    "ecosystem": ("Ecosystem map", 0, 3, CARD), "cpp": ("C/C++ refresher", 1, 0, CARD),
+    "setup": ("Setup", 0, 1, GREY), "gpu-intro": ("GPU introduction", 1, 1, GREY),
+    "first-kernels": ("First kernels", 2, 1, BLUE), "memory-model": ("Memory model", 3, 1, BLUE),
+    "libraries": ("CUDA libraries", 3, 2, GREEN), "fast-matmul-fft": ("Matmul and FFT", 2, 2, GREEN),
+    "triton": ("Triton", 1, 3, PURPLE), "attention": ("Attention", 2, 3, PURPLE),
+    "mnist": ("Final project: MNIST", 3, 3, ORANGE), "pytorch-extensions": ("PyTorch extensions", 0, 4, PURPLE),
+    "serving": ("Serving", 1, 4, PURPLE), "many-gpus": ("Many GPUs", 3, 4, ORANGE),
 }
 
 
-@figure(460, "The chapters: an arrow leads to a chapter that builds on the one it starts from", heading_size=14)
+def chapter_graph() -> tuple[list[course_chapters.Chapter], list[tuple[str, str]]]:
+    """The nav's chapters of more than one page, and the arrows between their folders: A -> B when a page
+    of B lists a page of A as a prerequisite, without the arrows implied by a longer path."""
+    found = [c for c in course_chapters.chapters() if len(c.pages) > 1]
+    folder_of = {page: c.folder for c in found for page in c.pages}
+    arrows = set()
+    for c in found:
+        for page in c.pages:
+            if page.endswith(".md"):
+                listed = prereqs.parse((course_chapters.ROOT / "docs" / page).read_text()) or []
+                arrows |= {(folder_of[r], c.folder) for r in listed if folder_of.get(r, c.folder) != c.folder}
+
+    def reachable(start: str, skip: tuple[str, str]) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            here = todo.pop()
+            for a, b in arrows:
+                if a == here and (a, b) != skip and b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return seen
+    return found, sorted((a, b) for a, b in arrows if b not in reachable(a, (a, b)))
+
+
+@figure(520, "The chapters: an arrow leads to a chapter that builds on the one it starts from", heading_size=14)
 def chapter_map(s: Svg) -> None:
-    """How the chapters lead into each other: Setup, GPU introduction, First kernels and the Memory model in a line; the
-    memory model leads to the CUDA libraries, which lead to Matmul and FFT; that leads to Attention, to Triton (then
-    PyTorch extensions) and, with the libraries and the extensions, to the MNIST final project; the ecosystem map and
-    the C/C++ refresher are optional"""
+    """How the chapters lead into each other: Setup, GPU introduction, First kernels and the Memory model in a line;
+    the memory model leads to the CUDA libraries, which lead to Matmul and FFT; that leads to Attention, to Triton and
+    to the MNIST final project; Triton leads to PyTorch extensions and, with Attention, to Serving; the final project
+    leads to Many GPUs; the C/C++ refresher (before the GPU introduction) and the ecosystem map (before Triton) are
+    optional"""
+    found, arrows = chapter_graph()
+    missing = [c.folder for c in found if c.folder not in PLACES]
+    if missing:
+        raise ValueError(f"course/figures/chapters.py: PLACES has no box for the nav's chapters {missing}")
+    optional = {c.folder for c in found if c.optional}
     W, H, x0, gap, y0, vgap = 156, 50, 26, 30, 60, 40
+
     def pos(key):
-        _, c, r = CHAPTERS[key]
-        return x0 + c * (W + gap), y0 + r * (H + vgap)
-    fills = {"eco": CARD, "cpp": CARD, "setup": GREY, "intro": GREY, "first": BLUE, "mem": BLUE, "libs": GREEN,
-             "fast": GREEN, "attn": PURPLE, "triton": PURPLE, "ext": PURPLE, "mnist": ORANGE}
-    for key, (label, _, _) in CHAPTERS.items():
-        x, y = pos(key)
-        if key in ("eco", "cpp"):
+        _, col, row, _ = PLACES[key]
+        return x0 + col * (W + gap), y0 + row * (H + vgap)
+    for c in found:
+        label, _, _, fill = PLACES[c.folder]
+        x, y = pos(c.folder)
+        if c.folder in optional:
             s.rect(x, y, W, H, fill=CARD, dash="5,4")
             s.text(x + W / 2, y + H / 2 + 5, label, 13)
         else:
-            s.box(x, y, W, H, label, fills[key], size=13, weight="bold")
-
-    def right(k): x, y = pos(k); return x + W, y + H / 2
-    def left(k): x, y = pos(k); return x, y + H / 2
-    def top(k, dx=0): x, y = pos(k); return x + W / 2 + dx, y
-    def bottom(k, dx=0): x, y = pos(k); return x + W / 2 + dx, y + H
-
-    s.line(*bottom("eco"), top("setup")[0], top("setup")[1] - 2, arrow=True, dash="5,4")
-    s.line(*bottom("cpp"), top("first")[0], top("first")[1] - 2, arrow=True, dash="5,4")
-    for a, b in (("setup", "intro"), ("intro", "first"), ("first", "mem")):
-        ax, ay = right(a)
-        bx, by = left(b)
-        s.line(ax, ay, bx - 2, by, arrow=True)
-    s.line(*bottom("mem"), top("libs")[0], top("libs")[1] - 2, arrow=True)
-    s.line(*left("libs"), right("fast")[0] + 2, right("fast")[1], arrow=True)
-    s.line(*bottom("fast"), top("attn")[0], top("attn")[1] - 2, arrow=True)
-    fx, fy = bottom("fast", -50)
-    tx, ty = top("triton", 40)
-    s.line(fx, fy, tx, ty - 2, arrow=True)
-    s.line(*left("triton"), right("ext")[0] + 2, right("ext")[1], arrow=True)
-    fx, fy = bottom("fast", 50)
-    mx, my = top("mnist", -40)
-    s.line(fx, fy, mx, my - 2, arrow=True)
-    s.line(*bottom("libs", 40), top("mnist", 40)[0], top("mnist", 40)[1] - 2, arrow=True)
-    ex, ey = bottom("ext")
-    mx, my = bottom("mnist")
-    low = ey + 22
-    s.line(ex, ey, ex, low)
-    s.line(ex, low, mx, low)
-    s.line(mx, low, mx, my + 2, arrow=True)
-    y = 440
-    s.text(40, y, "Dashed: optional, read when you need it. Everything from the Memory model on also builds "
+            s.box(x, y, W, H, label, fill, size=13, weight="bold")
+    for a, b in arrows:
+        (ax, ay), (bx, by) = pos(a), pos(b)
+        dash = "5,4" if a in optional else None
+        if ay == by:  # side by side
+            start, end = (ax + W, bx - 2) if ax < bx else (ax, bx + W + 2)
+            s.line(start, ay + H / 2, end, by + H / 2, arrow=True, dash=dash)
+        else:  # downwards: leave the bottom and enter the top on the side that faces the other box
+            side = (bx > ax) - (bx < ax)
+            s.line(ax + W / 2 + side * 50, ay + H, bx + W / 2 - side * 40, by - 2, arrow=True, dash=dash)
+    s.text(40, 505, "Dashed: optional, read when you need it. Everything from the Memory model on also builds "
            "on it.", 12, anchor="start", fill=MUTED)

@@ -4,7 +4,9 @@
 - results.py: generated results sections, recorded outputs and the record summary;
 - plots.py: the charts of recorded rows (drawn by course/svg.py);
 - kernel_index.py: the index of every file under kernels/;
-- tabs.py: tabs kept inside fenced code blocks.
+- tabs.py: tabs kept inside fenced code blocks;
+- overview.py: what the overview pages generate (the chapter table, the clone command, exercise lists and counts);
+- search_index.py: the search index trimmed after the build; print_contents.py: the whole-course page's contents.
 
 Pages' directives (`<!-- course:... -->`, `<!-- claim: ... -->`, `<!-- prereqs: -->`, `<!--pytest.mark.*-->`)
 are parsed by course/directives.py, below the site, because the harness reads them too (the GPU run

@@ -53,8 +53,8 @@ bool compare(const char* name, const T* got, const R* want, size_t n, double rto
     ++wrong;
   }
   if (wrong > 0 && nan > 0)
-    std::printf("  %s: %zu of %zu elements wrong (%zu of them NaN: never written by your kernel, or computed as NaN)\n",
-                name, wrong, n, nan);
+    std::printf("  %s: %zu of %zu elements wrong (%zu of them NaN: never written by your kernel, "
+                "or computed as NaN)\n", name, wrong, n, nan);
   else if (wrong > 0)
     std::printf("  %s: %zu of %zu elements wrong\n", name, wrong, n);
   return check_close(name, got, want, n, rtol, atol);

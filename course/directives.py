@@ -7,6 +7,7 @@
     <!-- course:record-summary -->                             which GPUs the record's items passed on
     <!-- course:sitting-time -->                               how long re-verifying the course took
     <!-- course:kernel-index -->                               every file under kernels/, chapter by chapter
+    <!-- course:profile-card LABEL [vs=OTHER] -->              a kernel's Nsight Compute card (course/profile_cards.py)
     <!-- claim: kernels/a.cu case="..." impl="..." show=... --> one recorded figure, inline in prose
     <!--pytest.mark.skip(reason="...")-->                     a visible "not run by the tests" note
     <!--pytest.mark.gpu-->                                     a visible "runs on a GPU" note
@@ -55,6 +56,7 @@ KINDS: dict[str, Kind] = {
     "course:record-summary": Kind(re.compile(r"\s*"), "generated", indented=False),
     "course:sitting-time": Kind(re.compile(r"\s*"), "generated", indented=False),
     "course:kernel-index": Kind(re.compile(r"\s*"), "generated", swallow_blank_lines=False),
+    "course:profile-card": Kind(re.compile(r"\s+(?P<label>[\w.-]+)(?:\s+vs=(?P<vs>[\w.-]+))?\s*"), "generated"),
     "claim:": Kind(re.compile(r"\s*(?P<path>\S+)(?P<opts>.*)", re.DOTALL), "claims", line=False),
     "pytest.mark.skip": Kind(re.compile(r"""\(reason=(?P<q>["'])(?P<reason>.+?)(?P=q)\)\s*"""), "notes"),
     "pytest.mark.gpu": Kind(re.compile(r"\s*"), "notes"),

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
 from course import claims, directives, items, prereqs, record  # noqa: E402
-from course.site import badge, kernel_index, plots, results, sittings, tabs  # noqa: E402
+from course.site import badge, kernel_index, plots, profile_card, results, sittings, tabs  # noqa: E402
 
 log = logging.getLogger("mkdocs.plugins.course")
 
@@ -57,6 +57,7 @@ def renderers(src: Path, src_uri: str, plotted: frozenset = frozenset()) -> dict
         "course:record-summary": lambda d: results.record_summary(_record, _awaiting),
         "course:sitting-time": lambda d: sittings.sitting_time(_record),
         "course:kernel-index": lambda d: kernel_index.kernel_index(src, _record, _nav_order),
+        "course:profile-card": lambda d: _indent(profile_card.profile_card(d.args["label"], d.args["vs"], _record), d.indent),
         "claim:": lambda d: claims.render_one(d, _record, src_uri, log.warning, _awaiting),
         "pytest.mark.skip": lambda d: (f'{d.indent}<p class="course-run-note course-not-run">Not run by the tests: '
                                        f'{html.escape(d.args["reason"])}</p>\n'),

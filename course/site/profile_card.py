@@ -233,15 +233,15 @@ def changes(a: dict, b: dict) -> list[tuple[str, str, str, str]]:
 def profile_card(label: str, vs: str | None, rec: dict) -> str:
     """The directive's HTML: one card, or two side by side with what changed between them."""
     first, row_a = _card(label, rec)
-    if not vs:
-        return first + "\n"
+    if not vs:  # (a blank line first: the card is a raw HTML block, never part of a paragraph above it)
+        return "\n" + first + "\n"
     second, row_b = _card(vs, rec)
     if row_a is None and row_b is None:  # one short line for both, not two
         a, b = profile_cards.BY_LABEL[label].title, profile_cards.BY_LABEL[vs].title
-        return (f'<p class="course-card-missing" data-card="{html.escape(label)}" data-vs="{html.escape(vs)}">'
+        return (f'\n<p class="course-card-missing" data-card="{html.escape(label)}" data-vs="{html.escape(vs)}">'
                 f'Profile cards <strong>{html.escape(a)}</strong> and <strong>{html.escape(b)}</strong>: await a GPU '
                 f'run of <code>{PROGRAM}</code> for its current code.</p>\n')
-    text = f'<div class="course-card-pair">{first}{second}</div>\n'
+    text = f'\n<div class="course-card-pair">{first}{second}</div>\n'
     if row_a and row_b:
         a, b = profile_cards.BY_LABEL[label].title, profile_cards.BY_LABEL[vs].title
         head = (f"<tr><th>What changed</th><th>{html.escape(a)}</th><th>{html.escape(b)}</th>"

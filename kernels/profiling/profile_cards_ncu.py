@@ -9,7 +9,11 @@
 #
 # Taught in docs/contributing.md ("Profile cards"). Each program is built by the harness's own build
 # (course/programs.py), into its usual place: a GPU run that already built it reuses the binary.
-# Metrics this ncu does not know are left out (the card shows "-").
+# Metrics this ncu does not know are left out (the card shows "-"). Its runs are checked runs, one per
+# group, not a `course: bench` run: a bench run is repeated in two or three processes to agree on a median
+# time (course/bench.py), which would double the ncu time for counters that need no median; the record
+# keeps a checked run's BENCH rows as well, and a profiler's run has its GPU to itself (its name ends in
+# _ncu.py: course/pytest_plugin.py).
 # Run: python kernels/profiling/profile_cards_ncu.py --group memory
 #      python kernels/profiling/profile_cards_ncu.py --only vector-add-v3,transpose-naive
 #      python kernels/profiling/profile_cards_ncu.py --list        (the ncu commands, without running them)

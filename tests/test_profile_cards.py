@@ -145,6 +145,9 @@ def test_the_sentence_follows_the_thresholds_not_the_order_of_the_rules():
     assert kind({"sm_pct": high - 1, "mem_pct": high - 1}) == "latency"
     assert kind({"sm_pct": high - 1, "mem_pct": high}) == "memory"
     assert kind({"sm_pct": 10, "mem_pct": high + 20}, intensity=ridge * 2) == "on-chip"
+    no_dram = profile_card.roofline(_row("rotary", dram_read=0, flops_fp32=1e9), GPU)["intensity"]
+    assert kind({"sm_pct": 10, "mem_pct": high + 20}, intensity=no_dram) == "on-chip"
+    assert profile_card.roofline(_row("rotary", dram_read=0), GPU)["intensity"] is None
     assert kind({"sm_pct": None, "mem_pct": high}) == "unknown"
 
 

@@ -14,8 +14,9 @@ What bounds a kernel (verdict(); the thresholds live here and nowhere else):
 - compute-bound: SM throughput is at least HIGH_PCT of peak and at least the memory throughput;
 - memory-bound: memory throughput is at least HIGH_PCT of peak, above SM throughput, and the intensity
   is below the ridge (or no FLOPs were counted);
-- bound by on-chip memory: memory throughput is that high, but the DRAM intensity is above the ridge, so
-  L1, shared memory or L2 traffic (which ncu's memory throughput includes) sets the time, not DRAM;
+- bound by on-chip memory: memory throughput is that high, but the DRAM intensity is above the ridge (or
+  FLOPs were counted and no DRAM bytes), so L1, shared memory or L2 traffic (which ncu's memory
+  throughput includes) sets the time, not DRAM;
 - latency-bound: both throughputs are below HIGH_PCT: neither unit is busy enough to be the limit, and
   the warps mostly wait (the top stall reason says on what).
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 
 from course import headline, profile_cards, programs, record
 
@@ -94,7 +96,9 @@ def roofline(row: dict, gpu: str) -> dict:
     cls = dominant_class(row)
     sheet = headline.datasheet_for(gpu)
     peak = sheet["peak"].get(CLASS_PEAK.get(cls or "fp32", "")) if sheet else None
-    return {"intensity": flops / dram if dram else None, "flops": flops, "class": cls,
+    # No DRAM byte at all: arithmetic that never left the chip (infinite intensity), or nothing to place.
+    intensity = flops / dram if dram else (math.inf if flops else None)
+    return {"intensity": intensity, "flops": flops, "class": cls,
             "ridge": peak / sheet["bandwidth"] if peak and sheet else None,
             "peak": peak, "source": sheet["source"] if sheet else None}
 
@@ -133,9 +137,10 @@ def verdict(row: dict, ridge: float | None, intensity: float | None) -> tuple[st
         return "compute", (f"Compute-bound: the SMs run at {_pct(sm)} of their peak, at or above memory's "
                            f"{_pct(mem)}; faster arithmetic, not fewer bytes, would shorten it.")
     if intensity is not None and ridge is not None and intensity >= ridge:
-        return "on-chip", (f"Bound by on-chip memory: memory throughput is {_pct(mem)} of peak while its "
-                           f"{intensity:.3g} FLOP per DRAM byte are above the ridge ({ridge:.3g}): L1, shared "
-                           f"memory or L2 traffic, not DRAM, sets its time.")
+        dram = ("it moved no DRAM bytes" if math.isinf(intensity) else
+                f"its {intensity:.3g} FLOP per DRAM byte are above the ridge ({ridge:.3g})")
+        return "on-chip", (f"Bound by on-chip memory: memory throughput is {_pct(mem)} of peak while {dram}: "
+                           f"L1, shared memory or L2 traffic, not DRAM, sets its time.")
     below = (f"its {intensity:.3g} FLOP per byte are below the ridge ({ridge:.3g})" if intensity and ridge
              else "it does little or no floating-point arithmetic per byte")
     return "memory", (f"Memory-bound: memory throughput is {_pct(mem)} of peak and {below}: the bytes it "
@@ -165,7 +170,7 @@ def card_body(card: profile_cards.CardKernel, row: dict, where: str, gpu: str) -
         occupancy += f"; limited by {' and '.join(limit[0])} ({limit[1]:.0f} blocks per SM)"
     stalls = "; ".join(f"{STALL_WORDS[s]} {v:.2f}" for s, v in top_stalls(row)) or "-"
     dram = (row.get("dram_read") or 0) + (row.get("dram_write") or 0)
-    if point["intensity"] is None:
+    if point["intensity"] is None or math.isinf(point["intensity"]):
         intensity = "no DRAM traffic counted"
     elif not point["flops"]:
         intensity = "0 FLOP/byte: no floating-point arithmetic counted"

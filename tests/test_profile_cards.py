@@ -185,7 +185,7 @@ def test_two_cards_side_by_side_say_what_changed():
     html = profile_card.profile_card("sgemm-v1", "sgemm-v2", _record_with([a, b]))
     assert html.count('class="course-card"') == 2 and 'class="course-card-changes"' in html
     table = dict((r[0], r[1:]) for r in profile_card.changes({**a, "_gpu": GPU}, {**b, "_gpu": GPU}))
-    assert table["Time"][2] == f"×{40.0 / 300.0:.3g}"
+    assert table["Time (µs)"] == ("300,000", "40,000", f"×{40.0 / 300.0:.3g}")
     assert table["SM throughput"][2] == "+40 points"
     assert table["Registers per thread"][2] == "×1"
     # v1's L1 traffic is high while L2 spares DRAM (its DRAM intensity is above the ridge): on-chip

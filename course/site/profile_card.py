@@ -34,6 +34,7 @@ import html
 import math
 
 from course import headline, profile_cards, programs, record
+from course.svg import number
 
 PROGRAM = "kernels/profiling/profile_cards_ncu.py"
 HIGH_PCT = 60.0  # a throughput at or above this % of peak is what bounds the kernel
@@ -186,7 +187,7 @@ def card_body(card: profile_cards.CardKernel, row: dict, where: str, gpu: str) -
              ("Roofline", intensity)]
     lines = "".join(f"<li><strong>{html.escape(k)}:</strong> {html.escape(v)}</li>" for k, v in items)
     return (f'<p class="course-card-title"><strong>{html.escape(card.title)}</strong> · '
-            f'<code>{html.escape(row.get("kernel") or card.kernel)}</code> · {row["time_ms"] * 1e3:.4g} µs</p>'
+            f'<code>{html.escape(row.get("kernel") or card.kernel)}</code> · {number(row["time_ms"] * 1e3)} µs</p>'
             f'{_bar("SM throughput", row.get("sm_pct"))}{_bar("Memory throughput", row.get("mem_pct"))}'
             f'<ul>{lines}</ul><p class="course-card-verdict course-card-{kind}">{html.escape(sentence)}</p>'
             f'<p class="course-card-source">One launch profiled by Nsight Compute on {html.escape(where)}: '
@@ -210,14 +211,14 @@ def _card(label: str, rec: dict) -> tuple[str, dict | None]:
 
 # What the vs= table compares: (label, how to read it from a row, format)
 _COMPARED = [
-    ("Time", lambda r: r["time_ms"] * 1e3, "{:.4g} µs"),
+    ("Time (µs)", lambda r: r["time_ms"] * 1e3, "number"),
     ("SM throughput", lambda r: r.get("sm_pct"), "{:.0f}%"),
     ("Memory throughput", lambda r: r.get("mem_pct"), "{:.0f}%"),
     ("Achieved occupancy", lambda r: r.get("occupancy_pct"), "{:.0f}%"),
     ("Registers per thread", lambda r: r.get("registers"), "{:.0f}"),
-    ("DRAM bytes", lambda r: (r.get("dram_read") or 0) + (r.get("dram_write") or 0), "{:.3g}"),
-    ("L2 bytes", lambda r: r.get("l2_bytes"), "{:.3g}"),
-    ("FLOP per DRAM byte", lambda r: roofline(r, r["_gpu"])["intensity"], "{:.3g}"),
+    ("DRAM (MB)", lambda r: ((r.get("dram_read") or 0) + (r.get("dram_write") or 0)) / 1e6, "number"),
+    ("L2 (MB)", lambda r: r["l2_bytes"] / 1e6 if r.get("l2_bytes") is not None else None, "number"),
+    ("FLOP per DRAM byte", lambda r: roofline(r, r["_gpu"])["intensity"], "number"),
 ]
 
 
@@ -231,8 +232,9 @@ def changes(a: dict, b: dict) -> list[tuple[str, str, str, str]]:
         if fmt.endswith("%"):
             change = f"{y - x:+.0f} points"
         else:
-            change = f"×{y / x:.3g}" if x else "-"
-        out.append((name, fmt.format(x), fmt.format(y), change))
+            change = f"×{y / x:.3g}" if x and math.isfinite(x) and math.isfinite(y) else "-"
+        show = number if fmt == "number" else fmt.format
+        out.append((name, show(x), show(y), change))
     sa, sb = top_stalls(a, 1), top_stalls(b, 1)
     if sa and sb:
         out.append(("Top stall", sa[0][0].replace("_", " "), sb[0][0].replace("_", " "),
@@ -261,6 +263,6 @@ def profile_card(label: str, vs: str | None, rec: dict) -> str:
                 f"<th>Change</th></tr>")
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
                        for row in changes(row_a, row_b))
-        text += (f'<table class="course-card-changes" data-cards="{html.escape(label)} {html.escape(vs)}">'
+        text += (f'\n<table class="course-card-changes" data-cards="{html.escape(label)} {html.escape(vs)}">'
                  f"{head}{body}</table>\n")
     return text

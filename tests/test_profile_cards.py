@@ -155,6 +155,8 @@ def test_the_card_shows_occupancy_limiter_stalls_bytes_and_roofline():
     html = profile_card.profile_card("transpose-naive", None, _record_with([MEMORY]))
     assert 'class="course-card"' in html and 'data-card="transpose-naive"' in html
     assert "limited by registers (2 blocks per SM)" in html  # the smallest of the launch's limits
+    full = profile_card.profile_card("transpose-naive", None, _record_with([{**MEMORY, "occupancy_theoretical_pct": 100.0}]))
+    assert "limited by" not in full  # at full theoretical occupancy no resource limits it
     stalls = re.search(r"Top stalls[^<]*:</strong> ([^<]*)<", html)[1]
     assert stalls.startswith("waiting for global or local memory") and "selected" not in stalls.replace("not selected", "")
     assert stalls.count(";") == profile_card.TOP_STALLS - 1

@@ -142,8 +142,12 @@ def verdict(row: dict, ridge: float | None, intensity: float | None) -> tuple[st
                 f"its {intensity:.3g} FLOP per DRAM byte are above the ridge ({ridge:.3g})")
         return "on-chip", (f"Bound by on-chip memory: memory throughput is {_pct(mem)} of peak while {dram}: "
                            f"L1, shared memory or L2 traffic, not DRAM, sets its time.")
-    below = (f"its {intensity:.3g} FLOP per byte are below the ridge ({ridge:.3g})" if intensity and ridge
-             else "it does little or no floating-point arithmetic per byte")
+    if intensity and ridge:
+        below = f"its {intensity:.3g} FLOP per byte are below the ridge ({ridge:.3g})"
+    elif intensity:
+        below = f"its {intensity:.3g} FLOP per byte have no datasheet ridge to compare with"
+    else:
+        below = "it does little or no floating-point arithmetic per byte"
     return "memory", (f"Memory-bound: memory throughput is {_pct(mem)} of peak and {below}: the bytes it "
                       f"moves, not its arithmetic, set its time.")
 
@@ -167,7 +171,7 @@ def card_body(card: profile_cards.CardKernel, row: dict, where: str, gpu: str) -
     limit = limiter(row)
     occupancy = f"achieved {_pct(occ) if occ is not None else '-'} of the SM's warps"
     occupancy += f", theoretical {_pct(theo)}" if theo is not None else ""
-    if limit:
+    if limit and (theo is None or theo < 99.5):  # at full theoretical occupancy no resource limits it
         occupancy += f"; limited by {' and '.join(limit[0])} ({limit[1]:.0f} blocks per SM)"
     stalls = "; ".join(f"{STALL_WORDS[s]} {v:.2f}" for s, v in top_stalls(row)) or "-"
     dram = (row.get("dram_read") or 0) + (row.get("dram_write") or 0)
@@ -178,9 +182,10 @@ def card_body(card: profile_cards.CardKernel, row: dict, where: str, gpu: str) -
     else:
         intensity = f"{point['intensity']:.3g} FLOP/byte, mostly {CLASS_WORDS.get(point['class'], point['class'])}"
         if point["ridge"]:
+            achieved = point["flops"] / (row["time_ms"] * 1e-3)  # FLOP/s over the launch
             side = "above" if point["intensity"] >= point["ridge"] else "below"
             intensity += (f"; {side} the ridge at {point['ridge']:.3g} FLOP/byte ({point['source']}: peak over "
-                          f"bandwidth); it reached {100 * point['flops'] / (row['time_ms'] * 1e-3) / point['peak']:.2g}% of that peak")
+                          f"bandwidth); it reached {100 * achieved / point['peak']:.2g}% of that peak")
     items = [("Occupancy", occupancy), ("Top stalls (warp-cycles per instruction)", stalls),
              ("DRAM", f"{_mb(row.get('dram_read'))} read + {_mb(row.get('dram_write'))} written = {_mb(dram)}; "
                       f"L2 {_mb(row.get('l2_bytes'))}"),

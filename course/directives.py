@@ -11,6 +11,7 @@
     <!-- course:clone -->                                      the command that clones the repository
     <!-- course:cpu-exercises -->                              the exercises that run without a GPU
     <!-- course:exercises first-kernels -->                    inline: "seven exercises", from the registry
+    <!-- course:profile-card LABEL [vs=OTHER] -->              a kernel's Nsight Compute card (course/profile_cards.py)
     <!-- claim: kernels/a.cu case="..." impl="..." show=... --> one recorded figure, inline in prose
     <!--pytest.mark.skip(reason="...")-->                     a visible "not run by the tests" note
     <!--pytest.mark.gpu-->                                     a visible "runs on a GPU" note
@@ -64,6 +65,7 @@ KINDS: dict[str, Kind] = {
     "course:cpu-exercises": Kind(re.compile(r"\s*"), "generated", indented=False, swallow_blank_lines=False),
     "course:exercises": Kind(re.compile(r"\s+(?P<chapter>[\w-]+)\s*"), "generated", line=False,
                              swallow_blank_lines=False),
+    "course:profile-card": Kind(re.compile(r"\s+(?P<label>[\w.-]+)(?:\s+vs=(?P<vs>[\w.-]+))?\s*"), "generated"),
     "claim:": Kind(re.compile(r"\s*(?P<path>\S+)(?P<opts>.*)", re.DOTALL), "claims", line=False),
     "pytest.mark.skip": Kind(re.compile(r"""\(reason=(?P<q>["'])(?P<reason>.+?)(?P=q)\)\s*"""), "notes"),
     "pytest.mark.gpu": Kind(re.compile(r"\s*"), "notes"),

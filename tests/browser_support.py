@@ -234,6 +234,9 @@ COLLECT_JS = r"""
     diagrams, maths, mermaidLoaded, diagramsDrawn,
     tabSets: Array.from(document.querySelectorAll("article .tabbed-set"), t =>
       Array.from(t.querySelectorAll(":scope > .tabbed-labels > label"), l => (l.textContent || "").trim())),
+    // Profile cards (course/site/profile_card.py): the labels of the card elements and one-line notices
+    cards: Array.from(document.querySelectorAll("article [data-card]"),
+      e => [e.getAttribute("data-card"), e.getAttribute("data-vs")]).flat().filter(Boolean),
     codeBlocks: document.querySelectorAll("article pre > code").length,
     copyButtons: document.querySelectorAll(`article :is(${COPY_BUTTON})`).length,
   };

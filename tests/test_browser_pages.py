@@ -47,6 +47,19 @@ def test_diagrams_and_maths_are_drawn(crawl):
     assert not bad, format_by_page(bad)
 
 
+def test_every_listed_kernel_shows_its_profile_card(crawl):
+    """Each kernel course/profile_cards.py lists has its card element (or its one-line notice) on its
+    page as built: the directive rendered, and was not left as a comment."""
+    from course import profile_cards
+
+    missing = {}
+    for card in profile_cards.CARDS:
+        path = card.page[len("docs/"):-len(".md")] + "/"
+        if card.label not in crawl["pages"].get(path, {}).get("cards", []):
+            missing.setdefault(path, []).append(f"no profile card {card.label}")
+    assert not missing, format_by_page(missing)
+
+
 def test_mermaid_loads_only_where_a_diagram_is_drawn(crawl, site):
     """Mermaid (3.5 MB) is fetched only by pages that draw a diagram (overrides/main.html), and there
     every diagram of the built page is drawn."""

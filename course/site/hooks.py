@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
 from course import chapters, claims, directives, items, prereqs, record  # noqa: E402
-from course.site import (badge, kernel_index, overview, plots, print_contents, results, search_index,  # noqa: E402
-                         sittings, tabs)
+from course.site import (badge, kernel_index, overview, plots, print_contents, profile_card, results,  # noqa: E402
+                         search_index, sittings, tabs)
 
 log = logging.getLogger("mkdocs.plugins.course")
 
@@ -118,6 +118,7 @@ def renderers(src: Path, src_uri: str, plotted: frozenset = frozenset()) -> dict
         "course:clone": lambda d: overview.clone(_repo_url),
         "course:cpu-exercises": lambda d: overview.cpu_exercises(),
         "course:exercises": lambda d: overview.exercise_count(d.args["chapter"], log.warning),
+        "course:profile-card": lambda d: _indent(profile_card.profile_card(d.args["label"], d.args["vs"], _record), d.indent),
         "claim:": lambda d: claims.render_one(d, _record, src_uri, log.warning, _awaiting),
         # Why the tests skip a block is for maintainers: kept in the built page's source, not shown.
         "pytest.mark.skip": lambda d: (f'{d.indent}<!-- not run by the tests: '

@@ -11,7 +11,7 @@ import re
 
 from course import headline, programs, record
 from course.site.plots import auto_plot
-from course.site.rows import bench_rows, missing
+from course.site.rows import bench_rows, missing, rows_of_first_program
 from course.svg import number as _fmt
 
 log = logging.getLogger("mkdocs.plugins.course")
@@ -39,9 +39,7 @@ def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset()) -> 
     if found is None:
         return missing(rel_path, "figures")
     rows, runs, benches = found
-    # The rows the directive's first program measured (bench_rows lists them first): its versions.
-    first, _ = record.passing_bench_rows(programs.program_for(rel_path.split()[0]), rec)
-    own = {id(b) for b in rows[:len(first)]}
+    own = rows_of_first_program(rel_path, rows, rec)  # its versions
     if "cases" in opts:
         rows = [b for b in rows if fnmatch.fnmatchcase(b["case"], opts["cases"])]
     gpu = runs[0].split(" · ")[0] if runs else ""

@@ -9,13 +9,14 @@ import html
 import logging
 import re
 
-from course import headline, programs, record
+from course import claims, headline, programs, record
 from course.site.plots import auto_plot
 from course.site.rows import bench_rows, missing, rows_of_first_program
 from course.svg import number as _fmt
 
 log = logging.getLogger("mkdocs.plugins.course")
 
+FOLD_ROWS = 12  # a full table longer than this is folded even with no headline above it
 _RESULTS_OPTS = {"ours", "peer", "reference", "cases", "datasheet", "plot"}
 
 
@@ -31,9 +32,11 @@ def _parse_results(spec: str) -> tuple[str, dict]:
     return " ".join(paths), opts
 
 
-def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset()) -> str:
-    """The generated results of one or more programs: a headline per case (best version against best
-    peer, the ratio, the share of the reference), a plot, then the full table folded."""
+def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset(), page_goals: tuple = (),
+                  awaiting: dict | None = None) -> str:
+    """The generated results of one or more programs: the goals the page states about them (page_goals:
+    its claims' (path, options) pairs), a headline per case (best version against best peer, the ratio,
+    the share of the reference), a plot, then the full table, folded."""
     rel_path, opts = _parse_results(spec)
     found = bench_rows(rel_path, rec, "results")
     if found is None:
@@ -46,7 +49,10 @@ def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset()) -> 
     for problem in headline.comparison_problems(rows, own, opts):
         log.warning(f"course:results {rel_path}: {problem}")
     date = re.search(r"\d{4}-\d{2}-\d{2}", runs[0]) if runs else None
-    top, metric = headline.headline(rows, own, gpu, opts, date[0] if date else "")
+    goals = [g for path, text in page_goals if path in rel_path.split()
+             for g in [claims.goal_outcome(path, text, rec, awaiting)] if g]
+    goals = [g for i, g in enumerate(goals) if g not in goals[:i]]  # two claims of one goal: one line
+    top, metric = headline.headline(rows, own, gpu, opts, date[0] if date else "", goals)
     where = " ; ".join(runs)
     parts = []
     if top:
@@ -57,7 +63,8 @@ def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset()) -> 
         svg = auto_plot(rel_path, rows, own, opts, metric, runs)
         if svg:
             parts.append(svg)
-    parts.append(_full_table(rows, runs, benches, folded=bool(top)))
+    # Folded under a headline, and wherever it is long: a page's prose must not wait behind 90 rows.
+    parts.append(_full_table(rows, runs, benches, folded=bool(top) or len(rows) > FOLD_ROWS))
     return "\n".join(parts)
 
 

@@ -76,10 +76,8 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     # Claims first, in the page's own text: a claim's warning names its line in the page's source.
     markdown = _stage(markdown, "claims", renderers(src, page.file.src_uri))
     markdown = _stage(markdown, "page", renderers(src, page.file.src_uri))  # the page's "Prerequisites:" line
-    text = badge.badge_html(items.page_gpu_items(src), _record, badge.cpu_example_count(src), _awaiting)
-    sanitized = badge.sanitizer_summary(src, _record)
-    if text and sanitized:
-        text = text.replace("</div>", f'<br><span class="course-badge-detail">Memory safety: {html.escape(sanitized)}</span></div>', 1)
+    text = badge.badge_html(items.page_gpu_items(src), _record, badge.cpu_example_count(src), _awaiting,
+                            badge.sanitizer_summary(src, _record))
     if text:
         m = _TITLE.search(markdown)
         at = m.end() if m else 0

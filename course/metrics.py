@@ -59,6 +59,7 @@ METRICS: dict[str, Metric] = {
     "busbw_gbps": Metric("bus bandwidth", "GB/s", "higher", _TIME),
     **{f"busbw_gbps_{n}gpus": Metric(f"bus bandwidth on {n} GPUs", "GB/s", "higher", _TIME) for n in (2, 4, 8)},
     "alloc_bytes": Metric("memory allocated", "bytes", "lower", _LEAN),
+    "test_accuracy": Metric("test accuracy", "%", "higher", "the most accurate {role}"),
     # Sizes: what a case is, on a chart's x axis.
     "size": Metric("problem size n"),
     "n": Metric("elements n"),

@@ -50,10 +50,17 @@ def _indent(text: str, indent: str) -> str:
 def renderers(src: Path, src_uri: str, plotted: frozenset = frozenset(), goals: tuple = ()) -> dict:
     """Directive name -> its renderer (a Directive -> the text that replaces it). `plotted`: the programs
     the page plots itself; `goals`: its claims that state a goal, which lead its results sections."""
+    unlisted = list(goals)  # a goal leads the page's first results section of its program only
+
+    def results_section(d):
+        paths = d.args["path"].split()
+        mine = tuple(g for g in unlisted if g[0] in paths)
+        unlisted[:] = [g for g in unlisted if g not in mine]
+        return _indent(results.results_table(d.args["path"], _record, plotted, mine, _awaiting), d.indent)
+
     return {
         "prereqs:": lambda d: prereqs.paragraph(d.args["list"], src_uri),
-        "course:results": lambda d: _indent(results.results_table(d.args["path"], _record, plotted, goals, _awaiting),
-                                                   d.indent),
+        "course:results": results_section,
         "course:plot": lambda d: _indent(plots.plot_svg(d.args["path"], d.args["opts"], _record), d.indent),
         "course:output": lambda d: _indent(results.recorded_output(d.args["path"], d.args["args"], _record), d.indent),
         "course:record-summary": lambda d: results.record_summary(_record, _awaiting),

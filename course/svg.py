@@ -131,7 +131,7 @@ class Svg:
 # A chart is drawn twice, for a desktop's column and for a phone's, and course.css shows the one that fits
 # the column it is in: one drawing scaled to both would print its labels at 14 px on one and 5 px on the
 # other. Text is CHART_FONT units in both, about that many pixels where each is shown.
-WIDTHS = {"wide": 1000, "narrow": 440}
+WIDTHS = {"wide": 1000, "narrow": 400}
 CHART_FONT = 14
 COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#1f78b4",
            "#b2df8a", "#fb9a99", "#666666", "#cab2d6"]

@@ -216,7 +216,8 @@ CONTRAST_SCOPE = ".md-header, .md-content, .md-footer"
 
 
 def _visit(page, base_url: str, path: str, info: dict) -> None:
-    page.set_viewport_size(DESKTOP)
+    # Loaded as a phone first sees it (where its first prose starts), then read on a desktop.
+    page.set_viewport_size(DESKTOP if path == bs.PRINT_PAGE else PHONE_SCREEN)
     if path == bs.PRINT_PAGE:
         open_print_page(page, base_url)
     else:
@@ -228,13 +229,10 @@ def _visit(page, base_url: str, path: str, info: dict) -> None:
             page.wait_for_function(bs.COPY_BUTTONS_READY_JS, timeout=8_000)
         except Exception:  # noqa: BLE001 (Playwright's TimeoutError)
             pass
-    info.update(page.evaluate(bs.COLLECT_JS))
-    if path != bs.PRINT_PAGE:  # on load, before any fold is opened, as a reader first sees it
-        page.set_viewport_size(PHONE_SCREEN)
-        page.wait_for_timeout(50)
+    if path != bs.PRINT_PAGE:  # on load, before any fold is opened
         info["firstProse"] = page.evaluate(bs.FIRST_PROSE_JS)
         page.set_viewport_size(DESKTOP)
-        page.wait_for_timeout(50)
+    info.update(page.evaluate(bs.COLLECT_JS))
     if path == bs.PRINT_PAGE:  # every page again: its colours, blocks and layout are checked on their own
         info.update(contrast={}, copied=[], codeOverflow=[], tableOverflow=[], plots={"desktop": [], "phone": []},
                     firstProse=None, phone={"scrollWidth": 0, "clientWidth": 0, "wide": []})
@@ -250,7 +248,6 @@ def _visit(page, base_url: str, path: str, info: dict) -> None:
     info["tableOverflow"] = page.evaluate(bs.TABLE_OVERFLOW_JS)
     info["plots"] = {"desktop": page.evaluate(bs.PLOTS_JS)}
     page.set_viewport_size(PHONE_SCREEN)
-    page.wait_for_timeout(50)
     info["plots"]["phone"] = page.evaluate(bs.PLOTS_JS)
     page.set_viewport_size(PHONE)
     page.wait_for_timeout(50)

@@ -71,7 +71,9 @@ def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset(), pag
 def _full_table(rows: list[dict], runs: list[str], benches, folded: bool) -> str:
     peers = {b["case"]: b for b in rows if b.get("peer")}
     has_flops = any(b.get("flops") for b in rows)
-    head = ("| Case | Implementation | Time (ms) | Medians of the timing processes (ms) | Bytes moved (MB) | GB/s |"
+    # At most seven columns: Material gives every header cell 5rem, so an eighth makes the table wider
+    # than the column at 1280 px and it scrolls. The processes' medians follow the time, in brackets.
+    head = ("| Case | Implementation | Time, ms (each process's median) | Bytes moved (MB) | GB/s |"
             + (" TFLOP/s |" if has_flops else "") + " % of peer |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for b in rows:
@@ -81,15 +83,16 @@ def _full_table(rows: list[dict], runs: list[str], benches, folded: bool) -> str
         pct = "peer" if b.get("peer") else (f"{100 * peer['time_ms'] / t:.0f}%" if peer else "")
         medians = ", ".join(_fmt(m, 4) for m in b.get("medians", []))
         if b.get("unstable"):
-            medians += f" (unstable: {b['unstable']})"
-        cells = [b["case"], b["impl"], _fmt(t), medians, _fmt(b.get("bytes", 0) / 1e6), _fmt(gbs) if gbs else ""]
+            medians += f"; unstable: {b['unstable']}"
+        time = f"{_fmt(t)} ({medians})" if medians else _fmt(t)
+        cells = [b["case"], b["impl"], time, _fmt(b.get("bytes", 0) / 1e6), _fmt(gbs) if gbs else ""]
         if has_flops:
             cells.append(_fmt(b["flops"] / (t * 1e-3) / 1e12) if b.get("flops") else "")
         lines.append("| " + " | ".join(cells + [pct]) + " |")
     where = " ; ".join(runs)
     caption = (f"\n*Measured on {where}. Each program ran in two processes (a third where they disagreed), and each "
                f"process took the median of its timed repeats after warm-up (the program's source shows how many, and "
-               f"whether caches are flushed between them); Time is the median of those medians. "
+               f"whether caches are flushed between them); the time is the median of those medians, which follow it in brackets. "
                f"Generated from `records/gpu-record.json` (runs of {', '.join(f'`{b.id}`' for b in benches)}); "
                f"% of peer is the peer's time over this row's time.*\n")
     text = "\n".join(lines) + "\n" + caption

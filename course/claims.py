@@ -31,7 +31,7 @@ import fnmatch
 import html
 import re
 
-from . import programs, record
+from . import metrics, programs, record
 from . import directives
 
 _OPT = re.compile(r'(\w+)=(?:"([^"]*)"|(\S+))')
@@ -215,6 +215,38 @@ def render(path: str, opts_text: str, rec: dict, awaiting: dict | None = None) -
     return (f'<span class="course-claim" tabindex="0" title="{html.escape(title)}" '
             f'data-provenance="{html.escape(title)}">{html.escape(shown)}</span>'
             f'{goal}')
+
+
+def goal_outcome(path: str, opts_text: str, rec: dict, awaiting: dict | None = None) -> dict | None:
+    """A claim's stated goal, met or missed, as a sentence a results headline lists (course/headline.py:
+    goals_paragraph): {"text", "met"}; None for a claim with no goal or one the record cannot answer
+    (the claim itself reports that where it stands)."""
+    try:
+        opts = parse_options(opts_text)
+        _, _, goal_lo, goal_hi = _bounds(opts)
+        if goal_lo is None and goal_hi is None:
+            return None
+        rows, _ = program_rows(path, rec, awaiting)
+        vs_rows = program_rows(opts["vs_program"], rec, awaiting)[0] if "vs_program" in opts else rows
+        value, unit, _ = value_of(opts, rows, vs_rows)
+    except (ClaimError, AwaitingGpuRun):
+        return None
+    row = pick(rows, opts["case"], opts["impl"])
+    show = opts["show"]
+    shown = fmt(value, show) + unit
+    if show in ("speedup", "pct"):
+        vs_case = opts.get("vs_case", opts["case"])
+        other = (pick(vs_rows, vs_case, opts["vs"]) if "vs" in opts else
+                 next(b for b in vs_rows if fnmatch.fnmatchcase(str(b.get("case")), vs_case) and b.get("peer")))
+        what = f"{shown} the speed of {other['impl']}" if show == "speedup" else f"{shown} of the speed of {other['impl']}"
+    elif show.startswith("field:"):
+        name = show[len("field:"):]
+        what = f"{metrics.METRICS[name].words if name in metrics.METRICS else name} {shown}"
+    else:
+        what = shown
+    met = (goal_lo is None or value >= goal_lo) and (goal_hi is None or value <= goal_hi)
+    target = f"≥ {opts['goal_min']}" if goal_lo is not None else f"≤ {opts['goal_max']}"
+    return {"text": f"{row['impl']} at {row['case']}: {what} (goal {target}{unit.strip() and unit})", "met": met}
 
 
 def render_one(d: directives.Directive, rec: dict, page: str, warn, awaiting: dict | None = None) -> str:

@@ -160,21 +160,42 @@ def _share_text(share: tuple[float, str, bool] | None) -> str:
     return f"{pct:.{1 if 95 <= pct <= 105 else 0}f}% {share[1]}"  # 99.6% must not read as 100%
 
 
-def headline(rows: list[dict], own: set[int], gpu: str, opts: dict, when: str = "") -> tuple[str, str | None]:
-    """The headline (markdown): one sentence stating the result of the last case (the record's order
-    puts the largest size last), then a four-column table of every case, narrow enough for a phone;
-    and the metric the plot should show ("tflops", "gbps" or "time_ms", following the reference the
-    best versions are measured against)."""
+def goals_paragraph(goals: list[dict]) -> str:
+    """The goals a page states about these programs (claims with goal_min or goal_max, course/claims.py:
+    goal_outcomes), met or missed, as the record stands: what the reader came for, so they lead."""
+    if not goals:
+        return ""
+    met = sum(g["met"] for g in goals)
+    lines = [f"**The goals this page states, as the record stands: {met} of {len(goals)} met.**", ""]
+    lines += [f'- <span class="course-goal course-goal-{"met" if g["met"] else "missed"}">'
+              f'{"met" if g["met"] else "missed"}</span>: {g["text"]}' for g in goals]
+    return "\n".join(lines) + "\n\n"
+
+
+def headline(rows: list[dict], own: set[int], gpu: str, opts: dict, when: str = "",
+             goals: list[dict] | None = None) -> tuple[str, str | None]:
+    """The headline (markdown): the page's goals for these programs first, met or missed (goals_paragraph),
+    then one sentence stating the result of the last case that compares with something (the record's
+    order puts the largest size last), then a four-column table of every case that does, narrow enough
+    for a phone; and the metric the plot should show ("tflops", "gbps" or "time_ms", following the
+    reference the best versions are measured against). A case with neither a peer nor a reference
+    states nothing a reader can judge: it is left to the full table, and with no such case at all the
+    headline is only the goals."""
     sheet = datasheet_for(gpu) if opts.get("datasheet", "on") != "off" else None
     lines = ["| Case | Fastest version | Fastest peer | Result |", "|---|---|---|---|"]
     metrics, sentences, ratios = [], [], []
+    measured = False  # any case with a row: then there is something to plot
     for case, r in roles(rows, own, opts).items():
         best, peer = _fastest(r["ours"]), _fastest(r["peer"])
         subject = best or peer  # a framework's own benchmark: its fastest configuration
         if subject is None:
             continue
+        measured = True
         speed = peer["time_ms"] / best["time_ms"] if best and peer else None
         shaky = [u for u in (_faster_unstable(r["ours"], best), _faster_unstable(r["peer"], peer)) if u]
+        share = reference_share(subject, r["reference"], sheet)
+        if speed is None and not shaky and not share:
+            continue  # nothing to compare with: the full table has the row
         if shaky:  # the true best may be a row whose timing did not reproduce: state no ratio
             speed = None
             ratio = "no ratio: " + "; ".join(f"{u['impl']} was faster but unstable" for u in shaky)
@@ -182,7 +203,6 @@ def headline(rows: list[dict], own: set[int], gpu: str, opts: dict, when: str = 
             ratio = f"**{_ratio_text(speed)}** the peer's speed" if speed is not None else ""
             if speed is not None:
                 ratios.append(speed)
-        share = reference_share(subject, r["reference"], sheet)
         if share and not _above_ceiling(share):
             metrics.append("tflops" if "peak" in share[1] else "gbps")
         cell = "; ".join(x for x in (ratio, _share_text(share)) if x)
@@ -206,12 +226,13 @@ def headline(rows: list[dict], own: set[int], gpu: str, opts: dict, when: str = 
         if share and not _above_ceiling(share):
             text += f", reaching {_share_text(share)}"
         sentences.append(text + (f", measured {where}" if where else "") + ".")
+    top = goals_paragraph(goals or [])
     if len(lines) == 2:
-        return "", None
+        return top, ("time_ms" if measured else None)
     lead = sentences[-1]
     if len(ratios) > 1:
         lo, hi = min(ratios), max(ratios)
         lead += (f" Over the {len(ratios)} cases the ratio runs from {_ratio_text(lo)} to {_ratio_text(hi)}."
                  if _ratio_text(lo) != _ratio_text(hi) else f" It is the same in all {len(ratios)} cases.")
     metric = max(set(metrics), key=metrics.count) if metrics else "time_ms"
-    return '<p class="course-headline" markdown>' + lead + "</p>\n\n" + "\n".join(lines) + "\n", metric
+    return top + '<p class="course-headline" markdown>' + lead + "</p>\n\n" + "\n".join(lines) + "\n", metric

@@ -18,7 +18,8 @@ import pytest
 
 import browser_support as bs
 
-PHONE = {"width": 360, "height": 740}
+PHONE = {"width": 360, "height": 740}  # nothing may scroll sideways, even this narrow
+PHONE_SCREEN = {"width": 390, "height": 844}  # a common phone: the first prose starts on its first screen
 DESKTOP = {"width": 1280, "height": 900}
 # The whole-course print page is megabytes of HTML: on a busy machine it takes far longer than any other
 # page, so it is waited for, up to this long (COURSE_PRINT_TIMEOUT_S), until it is loaded and drawn.
@@ -215,7 +216,8 @@ CONTRAST_SCOPE = ".md-header, .md-content, .md-footer"
 
 
 def _visit(page, base_url: str, path: str, info: dict) -> None:
-    page.set_viewport_size(DESKTOP)
+    # Loaded as a phone first sees it (where its first prose starts), then read on a desktop.
+    page.set_viewport_size(DESKTOP if path == bs.PRINT_PAGE else PHONE_SCREEN)
     if path == bs.PRINT_PAGE:
         open_print_page(page, base_url)
     else:
@@ -227,9 +229,13 @@ def _visit(page, base_url: str, path: str, info: dict) -> None:
             page.wait_for_function(bs.COPY_BUTTONS_READY_JS, timeout=8_000)
         except Exception:  # noqa: BLE001 (Playwright's TimeoutError)
             pass
+    if path != bs.PRINT_PAGE:  # on load, before any fold is opened
+        info["firstProse"] = page.evaluate(bs.FIRST_PROSE_JS)
+        page.set_viewport_size(DESKTOP)
     info.update(page.evaluate(bs.COLLECT_JS))
     if path == bs.PRINT_PAGE:  # every page again: its colours, blocks and layout are checked on their own
-        info.update(contrast={}, copied=[], codeOverflow=[], phone={"scrollWidth": 0, "clientWidth": 0, "wide": []})
+        info.update(contrast={}, copied=[], codeOverflow=[], tableOverflow=[], plots={"desktop": [], "phone": []},
+                    firstProse=None, phone={"scrollWidth": 0, "clientWidth": 0, "wide": []})
         return
     # Colours change with a transition: switch them off so each palette is measured as it settles.
     page.add_style_tag(content="*, *::before, *::after { transition: none !important; animation: none !important; }")
@@ -238,7 +244,11 @@ def _visit(page, base_url: str, path: str, info: dict) -> None:
     info["contrast"]["dark"] = page.evaluate(bs.CONTRAST_JS, CONTRAST_SCOPE)
     page.evaluate("() => document.body.setAttribute('data-md-color-scheme', 'default')")
     info["copied"] = _copy_all(page)
-    info["codeOverflow"] = page.evaluate(bs.CODE_OVERFLOW_JS)
+    info["codeOverflow"] = page.evaluate(bs.CODE_OVERFLOW_JS)  # opens every fold
+    info["tableOverflow"] = page.evaluate(bs.TABLE_OVERFLOW_JS)
+    info["plots"] = {"desktop": page.evaluate(bs.PLOTS_JS)}
+    page.set_viewport_size(PHONE_SCREEN)
+    info["plots"]["phone"] = page.evaluate(bs.PLOTS_JS)
     page.set_viewport_size(PHONE)
     page.wait_for_timeout(50)
     info["phone"] = page.evaluate(bs.OVERFLOW_JS)
@@ -247,6 +257,7 @@ def _visit(page, base_url: str, path: str, info: dict) -> None:
 EMPTY_INFO = (("ids", []), ("links", []), ("images", []), ("headings", []), ("abbrs", []), ("diagrams", []),
               ("maths", []), ("tabSets", []), ("copied", []), ("contrast", {}), ("codeOverflow", []), ("prev", None),
               ("next", None), ("badge", False), ("results", False), ("codeBlocks", 0), ("copyButtons", 0),
+              ("tableOverflow", []), ("plots", {"desktop": [], "phone": []}), ("firstProse", None),
               ("phone", {"scrollWidth": 0, "clientWidth": 0, "wide": []}))
 
 

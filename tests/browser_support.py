@@ -427,3 +427,44 @@ CONTRAST_JS = r"""
   return results;
 }
 """
+
+# Where a page's first prose starts (the top of its first paragraph or list item of a sentence's length,
+# outside the verification box, the prerequisites line, figures and tables), read on load, every fold as
+# the page ships it: on a phone it must start within the first screen.
+FIRST_PROSE_JS = r"""
+() => {
+  const article = document.querySelector("article.md-content__inner");
+  if (!article) return null;
+  for (const el of article.querySelectorAll("p, li")) {
+    if (el.closest(".course-badge, .course-prereqs, .course-run-note, figure, table, nav, .md-source-file")) continue;
+    const text = (el.textContent || "").trim();
+    const r = el.getBoundingClientRect();
+    if (text.length < 40 || r.height === 0) continue;
+    return {top: Math.round(r.top + window.scrollY), screen: window.innerHeight, text: text.slice(0, 60)};
+  }
+  return null;
+}
+"""
+
+# Tables that scroll sideways in their box (every fold open): Material puts a table in a scrolling wrapper.
+TABLE_OVERFLOW_JS = r"""
+() => Array.from(document.querySelectorAll("article table")).filter(t => t.offsetParent !== null).map(t => {
+  const boxes = [t, t.closest(".md-typeset__scrollwrap")].filter(Boolean);
+  const over = Math.max(...boxes.map(b => b.scrollWidth - b.clientWidth));
+  const head = Array.from(t.querySelectorAll("thead th"), th => (th.textContent || "").trim());
+  return {over, width: t.clientWidth, head: head.join(" | ").slice(0, 100)};
+}).filter(o => o.over > 1)
+"""
+
+# Each chart drawn from the record (course/svg.py): the drawing shown, its width against its figure's
+# (the column's), and the size its labels come out at, in CSS pixels.
+PLOTS_JS = r"""
+() => Array.from(document.querySelectorAll("article figure.course-plot")).filter(f => f.offsetParent !== null).map(f => {
+  const shown = Array.from(f.querySelectorAll(":scope > svg")).filter(s => s.getBoundingClientRect().width > 0);
+  const title = (f.querySelector("svg > title") || {}).textContent || "";
+  if (shown.length !== 1) return {title: title.slice(0, 80), shown: shown.length};
+  const svg = shown[0], width = svg.getBoundingClientRect().width;
+  return {title: title.slice(0, 80), shown: 1, layout: svg.getAttribute("class"), fill: width / f.clientWidth,
+          textPx: width / svg.viewBox.baseVal.width * Number(svg.getAttribute("font-size"))};
+})
+"""

@@ -9,7 +9,7 @@ import re
 from urllib.parse import unquote, urlsplit
 
 import browser_support as bs
-from browser_driver import DESKTOP, format_by_page
+from browser_driver import DESKTOP, PHONE_SCREEN, format_by_page
 
 
 # Where a phone reader would have to scroll sideways on a prose page: pages listed here may (wide tables
@@ -164,6 +164,46 @@ def test_no_horizontal_scrolling_on_a_phone(crawl):
             for p, i in crawl["pages"].items()
             if p not in PHONE_EXEMPT and i["phone"]["scrollWidth"] > i["phone"]["clientWidth"]}
     assert not wide, "horizontal scrolling at phone width:\n" + format_by_page(wide)
+
+
+def test_first_prose_starts_on_a_phones_first_screen(crawl):
+    """At 390 px, a page's first sentence (not the verification box, not the prerequisites) starts within
+    the first screen: a reader sees what the page is about before scrolling."""
+    late = {p: [f"first prose starts at {i['firstProse']['top']} px, below the {i['firstProse']['screen']} px "
+                f"screen: {i['firstProse']['text']!r}"]
+            for p, i in crawl["pages"].items()
+            if i.get("firstProse") and i["firstProse"]["top"] >= i["firstProse"]["screen"]}
+    measured = [p for p, i in crawl["pages"].items() if i.get("firstProse")]
+    assert len(measured) > len(crawl["pages"]) // 2, "first prose found on too few pages: the check is broken"
+    assert not late, f"pages whose prose starts below the first screen at {PHONE_SCREEN['width']} px:\n" + \
+        format_by_page(late)
+
+
+def test_no_results_table_scrolls_sideways_on_a_desktop(crawl):
+    """At 1280 px, every table (results headlines and every row measured included, every fold open) fits
+    its column."""
+    wide = {p: [f"a table {o['width']} px wide scrolls by {o['over']} px: {o['head']!r}" for o in i["tableOverflow"]]
+            for p, i in crawl["pages"].items() if i.get("tableOverflow")}
+    assert not wide, f"tables that scroll sideways at {DESKTOP['width']} px:\n" + format_by_page(wide)
+
+
+def test_charts_fill_the_column_with_readable_labels(crawl):
+    """Every chart drawn from the record shows one drawing, the column's whole width on a desktop, with
+    labels of at least 11 px on a desktop and on a phone (course/svg.py draws one for each)."""
+    bad: dict[str, list[str]] = {}
+    charts = 0
+    for path, info in crawl["pages"].items():
+        for screen, found in (info.get("plots") or {}).items():
+            for plot in found:
+                charts += 1
+                if plot["shown"] != 1:
+                    bad.setdefault(path, []).append(f"[{screen}] {plot['shown']} drawings shown: {plot['title']!r}")
+                    continue
+                if plot["textPx"] < 11:
+                    bad.setdefault(path, []).append(f"[{screen}] labels {plot['textPx']:.1f} px: {plot['title']!r}")
+                if screen == "desktop" and plot["fill"] < 0.9:
+                    bad.setdefault(path, []).append(f"[desktop] {plot['fill']:.0%} of the column: {plot['title']!r}")
+    assert not bad, "charts too narrow or with labels too small:\n" + format_by_page(bad)
 
 
 # ----------------------------------------------------------------------------- accessibility

@@ -1,8 +1,11 @@
 """The site's generated parts: badges, results tables, plots and recorded output, from a record."""
 
+import re
+
 import pytest
 
-from course import headline, items, programs, record
+from course import claims, headline, items, metrics, programs, record
+from course import svg as svg_module
 from course.site import badge, plots, results
 
 PROGRAM = "kernels/setup/bandwidth.cu"
@@ -27,8 +30,10 @@ def _record_with(outcome="passed"):
 
 def test_results_table_computes_bandwidth_and_percent_of_peer():
     table = results.results_table(PROGRAM, _record_with())
-    assert "| copy | copy_kernel | 2.5 | 2.5, 2.52 | 4,000 | 1,600 | 80% |" in table
-    assert "| copy | cudaMemcpy | 2 | 2, 2.01 | 4,000 | 2,000 | peer |" in table
+    assert "| copy | copy_kernel | 2.5 (2.5, 2.52) | 4,000 | 1,600 | 80% |" in table
+    assert "| copy | cudaMemcpy | 2 (2, 2.01) | 4,000 | 2,000 | peer |" in table
+    # seven columns at most: Material's 5rem header cells make an eighth scroll sideways at 1280 px
+    assert all(ln.count("|") <= 8 for ln in table.splitlines() if ln.startswith("| copy"))
     assert "Test GPU · CUDA 13.0 · driver 1.0 · 2026-01-01" in table
 
 
@@ -46,7 +51,8 @@ def test_missing_or_failed_figures_say_so_instead_of_a_table():
 
 def test_plot_draws_one_line_per_series_with_a_title():
     svg = plots.plot_svg(PROGRAM, " x=size y=gbps logx", _record_with())
-    assert svg.count("<polyline") == 2 and "<title" in svg and 'role="img"' in svg
+    wide = svg.split('class="course-plot-narrow"')[0]  # each chart is drawn twice: a desktop's and a phone's
+    assert wide.count("<polyline") == 2 and "<title" in svg and 'role="img"' in svg
     with pytest.raises(ValueError):
         plots.plot_svg(PROGRAM, " y=gbps", _record_with())
 
@@ -138,7 +144,7 @@ def test_precision_is_read_from_the_implementation_then_the_case():
 def test_results_open_with_headline_then_plot_then_folded_table():
     text = results.results_table(PROGRAM, _record_with())
     assert text.index('class="course-headline"') < text.index("<svg") < text.index('??? note "Every row measured"')
-    assert "\n    | copy | copy_kernel | 2.5 |" in text  # the full table, folded (indented under the note)
+    assert "\n    | copy | copy_kernel | 2.5 (" in text  # the full table, folded (indented under the note)
     # a page that plots the program itself gets no second plot
     assert "<svg" not in results.results_table(PROGRAM, _record_with(), frozenset({PROGRAM}))
     assert "<svg" not in results.results_table(PROGRAM + " plot=off", _record_with())
@@ -157,3 +163,141 @@ def test_headline_keeps_one_decimal_near_100_percent_and_parity():
     rows[1]["time_ms"] = 1.1  # 90.9%, 0.91×: far from 100%, whole percent and two decimals
     text, _ = headline.headline(rows, own, "NVIDIA H100 80GB HBM3", {})
     assert "| **0.91×** the peer's speed; 91% of the copy's bandwidth |" in text
+
+
+# ----------------------------------------------------------------------------- true captions and headlines
+
+def _timed(case, impl, ms, **fields):
+    return {"case": case, "impl": impl, "time_ms": ms, **fields}
+
+
+def _plot(series_rows, y, roles=None):
+    """A line chart of rows (each with `batch` and the y field) as the site draws it, with no record."""
+    runs = ["Test GPU · CUDA 13.0 · 2026-01-01"]
+    return plots.plot_svg("kernels/setup/bandwidth.cu", f" x=batch y={y} logx", {}, rows=(series_rows, runs),
+                          roles=roles or {id(b): "ours" for b in series_rows})
+
+
+def _step_rows():
+    """Ten versions timed per step: v4 the smallest time (the best), naive the largest."""
+    names = ["naive", "v1", "v2", "v3", "v4", "v5 slow", "v6 slower", "v7", "v8", "v9"]
+    ms = [22.5, 9.0, 5.0, 2.0, 0.6, 11.0, 15.0, 7.0, 8.0, 6.0]
+    return [_timed(f"step, batch {b}", n, t * b / 1024, batch=b, step_ms=t * b / 1024)
+            for b in (64, 1024) for n, t in zip(names, ms)]
+
+
+def test_a_caption_calls_the_smallest_time_best_and_draws_it_in_colour():
+    svg = _plot(_step_rows(), "step_ms")
+    caption = svg.split("<figcaption>")[1]
+    # the old caption called the largest value best: "the best version, naive, gives 22.5 step_ms"
+    assert caption.startswith("At batch size 1,024, the fastest version is v4, at 0.6 ms.")
+    assert "naive" not in caption and "step_ms" not in svg and "Time per training step (ms)" in caption
+    assert "lower is better" in caption
+    # the winner is one of the coloured lines, the slowest is grey (at most svg.HIGHLIGHTED in colour)
+    colour_of = {name.strip(): c for c, name in
+                 re.findall(r'<line x1="0" y1="6" x2="28" y2="6" stroke="(#\w+)"[^>]*/></svg> ([^<]+)</li>', svg)}
+    assert colour_of["v4"] != svg_module.GREYED and colour_of["naive"] == svg_module.GREYED
+
+
+def test_a_caption_calls_the_largest_bandwidth_best():
+    rows = [_timed("n", "slow", 2.0, batch=b, busbw_gbps=100.0 * b) for b in (1, 8)]
+    rows += [_timed("n", "fast", 1.0, batch=b, busbw_gbps=300.0 * b) for b in (1, 8)]
+    caption = _plot(rows, "busbw_gbps").split("<figcaption>")[1]
+    assert caption.startswith("At batch size 8, the fastest version is fast, at 2,400 GB/s.")
+    assert "higher is better" in caption
+
+
+def test_a_caption_states_bytes_in_binary_units_and_calls_the_least_memory_best():
+    rows = [_timed("s", impl, 1.0, seq=s, alloc_bytes=a * s) for s in (1024, 8192)
+            for impl, a in (("naive", 4 << 20), ("flash", 1 << 10))]
+    svg = plots.plot_svg("kernels/setup/bandwidth.cu", " x=seq y=alloc_bytes logx", {},
+                         rows=(rows, ["Test GPU"]), roles={id(b): "ours" for b in rows})
+    caption = svg.split("<figcaption>")[1]
+    assert caption.startswith("At sequence length (tokens) 8,192, the version that allocates the least is flash, at 8 MiB.")
+    assert "alloc_bytes" not in svg and "Memory allocated (bytes)" in caption
+
+
+def test_an_unknown_metric_is_an_error_not_silently_best():
+    rows = [_timed("n", "a", 1.0, batch=b, mystery=b) for b in (1, 2)]
+    with pytest.raises(metrics.UnknownMetric, match="mystery"):
+        _plot(rows, "mystery")
+    with pytest.raises(ValueError, match="size"):  # a size has no direction: no line can be called best
+        _plot([_timed("n", "a", 1.0, batch=b, seq=b) for b in (1, 2)], "seq")
+
+
+def test_a_chart_is_drawn_for_a_desktop_and_for_a_phone_with_a_legend_that_wraps():
+    svg = _plot(_step_rows(), "step_ms")
+    assert 'class="course-plot-wide"' in svg and 'class="course-plot-narrow"' in svg
+    assert f'font-size="{svg_module.CHART_FONT}"' in svg
+    assert '<ul class="course-plot-legend">' in svg and svg.count("<li>") == 10
+
+
+def test_bar_captions_name_only_the_roles_drawn_and_bar_names_are_whole():
+    long = "flash v5 persistent ping-pong, TMA-store epilogue (bf16, fp32 acc)"
+    by_case = {"c": {"ours": [_timed("c", long, 0.5, flops=1e12), _timed("c", "v1", 1.0, flops=1e12)],
+                     "peer": [_timed("c", "cuDNN", 0.45, flops=1e12)], "reference": []}}
+    svg = plots.bars_svg("kernels/setup/bandwidth.cu", by_case, "tflops", ["Test GPU"])
+    caption = svg.split("<figcaption>")[1]
+    assert "references" not in caption and "grey" not in caption  # none drawn: none promised
+    assert "peers in orange" in caption and "higher is better" in caption
+    wide = svg.split('class="course-plot-narrow"')[0]
+    assert f"{long} (best)" in wide  # whole, not cut at 44 characters; the best version (highest) marked
+    # time: lower is better, so the shortest bar is the best version
+    svg = plots.bars_svg("kernels/setup/bandwidth.cu", by_case, "time_ms", ["Test GPU"])
+    assert f"{long} (best)" in svg and "v1 (best)" not in svg and "lower is better" in svg
+
+
+def test_headline_leads_with_the_pages_goals_met_or_missed():
+    rows = _rows()
+    own = {id(b) for b in rows if b["impl"] != "torch.sum"}
+    goals = [{"text": "v2 tiled at n=1M: 1.2× the speed of torch.sum (goal ≥ 1.75×)", "met": False}]
+    text, _ = headline.headline(rows, own, "NVIDIA H100 80GB HBM3", {}, "", goals)
+    assert text.startswith("**The goals this page states, as the record stands: 0 of 1 met.**")
+    assert 'course-goal-missed">missed</span>: v2 tiled at n=1M' in text
+    assert text.index("goals this page") < text.index('class="course-headline"')
+
+
+def test_headline_leaves_cases_with_nothing_to_compare_to_the_full_table():
+    # many cases of one implementation, no peer, no reference: the old headline led with the last case and
+    # listed every case as "no peer timed"
+    rows = [_timed(f"all-reduce, {n} KiB", "NCCL", 0.01 * n) for n in range(1, 40)]
+    text, metric = headline.headline(rows, {id(b) for b in rows}, "Unknown GPU", {"reference": "none"})
+    assert text == "" and metric == "time_ms"
+    rows.append(_timed("all-reduce, 1 KiB", "ring by hand", 0.02, peer=True))
+    text, _ = headline.headline(rows, {id(b) for b in rows}, "Unknown GPU", {"reference": "none"})
+    assert "no peer timed" not in text and text.count("| all-reduce") == 1
+
+
+def test_goal_outcome_reads_a_goal_claim_from_the_record():
+    rec = _record_with()
+    met = claims.goal_outcome(PROGRAM, 'case="copy" impl="copy_kernel*" show=pct goal_min=75', rec)
+    assert met == {"text": "copy_kernel at copy: 80% of the speed of cudaMemcpy (goal ≥ 75%)", "met": True}
+    assert not claims.goal_outcome(PROGRAM, 'case="copy" impl="copy_kernel*" show=pct goal_min=90', rec)["met"]
+    assert claims.goal_outcome(PROGRAM, 'case="copy" impl="copy_kernel*" show=pct min=75', rec) is None
+
+
+def test_sanitizer_runs_left_out_for_one_reason_are_one_sentence_with_a_count(tmp_path, monkeypatch):
+    class Prog:
+        def __init__(self, rel):
+            self.rel, self.sanitizer_skip = rel, {t: "trains whole epochs" for t in programs.SANITIZER_TOOLS}
+
+        def sanitizer_runs(self):
+            return []
+
+    page = tmp_path / "p.md"
+    page.write_text('--8<-- "kernels/a.cu"\n--8<-- "kernels/b.cu"\n')
+    monkeypatch.setattr(programs, "program_for", lambda p: Prog(p))
+    monkeypatch.setattr(items, "embedded_files", lambda text: ["kernels/a.cu", "kernels/b.cu"])
+    text = badge.sanitizer_summary(page, {"items": {}, "runs": {}})
+    assert text.count("trains whole epochs") == 1
+    assert "memcheck, racecheck, initcheck and synccheck not run on a.cu and b.cu (8 runs: trains whole epochs)" in text
+
+
+def test_the_verification_box_is_one_line_with_its_details_folded():
+    prog = programs.program_for(PROGRAM)
+    gpu_items = [items.GpuItem(r.id, r.content_hash(), PROGRAM) for r in prog.runs()]
+    box = badge.badge_html(gpu_items, _record_with(), 0, {}, "compute-sanitizer found nothing")
+    assert box.startswith('<details class="course-badge course-verified"') and "<details open" not in box
+    summary = box.split("<summary>")[1].split("</summary>")[0]
+    assert "Test GPU" in summary and "CUDA" not in summary and "Memory safety" not in summary
+    assert "Memory safety: compute-sanitizer found nothing" in box

@@ -104,11 +104,20 @@ def _indent(text: str, indent: str) -> str:
     return "\n".join(indent + line if line else line for line in text.splitlines()) + "\n"
 
 
-def renderers(src: Path, src_uri: str, plotted: frozenset = frozenset()) -> dict:
-    """Directive name -> its renderer (a Directive -> the text that replaces it)."""
+def renderers(src: Path, src_uri: str, plotted: frozenset = frozenset(), goals: tuple = ()) -> dict:
+    """Directive name -> its renderer (a Directive -> the text that replaces it). `plotted`: the programs
+    the page plots itself; `goals`: its claims that state a goal, which lead its results sections."""
+    unlisted = list(goals)  # a goal leads the page's first results section of its program only
+
+    def results_section(d):
+        paths = d.args["path"].split()
+        mine = tuple(g for g in unlisted if g[0] in paths)
+        unlisted[:] = [g for g in unlisted if g not in mine]
+        return _indent(results.results_table(d.args["path"], _record, plotted, mine, _awaiting), d.indent)
+
     return {
         "prereqs:": lambda d: prereqs.paragraph(d.args["list"], src_uri),
-        "course:results": lambda d: _indent(results.results_table(d.args["path"], _record, plotted), d.indent),
+        "course:results": results_section,
         "course:plot": lambda d: _indent(plots.plot_svg(d.args["path"], d.args["opts"], _record), d.indent),
         "course:output": lambda d: _indent(results.recorded_output(d.args["path"], d.args["args"], _record), d.indent),
         "course:record-summary": lambda d: results.record_summary(_record, _awaiting),
@@ -135,19 +144,18 @@ def _stage(markdown: str, name: str, table: dict) -> str:
 def on_page_markdown(markdown, page, config, files, **kwargs):
     _progress.rendering(page.file.src_uri)
     src = Path(page.file.abs_src_path)
+    goals = tuple((d.args["path"], d.args["opts"]) for d in claims.find(markdown) if "goal_" in d.args["opts"])
     # Claims first, in the page's own text: a claim's warning names its line in the page's source.
     markdown = _stage(markdown, "claims", renderers(src, page.file.src_uri))
     markdown = _stage(markdown, "page", renderers(src, page.file.src_uri))  # the page's "Prerequisites:" line
-    text = badge.badge_html(items.page_gpu_items(src), _record, badge.cpu_example_count(src), _awaiting)
-    sanitized = badge.sanitizer_summary(src, _record)
-    if text and sanitized:
-        text = text.replace("</div>", f'<br><span class="course-badge-detail">Memory safety: {html.escape(sanitized)}</span></div>', 1)
+    text = badge.badge_html(items.page_gpu_items(src), _record, badge.cpu_example_count(src), _awaiting,
+                            badge.sanitizer_summary(src, _record))
     if text:
         m = _TITLE.search(markdown)
         at = m.end() if m else 0
         markdown = markdown[:at] + "\n\n" + text + "\n\n" + markdown[at:]
     plotted = frozenset(d.args["path"].split()[0] for d in directives.find(markdown, {"course:plot"}))
-    table = renderers(src, page.file.src_uri, plotted)
+    table = renderers(src, page.file.src_uri, plotted, goals)
     for stage in ("generated", "notes"):
         markdown = _stage(markdown, stage, table)
     return markdown

@@ -9,8 +9,8 @@ import html
 import logging
 import re
 
-from course import headline, svg
-from course.site.rows import bench_rows, derived, missing
+from course import headline, metrics, svg
+from course.site.rows import bench_rows, derived, missing, rows_of_first_program
 
 log = logging.getLogger("mkdocs.plugins.course")
 
@@ -36,12 +36,6 @@ def auto_plot(rel_path: str, rows: list[dict], own: set[int], opts: dict, metric
     return bars_svg(rel_path, by_case, metric, runs)
 
 
-_LABELS = {"gbps": "GB/s", "tflops": "TFLOP/s", "time_ms": "time (ms)", "pct_peer": "% of peer",
-           "size_bytes": "message size (bytes)", "algbw_gbps": "algorithm bandwidth (GB/s)",
-           "busbw_gbps": "bus bandwidth (GB/s)", **{f"busbw_gbps_{n}gpus": f"bus bandwidth on {n} GPUs (GB/s)"
-                                                   for n in (2, 4, 8)}}
-
-
 def plot_svg(rel_path: str, opts: str, rec: dict, rows: tuple | None = None, roles: dict | None = None) -> str:
     """An inline SVG line chart of a program's recorded benchmark rows: one line per series. Given
     `roles` (row id -> "ours", "peer" or "reference"), peers are drawn dashed and references dotted."""
@@ -59,6 +53,9 @@ def plot_svg(rel_path: str, opts: str, rec: dict, rows: tuple | None = None, rol
         if len(places) > 1:
             log.warning(f"course:plot {rel_path}: case {case!r} draws rows of {len(places)} runs side by side; "
                         f"a plot compares rows of one sitting on one GPU")
+    if roles is None:  # as a results section reads them: a second program's rows and marked rows are peers
+        first = rows_of_first_program(rel_path, rows, rec)
+        roles = {id(b): role for r in headline.roles(rows, first, {}).values() for role, bs in r.items() for b in bs}
     peers = {b["case"]: b for b in rows if b.get("peer")}
     series: dict[str, list[tuple[float, float]]] = {}
     style: dict[str, str] = {}
@@ -70,13 +67,37 @@ def plot_svg(rel_path: str, opts: str, rec: dict, rows: tuple | None = None, rol
             style[name] = (roles or {}).get(id(b), "ours")
     if not series:
         raise ValueError(f"course:plot {rel_path}: no BENCH row has both {xkey} and {ykey}")
-    ylabel, xlabel = _LABELS.get(ykey, ykey), _LABELS.get(xkey, xkey)
-    title = f"{ylabel} against {xlabel} for {rel_path}"
-    ranked = _ranked(series, style, lower_is_better=ykey == "time_ms")
-    caption = (f"{_takeaway(series, style, ranked, xlabel, ylabel)}{html.escape(title)}. Measured on "
-               f"{html.escape(' ; '.join(runs))}; generated from <code>records/gpu-record.json</code>.")
-    return svg.line_chart(series, style, xlabel, ylabel, "logx" in flags, "logy" in flags, title, caption,
-                          highlight=_highlighted(ranked, style))
+    x, y = metrics.metric(xkey), metrics.metric(ykey)
+    if not y.better:
+        raise ValueError(f"course:plot {rel_path}: y={ykey} is a size ({y.words}), not a result: no line can be "
+                         f"called best (course/metrics.py)")
+    ylabel = y.axis() + f" · {y.direction()}"
+    title = f"{y.words} against {x.words}: {' and '.join(rel_path.split())}"
+    ranked = _ranked(series, style, lower_is_better=y.better == "lower")
+    caption = (f"{_takeaway(series, style, ranked, x, y)}{html.escape(_upper_first(y.axis()))} against "
+               f"{html.escape(x.axis())}, {html.escape(y.direction())}: {html.escape(' and '.join(rel_path.split()))}. "
+               f"{_role_key(set(style.values()))}Measured on {html.escape(' ; '.join(runs))}; generated from "
+               f"<code>records/gpu-record.json</code>.")
+    return svg.line_chart(series, style, x.axis(), ylabel, "logx" in flags, "logy" in flags, title, caption,
+                          highlight=_highlighted(ranked, style), binary=(x.unit == "bytes", y.unit == "bytes"),
+                          fmt_x=lambda v: _with_unit(x, v), fmt_y=y.value)
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _with_unit(m: metrics.Metric, v: float) -> str:
+    return m.value(v) if m.unit else svg.number(v)
+
+
+def _role_key(roles: set[str]) -> str:
+    """How the chart tells the roles apart, for the roles it draws only."""
+    if roles <= {"ours"}:
+        return ""
+    parts = [{"ours": "versions solid", "peer": "peers dashed", "reference": "references dotted"}[r]
+             for r in ("ours", "peer", "reference") if r in roles]
+    return "Lines: " + ", ".join(parts) + ". "
 
 
 def _ranked(series: dict[str, list[tuple[float, float]]], style: dict[str, str], lower_is_better: bool) -> list[str]:
@@ -101,32 +122,39 @@ def _highlighted(ranked: list[str], style: dict[str, str]) -> set[str]:
     return set(chosen[:svg.HIGHLIGHTED])
 
 
-def _takeaway(series, style, ranked: list[str], xlabel: str, ylabel: str) -> str:
-    """The caption's first sentence: at the largest x, the best version and the best peer."""
-    xmax = max(x for pts in series.values() for x, _ in pts)
+def _takeaway(series, style, ranked: list[str], x: metrics.Metric, y: metrics.Metric) -> str:
+    """The caption's first sentence: at the largest x, the best version and the best peer, best as the
+    metric says (course/metrics.py: the least time, the most bandwidth)."""
+    xmax = max(px for pts in series.values() for px, _ in pts)
     def at(name):
-        ys = [y for x, y in series[name] if x == xmax]
+        ys = [py for px, py in series[name] if px == xmax]
         return ys[0] if ys else None
     best = {role: next((n for n in ranked if style.get(n, "ours") == role and at(n) is not None), None)
             for role in ("ours", "peer")}
-    if not best["ours"]:
+    named = [f"{y.best.format(role=role)} is {html.escape(best[key])}, at {html.escape(y.value(at(best[key])))}"
+             for key, role in (("ours", "version"), ("peer", "peer")) if best[key]]
+    if not named:
         return ""
-    unit = html.escape({"time (ms)": "ms"}.get(ylabel, ylabel))
-    text = f"At {html.escape(xlabel)} {svg.number(xmax)}, the best version, {html.escape(best['ours'])}, gives " \
-           f"{svg.number(at(best['ours']))} {unit}"
-    if best["peer"]:
-        text += f"; the best peer, {html.escape(best['peer'])}, {svg.number(at(best['peer']))} {unit}"
-    return text + ". "
+    return f"At {html.escape(x.words)} {html.escape(_with_unit(x, xmax))}, " + "; ".join(named) + ". "
 
 
 def bars_svg(rel_path: str, by_case: dict, metric: str, runs: list[str]) -> str:
-    """One horizontal bar chart per case: every version, peer and reference, longest bar = best (for time,
-    shortest). Each case has its own scale: cases measure different things."""
-    label = _LABELS[metric]
+    """One horizontal bar chart per case: every version, peer and reference, each bar as long as its
+    value. Each case has its own scale: cases measure different things. The best version of each case
+    (by the metric's direction, course/metrics.py) is named bold."""
+    m = metrics.metric(metric)
     groups = {case: [(b["impl"], role, derived(b, metric, {}) or 0.0)
                      for role in ("ours", "peer", "reference") for b in r[role]]
               for case, r in by_case.items()}
-    title = f"{label} of every implementation, per case, for {rel_path}" + (" (shorter is faster)" if metric == "time_ms" else "")
-    caption = (f"{html.escape(title)}. Versions in green, peers in orange, references in grey. Measured on "
-               f"{html.escape(' ; '.join(runs))}; generated from <code>records/gpu-record.json</code>.")
-    return svg.bar_chart(groups, label, title, caption)
+    pick = min if m.better == "lower" else max
+    best = {case: pick(((v, n) for n, role, v in bars if role == "ours" and v), default=(0, None))[1]
+            for case, bars in groups.items()}
+    title = f"{m.words} of every implementation, per case: {' and '.join(rel_path.split())}"
+    roles = {role for bars in groups.values() for _, role, _ in bars}
+    key = ", ".join({"ours": "versions in green", "peer": "peers in orange, outlined",
+                     "reference": "references in grey, outlined"}[r] for r in ("ours", "peer", "reference") if r in roles)
+    caption = (f"{html.escape(_upper_first(m.axis()))} of every implementation, per case, {html.escape(m.direction())} "
+               f"(each case on its own scale; the best version in bold): {html.escape(' and '.join(rel_path.split()))}. "
+               f"{_upper_first(key)}. Measured on {html.escape(' ; '.join(runs))}; generated from "
+               f"<code>records/gpu-record.json</code>.")
+    return svg.bar_chart(groups, title, caption, best=best, fmt=m.value)

@@ -9,13 +9,14 @@ import html
 import logging
 import re
 
-from course import headline, programs, record
+from course import claims, headline, programs, record
 from course.site.plots import auto_plot
-from course.site.rows import bench_rows, missing
+from course.site.rows import bench_rows, missing, rows_of_first_program
 from course.svg import number as _fmt
 
 log = logging.getLogger("mkdocs.plugins.course")
 
+FOLD_ROWS = 12  # a full table longer than this is folded even with no headline above it
 _RESULTS_OPTS = {"ours", "peer", "reference", "cases", "datasheet", "plot"}
 
 
@@ -31,24 +32,27 @@ def _parse_results(spec: str) -> tuple[str, dict]:
     return " ".join(paths), opts
 
 
-def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset()) -> str:
-    """The generated results of one or more programs: a headline per case (best version against best
-    peer, the ratio, the share of the reference), a plot, then the full table folded."""
+def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset(), page_goals: tuple = (),
+                  awaiting: dict | None = None) -> str:
+    """The generated results of one or more programs: the goals the page states about them (page_goals:
+    its claims' (path, options) pairs), a headline per case (best version against best peer, the ratio,
+    the share of the reference), a plot, then the full table, folded."""
     rel_path, opts = _parse_results(spec)
     found = bench_rows(rel_path, rec, "results")
     if found is None:
         return missing(rel_path, "figures")
     rows, runs, benches = found
-    # The rows the directive's first program measured (bench_rows lists them first): its versions.
-    first, _ = record.passing_bench_rows(programs.program_for(rel_path.split()[0]), rec)
-    own = {id(b) for b in rows[:len(first)]}
+    own = rows_of_first_program(rel_path, rows, rec)  # its versions
     if "cases" in opts:
         rows = [b for b in rows if fnmatch.fnmatchcase(b["case"], opts["cases"])]
     gpu = runs[0].split(" · ")[0] if runs else ""
     for problem in headline.comparison_problems(rows, own, opts):
         log.warning(f"course:results {rel_path}: {problem}")
     date = re.search(r"\d{4}-\d{2}-\d{2}", runs[0]) if runs else None
-    top, metric = headline.headline(rows, own, gpu, opts, date[0] if date else "")
+    goals = [g for path, text in page_goals if path in rel_path.split()
+             for g in [claims.goal_outcome(path, text, rec, awaiting)] if g]
+    goals = [g for i, g in enumerate(goals) if g not in goals[:i]]  # two claims of one goal: one line
+    top, metric = headline.headline(rows, own, gpu, opts, date[0] if date else "", goals)
     where = " ; ".join(runs)
     parts = []
     if top:
@@ -59,14 +63,17 @@ def results_table(spec: str, rec: dict, page_plots: frozenset = frozenset()) -> 
         svg = auto_plot(rel_path, rows, own, opts, metric, runs)
         if svg:
             parts.append(svg)
-    parts.append(_full_table(rows, runs, benches, folded=bool(top)))
+    # Folded under a headline, and wherever it is long: a page's prose must not wait behind 90 rows.
+    parts.append(_full_table(rows, runs, benches, folded=bool(top) or len(rows) > FOLD_ROWS))
     return "\n".join(parts)
 
 
 def _full_table(rows: list[dict], runs: list[str], benches, folded: bool) -> str:
     peers = {b["case"]: b for b in rows if b.get("peer")}
     has_flops = any(b.get("flops") for b in rows)
-    head = ("| Case | Implementation | Time (ms) | Medians of the timing processes (ms) | Bytes moved (MB) | GB/s |"
+    # At most seven columns: Material gives every header cell 5rem, so an eighth makes the table wider
+    # than the column at 1280 px and it scrolls. The processes' medians follow the time, in brackets.
+    head = ("| Case | Implementation | Time, ms (each process's median) | Bytes moved (MB) | GB/s |"
             + (" TFLOP/s |" if has_flops else "") + " % of peer |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for b in rows:
@@ -76,15 +83,16 @@ def _full_table(rows: list[dict], runs: list[str], benches, folded: bool) -> str
         pct = "peer" if b.get("peer") else (f"{100 * peer['time_ms'] / t:.0f}%" if peer else "")
         medians = ", ".join(_fmt(m, 4) for m in b.get("medians", []))
         if b.get("unstable"):
-            medians += f" (unstable: {b['unstable']})"
-        cells = [b["case"], b["impl"], _fmt(t), medians, _fmt(b.get("bytes", 0) / 1e6), _fmt(gbs) if gbs else ""]
+            medians += f"; unstable: {b['unstable']}"
+        time = f"{_fmt(t)} ({medians})" if medians else _fmt(t)
+        cells = [b["case"], b["impl"], time, _fmt(b.get("bytes", 0) / 1e6), _fmt(gbs) if gbs else ""]
         if has_flops:
             cells.append(_fmt(b["flops"] / (t * 1e-3) / 1e12) if b.get("flops") else "")
         lines.append("| " + " | ".join(cells + [pct]) + " |")
     where = " ; ".join(runs)
     caption = (f"\n*Measured on {where}. Each program ran in two processes (a third where they disagreed), and each "
                f"process took the median of its timed repeats after warm-up (the program's source shows how many, and "
-               f"whether caches are flushed between them); Time is the median of those medians. "
+               f"whether caches are flushed between them); the time is the median of those medians, which follow it in brackets. "
                f"Generated from `records/gpu-record.json` (runs of {', '.join(f'`{b.id}`' for b in benches)}); "
                f"% of peer is the peer's time over this row's time.*\n")
     text = "\n".join(lines) + "\n" + caption

@@ -47,3 +47,10 @@ def derived(b: dict, key: str, peers: dict) -> float | None:
         return 100 * peer["time_ms"] / t if peer and t else None
     v = b.get(key)
     return float(v) if isinstance(v, (int, float)) else None
+
+
+def rows_of_first_program(rel_paths: str, rows: list[dict], rec: dict) -> set[int]:
+    """The ids of the rows (bench_rows of `rel_paths`) that the first program measured: bench_rows lists
+    them first. They are its versions; a second program's rows are peers (course/headline.py)."""
+    first, _ = record.passing_bench_rows(programs.program_for(rel_paths.split()[0]), rec)
+    return {id(b) for b in rows[:len(first)]}

@@ -22,7 +22,9 @@ A page states a measured figure with a directive, inline in a sentence or a tabl
   breaks it, or that lacks a row, is reported through `warn` (the MkDocs hook's log warning, so the
   strict build fails) and the page shows the claim as unsupported.
 - `goal_min` / `goal_max` state a target: the figure is followed by "(goal ≥ X: met)" or "missed",
-  which never fails the build, so a missed goal is reported rather than hidden.
+  which never fails the build, so a missed goal is reported rather than hidden; or "parity" when the
+  figure lies within its rows' measured spread of the goal (the two timing processes disagree by
+  more than the margin), which establishes neither.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import fnmatch
 import html
 import re
 
-from . import metrics, programs, record
+from . import bench, metrics, programs, record
 from . import directives
 
 _OPT = re.compile(r'(\w+)=(?:"([^"]*)"|(\S+))')
@@ -106,6 +108,45 @@ def pick(rows: list[dict], case: str, impl: str) -> dict:
     return min(found, key=lambda b: b["time_ms"])
 
 
+def compared_row(opts: dict, vs_rows: list[dict]) -> dict:
+    """The row a `speedup` or `pct` claim compares with: `vs` in the `vs_case` (default: the claim's case),
+    else that case's one peer row."""
+    vs_case = opts.get("vs_case", opts["case"])
+    if "vs" in opts:
+        return pick(vs_rows, vs_case, opts["vs"])
+    peers = [b for b in vs_rows if fnmatch.fnmatchcase(str(b.get("case")), vs_case) and b.get("peer")]
+    if len(peers) != 1:
+        raise ClaimError(f"case {vs_case!r} has {len(peers)} peer rows: name one with vs=")
+    return peers[0]
+
+
+def goal_status(value: float, goal_lo: float | None, goal_hi: float | None, spread: float) -> str:
+    """"met", "missed", or "parity" when the figure lies within its own measured spread of the goal: a
+    margin smaller than the disagreement of the timing processes establishes neither (`spread`: the
+    relative spread of the rows the figure is made of, figure_spread)."""
+    target = goal_lo if goal_lo is not None else goal_hi
+    if target and abs(value - target) <= spread * abs(target):
+        return "parity"
+    met = (goal_lo is None or value >= goal_lo) and (goal_hi is None or value <= goal_hi)
+    return "met" if met else "missed"
+
+
+def figure_spread(opts: dict, rows: list[dict], vs_rows: list[dict] | None = None) -> float:
+    """The relative spread of a timed figure: its row's (course/bench.py: spread, the two closest
+    medians of its processes), plus the compared row's for a ratio. 0 for a recorded field that is not
+    a time (an accuracy, a count) or a row timed in one process."""
+    show = opts["show"]
+    if show.startswith("field:"):
+        return 0.0
+    def one(row: dict) -> float:
+        s = bench.spread(row.get("medians") or [])
+        return 0.0 if s == float("inf") else s
+    total = one(pick(rows, opts["case"], opts["impl"]))
+    if show in ("speedup", "pct"):
+        total += one(compared_row(opts, rows if vs_rows is None else vs_rows))
+    return total
+
+
 def value_of(opts: dict, rows: list[dict], vs_rows: list[dict] | None = None) -> tuple[float, str, str]:
     """(the figure, its unit, a sentence saying where it comes from). vs_rows: the rows `vs` is looked
     up in, when they come from another program."""
@@ -126,14 +167,7 @@ def value_of(opts: dict, rows: list[dict], vs_rows: list[dict] | None = None) ->
             raise ClaimError(f"row {row['impl']!r} of {row['case']!r} has no flops")
         return row["flops"] / (row["time_ms"] * 1e-3) / 1e12, UNITS[show], what
     if show in ("speedup", "pct"):
-        vs_case = opts.get("vs_case", opts["case"])
-        if "vs" in opts:
-            other = pick(vs_rows, vs_case, opts["vs"])
-        else:
-            peers = [b for b in vs_rows if fnmatch.fnmatchcase(str(b.get("case")), vs_case) and b.get("peer")]
-            if len(peers) != 1:
-                raise ClaimError(f"case {vs_case!r} has {len(peers)} peer rows: name one with vs=")
-            other = peers[0]
+        other = compared_row(opts, vs_rows)
         stable(other)
         comparable(row, other)
         ratio = other["time_ms"] / row["time_ms"]
@@ -206,10 +240,13 @@ def render(path: str, opts_text: str, rec: dict, awaiting: dict | None = None) -
         raise ClaimError(f"the record gives {shown} ({what}), above the stated maximum {opts['max']}")
     goal = ""
     if goal_lo is not None or goal_hi is not None:
-        met = (goal_lo is None or value >= goal_lo) and (goal_hi is None or value <= goal_hi)
+        spread = figure_spread(opts, rows, vs_rows)
+        status = goal_status(value, goal_lo, goal_hi, spread)
         target = f"≥ {opts['goal_min']}" if goal_lo is not None else f"≤ {opts['goal_max']}"
-        goal = (f' <span class="course-goal course-goal-{"met" if met else "missed"}">(goal {target}{unit.strip() and unit}: '
-                f'{"met" if met else "missed"})</span>')
+        why = (f' title="within the rows\' measured spread ({100 * spread:.1f}%) of the goal: neither met nor missed"'
+               if status == "parity" else "")
+        goal = (f' <span class="course-goal course-goal-{status}"{why}>(goal {target}{unit.strip() and unit}: '
+                f'{status})</span>')
     title = f"{what}. Measured on {' ; '.join(runs)}; from records/gpu-record.json ({path})."
     # tabindex: a tap (or Tab) focuses the figure and reader.css shows where it comes from, as hovering does
     return (f'<span class="course-claim" tabindex="0" title="{html.escape(title)}" '
@@ -235,18 +272,17 @@ def goal_outcome(path: str, opts_text: str, rec: dict, awaiting: dict | None = N
     show = opts["show"]
     shown = fmt(value, show) + unit
     if show in ("speedup", "pct"):
-        vs_case = opts.get("vs_case", opts["case"])
-        other = (pick(vs_rows, vs_case, opts["vs"]) if "vs" in opts else
-                 next(b for b in vs_rows if fnmatch.fnmatchcase(str(b.get("case")), vs_case) and b.get("peer")))
+        other = compared_row(opts, vs_rows)
         what = f"{shown} the speed of {other['impl']}" if show == "speedup" else f"{shown} of the speed of {other['impl']}"
     elif show.startswith("field:"):
         name = show[len("field:"):]
         what = f"{metrics.METRICS[name].words if name in metrics.METRICS else name} {shown}"
     else:
         what = shown
-    met = (goal_lo is None or value >= goal_lo) and (goal_hi is None or value <= goal_hi)
+    status = goal_status(value, goal_lo, goal_hi, figure_spread(opts, rows, vs_rows))
     target = f"≥ {opts['goal_min']}" if goal_lo is not None else f"≤ {opts['goal_max']}"
-    return {"text": f"{row['impl']} at {row['case']}: {what} (goal {target}{unit.strip() and unit})", "met": met}
+    return {"text": f"{row['impl']} at {row['case']}: {what} (goal {target}{unit.strip() and unit})",
+            "met": status == "met", "status": status}
 
 
 def render_one(d: directives.Directive, rec: dict, page: str, warn, awaiting: dict | None = None) -> str:

@@ -165,10 +165,12 @@ def goals_paragraph(goals: list[dict]) -> str:
     goal_outcomes), met or missed, as the record stands: what the reader came for, so they lead."""
     if not goals:
         return ""
-    met = sum(g["met"] for g in goals)
-    lines = [f"**The goals this page states, as the record stands: {met} of {len(goals)} met.**", ""]
-    lines += [f'- <span class="course-goal course-goal-{"met" if g["met"] else "missed"}">'
-              f'{"met" if g["met"] else "missed"}</span>: {g["text"]}' for g in goals]
+    met = sum(g["status"] == "met" for g in goals)
+    parity = sum(g["status"] == "parity" for g in goals)
+    lines = [f"**The goals this page states, as the record stands: {met} of {len(goals)} met"
+             + (f", {parity} within the measured spread (parity)" if parity else "") + ".**", ""]
+    lines += [f'- <span class="course-goal course-goal-{g["status"]}">{g["status"]}</span>: {g["text"]}'
+              for g in goals]
     return "\n".join(lines) + "\n\n"
 
 

@@ -263,9 +263,12 @@ def test_text_contrast_in_both_palettes(crawl):
     assert not bad, "text below WCAG AA contrast:\n" + format_by_page(bad, limit=200)
 
 
-def test_crawl_stays_fast(crawl):
-    # Each page's own visit, so that a hung browser the watchdog killed (reported on its own) is not
-    # counted against the site's speed.
-    seconds = [info["seconds"] for info in crawl["pages"].values() if "seconds" in info]
-    per_page = sum(seconds) / max(1, len(seconds))
-    assert per_page < 6, f"a page's visit took {per_page:.1f} s on average"
+PAGE_HTML_LIMIT = 1_500_000  # bytes of HTML a page may weigh; the whole-course page is every page at once
+
+
+def test_pages_stay_light(site):
+    # What a visit costs, measured by what it downloads rather than by a clock: how long a crawl takes
+    # depends on how busy the machine is, and a test must not fail by chance.
+    heavy = {str(page.relative_to(site)): page.stat().st_size for page in site.rglob("*.html")
+             if page.stat().st_size > PAGE_HTML_LIMIT and not str(page.relative_to(site)).startswith(bs.PRINT_PAGE)}
+    assert not heavy, f"pages over {PAGE_HTML_LIMIT:,} bytes of HTML: {heavy}"

@@ -11,6 +11,12 @@ it yet. A build that failed in the pool is reported by the test that needs it, w
 messages, exactly as if the test had run the compiler (the toolchain keeps the failure, so the
 compiler is not run twice). Nothing here decides whether a test passes.
 
+Measured on a two-core machine (December 2026, shared with other work, so CPU seconds): tests/test_cli.py
+on a fresh clone took 714 s of CPU, most of it compiling one program at a time (cudnn_graph.cu and
+sgemm.cu about a minute or two each), with the second core idle; the exercises' 16 CUDA mistakes,
+built twice each, 168 s more. The pool starts at collection, so it also fills the core that the site
+build of the browser tests (tests/conftest.py) leaves idle.
+
 A test module says what its tests build with `builds_for(item) -> [(Program, portable), ...]`; the
 exercises' mistakes are listed below instead, because tests/test_exercises.py's source is part of
 its GPU items' keys (course/pytest_plugin.py) and an edit there would re-stale them.

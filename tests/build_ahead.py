@@ -4,8 +4,8 @@ Compiling is most of what the CPU suite does (tests/test_cli.py, tests/test_prog
 exercises' mistakes build every program, for this machine's GPU and for every architecture), and a
 test runs one compiler at a time: on a machine with several cores the others would sit idle. So once
 pytest knows which tests it will run, a pool of threads (COURSE_BUILD_JOBS, default one per core; 0:
-none) starts compiling what they will ask for, in the order they will ask, while the tests go on. A
-test then calls programs.build() as before: it finds the program built (course/toolchain's stamp),
+none) starts compiling, under `nice`, what they will ask for, in the order they will ask, while the
+tests go on. A test then calls programs.build() as before: it finds the program built (course/toolchain's stamp),
 waits for the build under way (one lock per output), or builds it itself if the pool has not got to
 it yet. A build that failed in the pool is reported by the test that needs it, with the compiler's
 messages, exactly as if the test had run the compiler (the toolchain keeps the failure, so the
@@ -31,6 +31,9 @@ from dataclasses import replace
 from course import programs, toolchain
 
 Build = tuple[programs.Program, bool]
+# The pool's compilers run under `nice`: the tests that run meanwhile (a browser crawling the site, a
+# page's block) keep the CPU they need, and the pool gets what they leave.
+NICENESS = 10
 
 
 def _exercise_mistake(item) -> list[Build]:
@@ -71,7 +74,7 @@ def builds_of(items) -> list[tuple[toolchain.Compilation, bool]]:
 
 def _build(unit: toolchain.Compilation, portable: bool) -> None:
     try:
-        toolchain.build(unit, portable=portable)
+        toolchain.build(unit, portable=portable, niceness=NICENESS)
     except Exception:  # noqa: BLE001 (a missing library, a timeout: the test that needs it says so)
         pass
 

@@ -52,3 +52,11 @@ def test_an_edited_source_is_built_again(tmp_path):
     assert toolchain.build(unit).returncode == 0
     unit.source.write_text("int main(void) { return missing; }\n")
     assert toolchain.build(unit).returncode != 0
+
+
+def test_a_program_built_ahead_is_found_built(tmp_path, monkeypatch):
+    unit = _unit(tmp_path, "int main(void) { return 0; }\n")
+    build_ahead.Pool([(unit, False)], jobs=1).drain()  # under nice: the stamp is the same
+    monkeypatch.setattr(toolchain, "default_arch", lambda: "sm_90")  # (it asks nvidia-smi)
+    monkeypatch.setattr(toolchain.subprocess, "run", lambda cmd, **kwargs: pytest.fail(f"compiled again: {cmd}"))
+    assert toolchain.build(unit).returncode == 0

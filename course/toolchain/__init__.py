@@ -235,11 +235,13 @@ _OUTPUT_LOCKS_GUARD = threading.Lock()
 _FAILED: dict[tuple[Path, str], subprocess.CompletedProcess] = {}
 
 
-def build(unit: Compilation, arch: str | None = None, portable: bool = False) -> subprocess.CompletedProcess:
+def build(unit: Compilation, arch: str | None = None, portable: bool = False,
+          niceness: int = 0) -> subprocess.CompletedProcess:
     """Compile, unless the same command already built the same sources (a stamp beside the output
     holds a hash of both), so that several runs of one program build it once. portable: the
     compile-only build for every architecture in PORTABLE_ARCHS. Safe to call from several threads
-    at once: a build of the same output waits for the one under way."""
+    at once: a build of the same output waits for the one under way. niceness: run the compiler under
+    `nice` (a build made ahead of need yields the CPU to whatever else runs)."""
     cmd = portable_build_command(unit) if portable else build_command(unit, arch or default_arch())
     output = Path(cmd[cmd.index("-o") + 1])
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -258,7 +260,8 @@ def build(unit: Compilation, arch: str | None = None, portable: bool = False) ->
         if output.exists() and stamp.exists() and stamp.read_text() == digest:
             return subprocess.CompletedProcess(cmd, 0, "", "")
         stamp.unlink(missing_ok=True)
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        nice = ["nice", "-n", str(niceness)] if niceness and shutil.which("nice") else []
+        proc = subprocess.run(nice + cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
         if proc.returncode == 0:
             stamp.write_text(digest)
         else:

@@ -55,9 +55,10 @@ SUBPATH = "/cuda-course/"
 
 
 def build_site(dest: Path, config: Path | None = None) -> Path:
-    """`mkdocs build --strict` into dest (COURSE_SITE_CONFIG names another config file, for trying a
-    change to mkdocs.yml before making it)."""
+    """`mkdocs build --strict` into dest; the course's own site must also print no warning
+    (COURSE_SITE_CONFIG names another config file, for trying a change to mkdocs.yml before making it)."""
     cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(dest)]
+    the_course = config is None
     if config is None and os.environ.get("COURSE_SITE_CONFIG"):
         config = Path(os.environ["COURSE_SITE_CONFIG"])
     if config is not None:
@@ -66,6 +67,9 @@ def build_site(dest: Path, config: Path | None = None) -> Path:
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": f"http://127.0.0.1:8000{SUBPATH}"})
     if proc.returncode != 0:
         raise RuntimeError(f"mkdocs build failed:\n{proc.stdout}\n{proc.stderr}")
+    # The course's site prints no warning at all, not even one strict mode let through (tests/test_site.py).
+    if the_course and "WARNING" in proc.stderr:
+        raise RuntimeError(f"mkdocs build printed a warning:\n{proc.stderr}")
     return dest
 
 

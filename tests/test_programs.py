@@ -10,6 +10,14 @@ PROGRAMS = programs.all_programs()
 BUILDABLE = [p for p in PROGRAMS if p.generic_build]
 
 
+def builds_for(item):
+    """What a test here builds (tests/build_ahead.py builds it ahead, several at a time): the program,
+    for this machine's GPU or, in test_builds_for_every_architecture, for every architecture."""
+    params = item.callspec.params
+    program = params["run"].program if "run" in params else params["program"]
+    return [] if program.lang == "python" else [(program, item.originalname == "test_builds_for_every_architecture")]
+
+
 def _run_params():
     params = []
     for prog in PROGRAMS:

@@ -1,9 +1,6 @@
 """The site builds strictly, offline, with badges and generated tables in place."""
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -12,16 +9,8 @@ from course import programs
 ROOT = programs.ROOT
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
-    out = tmp_path_factory.mktemp("site")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "WARNING" not in proc.stderr, proc.stderr
-    return out
+# `site`: the site, built once per session with `mkdocs build --strict` and no warning printed, for a
+# sub-path as a project site is served (tests/conftest.py, shared with the browser tests).
 
 
 def test_no_asset_comes_from_another_host(site):

@@ -17,6 +17,7 @@ command line.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -58,6 +59,7 @@ class MissingLibrary(Exception):
     """A program needs a CUDA library whose headers are on neither the toolkit nor a pip wheel."""
 
 
+@functools.lru_cache(maxsize=None)
 def _toolkit_root() -> Path | None:
     nvcc = shutil.which("nvcc")
     if not nvcc:
@@ -225,26 +227,46 @@ def default_arch() -> str:
     return "native" if has_gpu() else "sm_90"
 
 
-def build(unit: Compilation, arch: str | None = None, portable: bool = False) -> subprocess.CompletedProcess:
+# One lock per output file, so that two threads asked for the same build (a test, and the pool that
+# builds ahead of the tests: tests/conftest.py) run the compiler once and the second waits for it; and
+# the failures of this process, so that a build that failed is reported again without compiling again.
+_OUTPUT_LOCKS: dict[Path, threading.Lock] = {}
+_OUTPUT_LOCKS_GUARD = threading.Lock()
+_FAILED: dict[tuple[Path, str], subprocess.CompletedProcess] = {}
+
+
+def build(unit: Compilation, arch: str | None = None, portable: bool = False,
+          niceness: int = 0) -> subprocess.CompletedProcess:
     """Compile, unless the same command already built the same sources (a stamp beside the output
     holds a hash of both), so that several runs of one program build it once. portable: the
-    compile-only build for every architecture in PORTABLE_ARCHS."""
+    compile-only build for every architecture in PORTABLE_ARCHS. Safe to call from several threads
+    at once: a build of the same output waits for the one under way. niceness: run the compiler under
+    `nice` (a build made ahead of need yields the CPU to whatever else runs)."""
     cmd = portable_build_command(unit) if portable else build_command(unit, arch or default_arch())
-    Path(cmd[cmd.index("-o") + 1]).parent.mkdir(parents=True, exist_ok=True)
+    output = Path(cmd[cmd.index("-o") + 1])
+    output.parent.mkdir(parents=True, exist_ok=True)
     # The stamp names paths relative to the tree, so that a build folder copied into another copy of
     # the tree (the GPU run's shards) still counts as built.
     h = hashlib.sha256(json.dumps(cmd).replace(str(ROOT), "<root>").encode())
     for path in unit.inputs:
         h.update(path.read_bytes())
-    output = Path(cmd[cmd.index("-o") + 1])
-    stamp = output.with_name(output.name + ".stamp")
-    if output.exists() and stamp.exists() and stamp.read_text() == h.hexdigest():
-        return subprocess.CompletedProcess(cmd, 0, "", "")
-    stamp.unlink(missing_ok=True)
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    if proc.returncode == 0:
-        stamp.write_text(h.hexdigest())
-    return proc
+    digest = h.hexdigest()
+    with _OUTPUT_LOCKS_GUARD:
+        lock = _OUTPUT_LOCKS.setdefault(output, threading.Lock())
+    with lock:
+        if (output, digest) in _FAILED:
+            return _FAILED[output, digest]
+        stamp = output.with_name(output.name + ".stamp")
+        if output.exists() and stamp.exists() and stamp.read_text() == digest:
+            return subprocess.CompletedProcess(cmd, 0, "", "")
+        stamp.unlink(missing_ok=True)
+        nice = ["nice", "-n", str(niceness)] if niceness and shutil.which("nice") else []
+        proc = subprocess.run(nice + cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        if proc.returncode == 0:
+            stamp.write_text(digest)
+        else:
+            _FAILED[output, digest] = proc
+        return proc
 
 
 RUN_TIMEOUT_S = 300    # a checked run

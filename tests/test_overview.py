@@ -101,6 +101,19 @@ def test_the_repository_address_is_one_setting():
     assert "<!-- course:clone -->" in (DOCS / "start-here.md").read_text()
 
 
+def test_the_header_links_the_repository_only_when_the_address_is_given(monkeypatch):
+    from mkdocs.config import load_config
+
+    from course.site import hooks
+
+    monkeypatch.delenv("REPO_URL", raising=False)
+    local = hooks.on_config(load_config(str(ROOT / "mkdocs.yml")))
+    assert not local.repo_url, "a local build must not give the theme a repo_url (it would call GitHub's API)"
+    monkeypatch.setenv("REPO_URL", "https://github.com/o/r")
+    published = hooks.on_config(load_config(str(ROOT / "mkdocs.yml")))
+    assert (published.repo_url, published.repo_name) == ("https://github.com/o/r", "o/r")
+
+
 def test_the_clone_command_is_made_from_the_address():
     shown = overview.clone("https://github.com/o/r")
     assert "git clone https://github.com/o/r.git cuda-course" in shown and "<https://github.com/o/r>" in shown

@@ -43,6 +43,12 @@ def on_config(config, **kwargs):
     _nav = config.get("nav") or []
     _nav_order = [p for p in kernel_index.flatten_nav(_nav) if p.endswith((".md", ".ipynb"))]
     _repo_url = overview.repo_url(config.extra.get("repository"))
+    if config.extra.get("repository"):
+        # The published site (REPO_URL set): the theme links the repository in the header. Not from the
+        # `origin` fallback: the theme's script then asks the host's API for the repository's stars, a
+        # request to another host that a local or test build must not make.
+        config.repo_url = _repo_url
+        config.repo_name = _repo_url.rstrip("/").rsplit("/", 2)[-2] + "/" + _repo_url.rstrip("/").rsplit("/", 1)[-1]
     config.markdown_extensions.append(tabs.KeepTabsExtension())
     return config
 

@@ -224,6 +224,16 @@ def _dry_run_gpu_run(argv, monkeypatch):
     gpu_run.parser().parse_known_args(argv)  # what it does not know goes to pytest
 
 
+def _dry_run_figures(argv, monkeypatch):
+    import tempfile
+
+    from course import figures
+    monkeypatch.setattr(figures, "FIGURES", {})  # draw nothing, write nothing into docs/
+    monkeypatch.setattr(figures, "OUT", Path(tempfile.mkdtemp()))
+    assert not argv, "python -m course.figures takes no arguments"
+    return figures.main(argv)
+
+
 # python -m course.MODULE: how to parse a command line without doing the work. A module whose command
 # line a page or a header shows needs an entry here.
 DRY_RUNS = {
@@ -231,6 +241,7 @@ DRY_RUNS = {
     "course.exercise": _dry_run_exercise,
     "course.record": _dry_run_record,
     "course.gpu_run": _dry_run_gpu_run,
+    "course.figures": _dry_run_figures,
 }
 
 

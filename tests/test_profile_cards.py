@@ -165,6 +165,13 @@ def test_the_card_shows_occupancy_limiter_stalls_bytes_and_roofline():
     assert "NVIDIA H200" in html or "2026-12-01" in html  # where it was measured
 
 
+def test_byte_counts_read_in_a_unit_that_fits_and_one_block_is_singular():
+    assert [profile_card._bytes(x) for x in (2.7278e9, 6.83e7, 3.1e6, 2560.0, 256.0, 0.0, None)] == \
+        ["2.73 GB", "68.3 MB", "3.1 MB", "2.56 kB", "256 B", "0 B", "-"]
+    one = profile_card.profile_card("transpose-naive", None, _record_with([{**MEMORY, "limit_registers": 1.0}]))
+    assert "(1 block per SM)" in one and "e+" not in re.sub(r"<[^>]+>", "", one)
+
+
 def test_compute_card_places_the_kernel_against_the_ridge_of_its_class():
     html = profile_card.profile_card("sgemm-v10", None, _record_with([COMPUTE]))
     ridge = profile_card.roofline(COMPUTE, GPU)["ridge"]

@@ -160,8 +160,14 @@ def _bar(name: str, value: float | None) -> str:
             f'</span></span><span class="course-card-bar-value">{shown}</span></div>')
 
 
-def _mb(x: float | None) -> str:
-    return f"{x / 1e6:.3g} MB" if x is not None else "-"
+def _bytes(x: float | None) -> str:
+    """A byte count in the unit that keeps it readable: 2.73 GB, 68.3 MB, 256 B (never 2.73e+03 MB)."""
+    if x is None:
+        return "-"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if x >= scale:
+            return f"{number(x / scale)} {unit}"
+    return f"{x:.0f} B"
 
 
 def card_body(card: profile_cards.CardKernel, row: dict, where: str, gpu: str) -> str:
@@ -172,7 +178,8 @@ def card_body(card: profile_cards.CardKernel, row: dict, where: str, gpu: str) -
     occupancy = f"achieved {_pct(occ) if occ is not None else '-'} of the SM's warps"
     occupancy += f", theoretical {_pct(theo)}" if theo is not None else ""
     if limit and (theo is None or theo < 99.5):  # at full theoretical occupancy no resource limits it
-        occupancy += f"; limited by {' and '.join(limit[0])} ({limit[1]:.0f} blocks per SM)"
+        blocks = f"{limit[1]:.0f} block{'' if round(limit[1]) == 1 else 's'} per SM"
+        occupancy += f"; limited by {' and '.join(limit[0])} ({blocks})"
     stalls = "; ".join(f"{STALL_WORDS[s]} {v:.2f}" for s, v in top_stalls(row)) or "-"
     dram = (row.get("dram_read") or 0) + (row.get("dram_write") or 0)
     if point["intensity"] is None or math.isinf(point["intensity"]):
@@ -187,8 +194,8 @@ def card_body(card: profile_cards.CardKernel, row: dict, where: str, gpu: str) -
             intensity += (f"; {side} the ridge at {point['ridge']:.3g} FLOP/byte ({point['source']}: peak over "
                           f"bandwidth); it reached {100 * achieved / point['peak']:.2g}% of that peak")
     items = [("Occupancy", occupancy), ("Top stalls (warp-cycles per instruction)", stalls),
-             ("DRAM", f"{_mb(row.get('dram_read'))} read + {_mb(row.get('dram_write'))} written = {_mb(dram)}; "
-                      f"L2 {_mb(row.get('l2_bytes'))}"),
+             ("DRAM", f"{_bytes(row.get('dram_read'))} read + {_bytes(row.get('dram_write'))} written = {_bytes(dram)}; "
+                      f"L2 {_bytes(row.get('l2_bytes'))}"),
              ("Roofline", intensity)]
     lines = "".join(f"<li><strong>{html.escape(k)}:</strong> {html.escape(v)}</li>" for k, v in items)
     return (f'<p class="course-card-title"><strong>{html.escape(card.title)}</strong> · '

@@ -20,8 +20,17 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 out=${OUT:-build/gpu-run}
 mkdir -p "$out"
 nvidia-smi --query-gpu=index,name,driver_version,compute_cap,memory.total --format=csv | tee "$out/gpu.txt"
-python3 -m course.gpu_run --out "$out" "$@"
+# In the background, so that a TERM sent to this script (a wrapper's timeout) reaches the run, which then
+# interrupts its processes, keeps what they finished and notes the command as stopped.
+python3 -m course.gpu_run --out "$out" "$@" &
+run=$!
+trap 'kill -TERM "$run" 2>/dev/null' TERM INT
+wait "$run"
 status=$?
+if kill -0 "$run" 2>/dev/null; then  # wait was cut short by the trap: wait for the run to finish stopping
+  wait "$run"
+  status=$?
+fi
 if [ -f records/awaiting-gpu.json ]; then
   echo "records/awaiting-gpu.json declares items as awaiting a GPU run: after copying the record back," \
        "re-run 'python -m pytest --co -q --gpu-await \"<reason>\"' there to drop those this run covered."

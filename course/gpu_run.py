@@ -57,6 +57,9 @@ ROOT = programs.ROOT
 DOCS = ROOT / "docs"
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 MERGE_LOCK = threading.Lock()  # the lanes' processes finish at their own times; one merge at a time
+# Set by SIGTERM (a wrapper's timeout): the running processes are interrupted as at the time limit, and
+# the command is still noted in the record, marked as stopped.
+STOP = threading.Event()
 DEFAULT_S = {"bench": 30.0, "alone": 20.0, "other": 5.0}  # estimates for items never recorded
 
 _VS_PROGRAM = re.compile(r'vs_program=(?:"([^"]*)"|(\S+))')
@@ -325,20 +328,23 @@ def run_slots(slots: list[Slot], deadline: float, record_path: Path, work: Path,
     shards = [work / f"{s.name}.json" for s, _, _ in procs]
     # Merge what the processes have recorded every half minute, so that a command killed at its
     # limit still leaves every finished item in record_path.
-    while any(proc.poll() is None for _, proc, _ in procs) and time.time() < deadline:
-        time.sleep(min(30.0, max(1.0, deadline - time.time())))
+    while any(proc.poll() is None for _, proc, _ in procs) and time.time() < deadline and not STOP.is_set():
+        STOP.wait(min(30.0, max(1.0, deadline - time.time())))
         with MERGE_LOCK:
             record.merge(record_path, shards)
-    for s, proc, out in procs:
+    # At the limit (or on SIGTERM) every process still running is interrupted at once, and all of them
+    # get the same 30 s to record what they finished: one after another, eight slow ones took 240 s.
+    running = [proc for _, proc, _ in procs if proc.poll() is None]
+    for proc in running:
+        proc.send_signal(signal.SIGINT)  # pytest abandons the item in hand, keeping what finished items recorded
+    grace_end = time.time() + 30
+    for proc in running:
         try:
-            rc = proc.wait(timeout=max(1.0, deadline - time.time()))
+            proc.wait(timeout=max(0.1, grace_end - time.time()))
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)  # pytest abandons the item in hand, keeping what finished items recorded
-            try:
-                rc = proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                rc = proc.wait()
+            proc.kill()
+    for s, proc, out in procs:
+        rc = proc.wait()
         out.close()
         ok &= rc == 0
         text = (work / f"{s.name}.log").read_text(errors="replace")
@@ -399,7 +405,7 @@ def run_lanes(lanes: list[tuple[list[Slot], Slot]], deadline: float, record_path
 
     def lane(shared_slots: list[Slot], alone_slot: Slot) -> None:
         ok = run_slots(shared_slots, deadline, record_path, work, log, pytest_args, gpus)
-        if alone_slot.units and deadline - time.time() < 30:
+        if alone_slot.units and (deadline - time.time() < 30 or STOP.is_set()):
             log(f"lane GPU {alone_slot.gpu}: no time left for its alone units; left for the next command")
             ok = False
         elif alone_slot.units:
@@ -450,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
         logfile.flush()
         print(text.splitlines()[0] if text else "", flush=True)
 
+    if not args.plan:
+        signal.signal(signal.SIGTERM, lambda signum, frame: STOP.set())
     gpus = gpu_count()
     if gpus == 0 and not args.plan:
         log("error: no GPU found (nvidia-smi -L): the GPU run needs one")
@@ -551,19 +559,20 @@ def main(argv: list[str] | None = None) -> int:
             ok = False
             log(f"left for the next command (--phase alone --stale-only): {len(left)} units, "
                 f"~{sum(u.cost for u in left):.0f} s: " + ", ".join(u.key for u in left))
-        if not args.plan:
+        if not args.plan and not STOP.is_set():
             ok &= run_slots([Slot(f"alone-{k + 1}", str(k), d) for k, d in enumerate(dealt)], deadline, record_path,
                             work, log, pytest_args, gpus)
     if not args.plan:
         final = record.load(record_path)
         incomplete = [u for u in make_units(items, compared_programs(), final) if not is_complete(u, final, args.since)]
-        log(f"done in {time.time() - started:.0f} s; {len(incomplete)} units not complete in the record"
+        log(f"{'stopped (SIGTERM)' if STOP.is_set() else 'done'} in {time.time() - started:.0f} s; "
+            f"{len(incomplete)} units not complete in the record"
             + (": " + ", ".join(u.key for u in incomplete[:20]) if incomplete else ""))
         record.note_command(record_path, os.environ["COURSE_SITTING"], {
             "started": round(started, 1), "ended": round(time.time(), 1), "gpus": gpus, "gpu": gpu_name(),
             "per_gpu": args.per_gpu, "phase": args.phase, "stale_only": args.stale_only, "since": args.since,
             "units": len(units), "incomplete_units": sum(u.gpus <= gpus for u in incomplete),
-            "units_needing_more_gpus": sum(u.gpus > gpus for u in incomplete)})
+            "units_needing_more_gpus": sum(u.gpus > gpus for u in incomplete), "stopped": STOP.is_set()})
         ok &= not incomplete
     return 0 if ok else 1
 

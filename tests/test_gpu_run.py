@@ -241,3 +241,48 @@ def test_the_courses_blocks_that_repeat_a_run_take_its_key():
                         ("python kernels/matmul/sgemm_ncu.py | tee log\n", gpu),
                         ("python kernels/matmul/sgemm_ncu.py\n", [])):
         assert course_items.block_hash("bash", code, marks) != run.content_hash()
+
+
+def _slots_that_ignore_the_limit(tmp_path, monkeypatch, n=6):
+    """Slots whose processes sleep a minute and, on SIGINT, take 3 s to exit (3), as pytest does while a
+    sanitizer run in hand winds down."""
+    import subprocess
+    import sys
+
+    from course import record
+
+    sleeper = ("import signal, sys, time; signal.signal(signal.SIGINT, lambda *a: (time.sleep(3), sys.exit(3))); "
+               "time.sleep(60)")
+    real_popen = subprocess.Popen
+    monkeypatch.setattr(gpu_run, "_copy_tree", lambda dest: dest.mkdir(parents=True, exist_ok=True))
+    monkeypatch.setattr(gpu_run.subprocess, "Popen",
+                        lambda cmd, **kw: real_popen([sys.executable, "-c", sleeper], stdout=kw["stdout"],
+                                                     stderr=kw["stderr"]))
+    record_path = tmp_path / "gpu-record.json"
+    record.save(dict(EMPTY), record_path)
+    slots = [gpu_run.Slot(f"shared-{k}", "0", [gpu_run.Unit(key=f"u{k}", items=[item(f"docs/a.md::line {k}")])])
+             for k in range(n)]
+    return slots, record_path
+
+
+def test_at_the_limit_every_process_is_interrupted_at_once(tmp_path, monkeypatch):
+    """Eight slow processes once took 8 x 30 s to stop, one after another, and a wrapper's timeout killed
+    the command before it noted itself: all are signalled together and share one grace period."""
+    import time
+
+    slots, record_path = _slots_that_ignore_the_limit(tmp_path, monkeypatch)
+    began = time.time()
+    ok = gpu_run.run_slots(slots, time.time() + 1.0, record_path, tmp_path / "work", lambda text: None, [])
+    assert not ok and time.time() - began < 12  # one after another: 6 x 3 s
+
+
+def test_sigterm_stops_the_slots_as_the_limit_does(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    slots, record_path = _slots_that_ignore_the_limit(tmp_path, monkeypatch, n=2)
+    monkeypatch.setattr(gpu_run, "STOP", threading.Event())
+    threading.Timer(1.0, gpu_run.STOP.set).start()
+    began = time.time()
+    ok = gpu_run.run_slots(slots, time.time() + 600, record_path, tmp_path / "work", lambda text: None, [])
+    assert not ok and time.time() - began < 20

@@ -18,7 +18,6 @@
 #
 # course: gpu
 # course: run
-# course: run --part backward
 # course: bench --bench
 # course: bench --bench --part backward
 # course: measured bytes *_pct *_mb stall_*

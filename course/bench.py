@@ -26,6 +26,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import statistics
+import time
 
 from . import programs
 from .verdicts import Outcome
@@ -151,11 +152,19 @@ def measure(run: programs.Run, execute=programs.execute) -> Outcome:
     """Run a benchmark twice (a third time for rows that disagree or break an invariant), each in its
     own process, and return one outcome: every process's checks, the merged rows, and the problems of
     any process, plus the invariants still broken at the end."""
-    first = execute(run, timing_process=1)
+    seconds: list[float] = []
+
+    def timed(**kw) -> Outcome:
+        began = time.perf_counter()
+        out = execute(run, **kw)
+        seconds.append(round(time.perf_counter() - began, 2))
+        return out
+
+    first = timed(timing_process=1)
     # The repeat times what the first process timed: a program that searches within a time budget
     # (mnist_torch.py's grid) would otherwise reach a different set of rows each time, and its fastest
     # row could end up timed once.
-    outcomes = [first, execute(run, timing_process=2, retime=impls_of(first.benchmarks))]
+    outcomes = [first, timed(timing_process=2, retime=impls_of(first.benchmarks))]
 
     def needs_another(rows):
         """The rows a third process times: the unstable ones, or all when an invariant is broken."""
@@ -165,7 +174,7 @@ def measure(run: programs.Run, execute=programs.execute) -> Outcome:
     rows = merge_rows([o.benchmarks for o in outcomes], measured)
     again = needs_another(rows)
     if all(o.passed for o in outcomes) and again:
-        outcomes.append(execute(run, timing_process=3, retime=impls_of(again)))
+        outcomes.append(timed(timing_process=3, retime=impls_of(again)))
         rows = merge_rows([o.benchmarks for o in outcomes], measured)
     problems = [p for o in outcomes for p in o.problems]
     problems += undeclared_differences([o.benchmarks for o in outcomes], measured)
@@ -178,4 +187,5 @@ def measure(run: programs.Run, execute=programs.execute) -> Outcome:
         checks=[c for o in outcomes for c in o.checks],
         benchmarks=rows,
         problems=list(dict.fromkeys(problems)),
+        process_s=seconds,
     )

@@ -251,6 +251,7 @@ def pytest_runtest_makereport(item, call):
         "duration_s": duration,
         "checks": facts.get("checks", []),
         "benchmarks": facts.get("benchmarks", []),
+        **{k: facts[k] for k in ("build_s", "process_s") if facts.get(k)},
         # The end of what it printed: pages can show a program's real output (course:output).
         "stdout": facts.get("stdout", "")[-STDOUT_KEPT:],
     }

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 EXIT_FAIL = 1
 EXIT_WAIVED = 2
@@ -39,6 +39,8 @@ class Outcome:
     checks: list[dict]
     benchmarks: list[dict]
     problems: list[str]
+    # A benchmark's timing processes, seconds each (course/bench.py): where a sitting's time goes.
+    process_s: list[float] = field(default_factory=list)
 
     @property
     def waived(self) -> bool:

@@ -108,6 +108,7 @@ def test_measure_runs_a_third_process_and_fails_a_run_that_still_breaks_an_invar
     got = bench.measure(FakeRun(), execute)
     assert len(calls) == 3
     assert got.benchmarks[0]["medians"] == [1.50, 1.60, 1.50]
+    assert len(got.process_s) == 3 and all(s >= 0 for s in got.process_s)  # each process's seconds, recorded
     assert got.passed  # the median of the three, 1.50 ms, keeps causal under non-causal
 
 

@@ -1,6 +1,7 @@
 """Build every program under kernels/ with warnings as errors; on a GPU, run each and check it."""
 
 import py_compile
+import time
 
 import pytest
 
@@ -46,9 +47,11 @@ def test_builds_for_every_architecture(program):
 @pytest.mark.parametrize("run", _run_params())
 def test_runs_and_checks(run, request):
     prog = run.program
+    began = time.perf_counter()
     if prog.lang != "python":
         proc = programs.build(prog)
         assert proc.returncode == 0, proc.stderr
+    build_s = time.perf_counter() - began
     # A benchmark is timed in two processes (a third where they disagree): see course/bench.py.
     outcome = bench.measure(run) if run.bench else programs.execute(run)
     request.node.stash[_outcome_key()] = {
@@ -56,6 +59,10 @@ def test_runs_and_checks(run, request):
         "benchmarks": outcome.benchmarks,
         "printed": bool(outcome.stdout.strip()),
         "stdout": outcome.stdout,
+        # Where the item's time went, for the GPU run's planning: the build (0 when already built) and
+        # each timing process of a benchmark.
+        "build_s": round(build_s, 2),
+        "process_s": outcome.process_s,
     }
     if outcome.waived:
         pytest.skip(f"waived: {outcome.stdout.strip().splitlines()[-1] if outcome.stdout.strip() else 'no reason printed'}")

@@ -329,6 +329,8 @@ def sitting_summary(rec: dict, sitting: str) -> dict | None:
         "gpus": sorted({f"{c['gpus']} x {c['gpu']}" for c in commands}),
         "passed": sum(e["outcome"] == "passed" for e in entries),
         "not_passed": sum(e["outcome"] != "passed" for e in entries),
+        # waived: the machine lacked what the item needs (a second GPU, say), not a failure
+        "skipped": sum(e["outcome"] == "skipped" for e in entries),
         "needing_more_gpus": commands[-1].get("units_needing_more_gpus", 0),
         "whole": all(_reruns_all(c, sitting) for c in commands) and commands[-1]["incomplete_units"] == 0,
     }

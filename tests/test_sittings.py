@@ -35,7 +35,16 @@ def test_a_sitting_of_two_commands_spans_first_start_to_last_end(tmp_path):
     text = sittings.sitting_time(record.load(path))
     assert text.startswith("The last whole re-verification: sitting 2025-12-02T07:53:20Z on 1 x NVIDIA H200 GPU: "
                            "23 min 20 s from its first command's start")
-    assert "2 commands" in text and "2 items passed, 1 did not" in text and "2 units need more GPUs" in text
+    assert "2 commands" in text and "2 items passed, 1 failed or were flagged" in text and "2 units need more GPUs" in text
+
+
+def test_a_skipped_item_is_counted_apart_from_a_failure(tmp_path):
+    """A multi-GPU item waived on a one-GPU machine is recorded as skipped: not a failure of the sitting."""
+    path = _record(tmp_path, [_command(START, START + 500)], outcomes=("passed", "skipped", "skipped"))
+    s = record.sitting_summary(record.load(path), "2025-12-02T07:53:20Z")
+    assert (s["passed"], s["skipped"], s["not_passed"]) == (1, 2, 2)
+    text = sittings.sitting_time(record.load(path))
+    assert "1 item passed, 2 skipped (the machine lacked" in text and "failed" not in text
 
 
 def test_a_stale_only_command_or_one_that_left_work_is_not_a_whole_re_verification(tmp_path):

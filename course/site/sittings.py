@@ -26,8 +26,11 @@ def _describe(s: dict) -> str:
     commands = "one command" if s["commands"] == 1 else f"{s['commands']} commands"
     return (f"sitting {html.escape(s['sitting'])} on {html.escape(', '.join(s['gpus']))} GPU: "
             f"{_duration(s['wall_s'])} from its first command's start ({_when(s['started'])}) to its last "
-            f"result, in {commands}, builds included; {s['passed']} items passed"
-            + (f", {s['not_passed']} did not" if s["not_passed"] else "")
+            f"result, in {commands}, builds included; {s['passed']} item{'' if s['passed'] == 1 else 's'} passed"
+            + (f", {s['skipped']} skipped (the machine lacked what they need, such as a second GPU)"
+               if s.get("skipped") else "")
+            + (f", {s['not_passed'] - s.get('skipped', 0)} failed or were flagged"
+               if s["not_passed"] - s.get("skipped", 0) else "")
             + (f" ({s['needing_more_gpus']} units need more GPUs than it had)" if s["needing_more_gpus"] else ""))
 
 

@@ -26,28 +26,32 @@ import fnmatch
 import re
 
 # Dense (no sparsity) peak rates and memory bandwidth from NVIDIA's datasheets, SXM form factor.
-# Keys are the GPU names the record stores (`nvidia-smi --query-gpu=name`).
+# Keys are the GPU names the record stores (`nvidia-smi --query-gpu=name`). FP64 has two rates: the
+# CUDA cores' DFMA (34 TFLOP/s: a double-precision loop, a reduction in double) and the tensor cores'
+# DMMA (67 TFLOP/s: cuBLAS's DGEMM).
 DATASHEETS = {
     "NVIDIA H100 80GB HBM3": {
         "source": "H100 SXM5 datasheet",
         "bandwidth": 3.35e12,
-        "peak": {"fp64": 67e12, "fp32": 67e12, "tf32": 494.7e12, "16-bit": 989.4e12, "fp8": 1978.9e12},
+        "peak": {"fp64": 34e12, "fp64-tensor": 67e12, "fp32": 67e12, "tf32": 494.7e12, "16-bit": 989.4e12, "fp8": 1978.9e12},
     },
     "NVIDIA H200": {
         "source": "H200 SXM datasheet",
         "bandwidth": 4.8e12,
-        "peak": {"fp64": 67e12, "fp32": 67e12, "tf32": 494.7e12, "16-bit": 989.4e12, "fp8": 1978.9e12},
+        "peak": {"fp64": 34e12, "fp64-tensor": 67e12, "fp32": 67e12, "tf32": 494.7e12, "16-bit": 989.4e12, "fp8": 1978.9e12},
     },
 }
-PRECISION_NAMES = {"fp64": "FP64", "fp32": "FP32", "tf32": "TF32 tensor", "16-bit": "BF16/FP16 tensor",
-                   "fp8": "FP8 tensor"}
+PRECISION_NAMES = {"fp64": "FP64", "fp64-tensor": "FP64 tensor", "fp32": "FP32", "tf32": "TF32 tensor",
+                   "16-bit": "BF16/FP16 tensor", "fp8": "FP8 tensor"}
 
 _COPY = re.compile(r"cudaMemcpy|same bytes|Tensor\.copy_", re.IGNORECASE)
 
 
 _PRECISIONS = (("fp32", r"fp32 math|\bfma math"), ("fp8", r"fp8|e4m3|e5m2"),
                ("tf32", r"tf32|default math"),  # cuDNN's default math allows TF32 on fp32 data
-               ("16-bit", r"bf16|fp16|half|hgemm|tensorop"), ("fp64", r"fp64|double|dgemm"), ("fp32", r"fp32|float"))
+               ("16-bit", r"bf16|fp16|half|hgemm|tensorop"), ("fp64-tensor", r"dgemm"),
+               # "double" as a type, not "double-buffered"
+               ("fp64", r"fp64|(?<![\w-])double(?![\w-])"), ("fp32", r"fp32|float"))
 
 
 def precision(impl: str, case: str = "") -> str:

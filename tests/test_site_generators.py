@@ -139,6 +139,17 @@ def test_precision_is_read_from_the_implementation_then_the_case():
     assert headline.precision("cuDNN default math (TF32 allowed)") == "tf32"
     assert headline.precision("v1 wgmma + TMA", "bf16 gemm A*B^T 4096") == "16-bit"
     assert headline.precision("matmul_naive") == "fp32"
+    # "double-buffered" is an FP32 SGEMM's technique, not FP64 arithmetic
+    assert headline.precision("v8 double-buffered", "sgemm 256x256x256") == "fp32"
+    assert headline.precision("sum_parts<double>") == "fp64"
+
+
+def test_fp64_on_cuda_cores_and_on_tensor_cores_have_their_own_peaks():
+    """The H200's datasheet: 34 TFLOP/s of FP64 on the CUDA cores, 67 on the tensor cores (DGEMM)."""
+    sheet = headline.datasheet_for("NVIDIA H200")
+    assert headline.precision("cuBLAS dgemm") == "fp64-tensor"
+    assert sheet["peak"]["fp64"] == 34e12 and sheet["peak"]["fp64-tensor"] == 67e12
+    assert set(headline.PRECISION_NAMES) == set(sheet["peak"])
 
 
 def test_results_open_with_headline_then_plot_then_folded_table():

@@ -23,6 +23,8 @@ solution passes, and that every registered mistake fails. A mistake that is the 
 deliberate error is stored as mistakes/STEM.diff against the solution and written out when it is
 checked (course/mistakes.py); one that is a different program is a whole file, mistakes/STEM.cu or .py.
 The runner shows each failed check once, the first with a few wrong values (course/exercise_report.py);
+after a speed exercise passes, its kernel's share of the GPU's datasheet limit beside the course
+solution's share from the GPU record (course/exercise_limits.py);
 a pass of the reader's own file is kept for `progress` (course/exercise_progress.py).
 Exit code: 0 pass, 1 fail (or bad usage), 2 waived (the GPU lacks a feature), 3 cannot check here (a
 CUDA C++ exercise on a machine without a GPU: it compiles, and nothing was checked).
@@ -37,10 +39,10 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from course import exercise_progress, exercise_report, programs
+from course import exercise_limits, exercise_progress, exercise_report, programs, record
 from course import mistakes as mistake_files
 
 ROOT = programs.ROOT
@@ -96,7 +98,8 @@ class Exercise:
         (tests/test_exercises.py, course/pytest_plugin.py): the stub, checker, solution and mistakes with
         the headers and modules they include or import (kernels/common/exercise.cuh, exercise_tools.py),
         and the runner: course/mistakes.py, exercise_report.py (what a test of the output reads),
-        exercise_progress.py (which a pass calls), and this file with the registry reduced to this exercise's
+        exercise_progress.py (which a pass calls), exercise_limits.py (a speed check's share of the
+        GPU's limit), and this file with the registry reduced to this exercise's
         entry. Another exercise's files, or its registry entry, are not in it: editing one re-stales only
         that exercise's items."""
         found: list[Path] = []
@@ -104,7 +107,8 @@ class Exercise:
             path = ROOT / rel
             made_of = programs.parse(path).sources() if path.suffix in programs.SOURCE_SUFFIXES else [path]
             found += [p for p in made_of if p not in found]
-        found += [ROOT / "course" / f for f in ("mistakes.py", "exercise_report.py", "exercise_progress.py")]
+        found += [ROOT / "course" / f for f in ("mistakes.py", "exercise_report.py", "exercise_progress.py",
+                                                "exercise_limits.py")]
         return [(p.relative_to(ROOT).as_posix(), p.read_bytes()) for p in found] + \
             [("course/exercise.py", registry_reduced_to(Path(__file__).read_text(), self).encode())]
 
@@ -202,6 +206,7 @@ class Result:
     returncode: int   # 0 pass, 1 fail, 2 waived, 3 cannot check here (no GPU)
     output: str       # what the reader was shown: the verdict, each failed check once
     log: str          # everything: the build's and the checker's whole output, and the verdict
+    benchmarks: list = field(default_factory=list)  # the checker's BENCH rows (a speed check's timings)
 
 
 class _Report:
@@ -227,8 +232,8 @@ class _Report:
         else:
             self.log.append(text)
 
-    def result(self, returncode: int) -> Result:
-        return Result(returncode, "\n".join(self.shown), "\n".join(self.log))
+    def result(self, returncode: int, benchmarks: list | None = None) -> Result:
+        return Result(returncode, "\n".join(self.shown), "\n".join(self.log), benchmarks or [])
 
 
 def _last_lines(text: str, count: int) -> list[str]:
@@ -248,6 +253,9 @@ def _verdict(ex: Exercise, proc_rc: int, stdout: str, stderr: str, out: _Report,
         out.say(exercise_report.summary(ex.name, checks, passed=True))
         for line in exercise_report.pass_notes(checks):
             out.say(line)
+        if ex.speed and outcome.benchmarks:  # how far from the GPU's limit, beside the course's solution
+            for line in exercise_limits.limit_lines(stdout, exercise_limits.gpu_name(), record.load(), ex.name):
+                out.say(line)
         return 0
     out.say(exercise_report.summary(ex.name, checks, passed=False))
     failures = exercise_report.failure_lines(checks)
@@ -350,7 +358,7 @@ def check(ex: Exercise, solution: bool = False, sim: bool = False, seed: int | N
     rc = _verdict(ex, proc.returncode, stdout, proc.stderr, out, seed)
     if rc == 0 and not solution and mistake is None:
         exercise_progress.record_pass(ex.name, ROOT / rel, seed)
-    return out.result(rc)
+    return out.result(rc, programs.verdict(proc.returncode, stdout, proc.stderr).benchmarks)
 
 
 def _list() -> int:

@@ -63,8 +63,13 @@ def test_stub_fails_on_the_gpu(ex):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("ex", ON_GPU, ids=_id)
-def test_solution_passes_on_the_gpu(ex):
+def test_solution_passes_on_the_gpu(ex, request):
     r = exercise.check(ex, solution=True, echo=False)
+    # The record keeps a speed check's rows: a reader's pass prints the solution's share of the GPU's
+    # limit beside their own (course/exercise_limits.py).
+    from course.pytest_plugin import ITEM_OUTCOME
+
+    request.node.stash[ITEM_OUTCOME] = {"benchmarks": r.benchmarks, "printed": bool(r.output), "stdout": r.output}
     assert r.returncode == 0 and f"PASS {ex.name}" in r.output, r.output
 
 

@@ -42,7 +42,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from course import exercise_limits, exercise_progress, exercise_report, programs, record
+from course import exercise_limits, exercise_progress, exercise_report, gpu_run, programs, record
 from course import mistakes as mistake_files
 
 ROOT = programs.ROOT
@@ -254,7 +254,7 @@ def _verdict(ex: Exercise, proc_rc: int, stdout: str, stderr: str, out: _Report,
         for line in exercise_report.pass_notes(checks):
             out.say(line)
         if ex.speed and outcome.benchmarks:  # how far from the GPU's limit, beside the course's solution
-            for line in exercise_limits.limit_lines(stdout, exercise_limits.gpu_name(), record.load(), ex.name):
+            for line in exercise_limits.limit_lines(stdout, gpu_run.gpu_name(), record.load(), ex.name):
                 out.say(line)
         return 0
     out.say(exercise_report.summary(ex.name, checks, passed=False))

@@ -11,21 +11,9 @@ the kernel is from what the hardware allows, and how far the course's solution g
 
 from __future__ import annotations
 
-import subprocess
-
 from course import headline, record, verdicts
 
 SOLUTION_ID = "tests/test_exercises.py::test_solution_passes_on_the_gpu[{name} --bench]"
-
-
-def gpu_name() -> str | None:
-    """The first visible GPU's name as nvidia-smi gives it (the record's runs use the same), or None."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.splitlines()[0].strip() if out.strip() else None
 
 
 def share(row: dict, gpu: str) -> tuple[float, str] | None:
